@@ -1,0 +1,99 @@
+"""Sessions: tests (CPU), gpu_tests, lint, bench, build.
+
+`nox -s tests` installs exactly as the README does (scripts/install-dev.sh)
+into a fresh virtualenv and runs pytest over every package. On a GPU box with
+torch+CUDA already installed and no package index, use
+`nox --no-venv -s gpu_tests`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+PACKAGES = ["kernels", "core", "fsdp-backend", "megatron-backend", "rollout", "cli"]
+PURE_PACKAGES = [p for p in PACKAGES if p != "kernels"]
+
+nox.options.sessions = ["tests", "lint"]
+nox.options.reuse_existing_virtualenvs = True
+
+
+def _pytest(session: nox.Session, *args: str) -> None:
+    # Exit code 5 ("no tests collected") must fail: a run that tests nothing is not green.
+    session.run("python", "-m", "pytest", *args, *session.posargs)
+
+
+@nox.session(python="3.11")
+def tests(session: nox.Session) -> None:
+    """CPU test suite over all packages (GPU tests are skipped)."""
+    session.run("bash", "scripts/install-dev.sh", external=True)
+    _pytest(session, "-m", "not gpu and not multigpu", "packages")
+
+
+@nox.session
+def gpu_tests(session: nox.Session) -> None:
+    """GPU tests (`pytest -m gpu`). With --no-venv, uses the current torch+CUDA environment."""
+    if session.venv_backend == "none":
+        _install_without_index(session)
+    else:
+        session.install(*[f"-e./packages/{p}" for p in PACKAGES], "pytest", "hypothesis")
+    env = {"RL_KERNELS_CUDA": os.environ.get("RL_KERNELS_CUDA", "ON")}
+    session.run("python", "-m", "pytest", "-m", "gpu", "packages", *session.posargs, env=env)
+
+
+def _install_without_index(session: nox.Session) -> None:
+    """Install into an environment that has torch+CUDA, build tools and no package index."""
+    session.run(
+        "python", "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
+        "-e", "packages/kernels", env={"RL_KERNELS_CUDA": "ON"},
+    )
+    if importlib.util.find_spec("hatchling") is not None:
+        session.run(
+            "python", "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
+            *[f"-e./packages/{p}" for p in PURE_PACKAGES],
+        )
+    else:  # no build backend for the pure packages: put their sources on the path
+        paths = [str(ROOT / "packages" / p / "src") for p in PURE_PACKAGES]
+        session.env["PYTHONPATH"] = os.pathsep.join([*paths, os.environ.get("PYTHONPATH", "")])
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff check + ruff format --check over the repo, mypy on rl.core."""
+    session.install("ruff>=0.6", "mypy>=1.10", "types-PyYAML")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("mypy", "packages/core/src/rl/core")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Kernel benchmarks; rows are appended under packages/kernels/benchmarks/results/."""
+    if session.venv_backend != "none":
+        session.install("torch==2.13.0", "-e./packages/kernels")
+    results = ROOT / "packages" / "kernels" / "benchmarks" / "results"
+    for op in session.posargs or ["bucket"]:
+        session.run("python", "-m", "rl.kernels.bench", op, "--csv", str(results / f"{op}.csv"))
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """Wheels and sdists of all six packages into dist/.
+
+    `python -m build` builds each wheel *from its sdist* in an isolated
+    environment without torch, which proves the rl-kernels sdist is complete.
+    """
+    session.install("build>=1.2")
+    dist = ROOT / "dist"
+    for package in PACKAGES:
+        session.run("python", "-m", "build", "--outdir", str(dist), f"packages/{package}")
+    wheels = sorted(dist.glob("rl_*.whl"))
+    session.log("built: " + ", ".join(w.name for w in wheels))
+    names = {w.name.split("-")[0] for w in wheels}
+    expected = {f"rl_{p.split('-')[0]}" for p in PACKAGES}
+    if names != expected:
+        session.error(f"expected wheels for {sorted(expected)}, got {sorted(names)}")

@@ -1,0 +1,45 @@
+"""The `rl` command: one typer app, one module per sub-command."""
+
+from __future__ import annotations
+
+import typer
+
+from rl.cli import doctor
+
+app = typer.Typer(
+    name="rl",
+    help="Reinforcement-learning post-training of language models (PPO, GRPO and relatives).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _print_versions(value: bool) -> None:
+    if not value:
+        return
+    from rl.core.doctor import rl_packages
+
+    for name, version in rl_packages().items():
+        typer.echo(f"{name} {version}")
+    raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_versions,
+        is_eager=True,
+        help="List every installed rl-* package and its version.",
+    ),
+) -> None:
+    """rl: train language models with reinforcement learning."""
+
+
+app.command("doctor")(doctor.doctor)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,129 @@
+"""The contracts between the controller and the roles it drives.
+
+The controller talks to actor, reference, critic and rollout workers only
+through these protocols, so algorithms never know which backend runs them
+(FSDP2 or megatron-core for training; vLLM, SGLang or Hugging Face for
+generation). Backends register concrete classes through the `rl.engines`
+entry-point group (see `rl.core.registry`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+
+# Batch keys: one name per concept in every package.
+BATCH_KEYS = (
+    "input_ids",
+    "attention_mask",
+    "position_ids",
+    "prompts",
+    "responses",
+    "response_mask",
+    "prompt_uid",
+    "rollout_logprobs",
+    "old_logprobs",
+    "ref_logprobs",
+    "entropy",
+    "values",
+    "token_level_scores",
+    "token_level_rewards",
+    "advantages",
+    "returns",
+)
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample responses; `n` responses per prompt form one group."""
+
+    n: int = 1
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = -1
+    max_new_tokens: int = 256
+    min_new_tokens: int = 0
+    stop_token_ids: tuple[int, ...] = ()
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.n < 1:
+            raise ValueError(f"rollout.n must be >= 1, got {self.n}")
+        if self.temperature < 0:
+            raise ValueError(f"rollout.temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"rollout.top_p must be in (0, 1], got {self.top_p}")
+        if self.min_new_tokens > self.max_new_tokens:
+            raise ValueError(
+                f"rollout.min_new_tokens ({self.min_new_tokens}) exceeds "
+                f"max_new_tokens ({self.max_new_tokens})"
+            )
+
+
+@dataclass
+class Rollouts:
+    """Generated responses, flat over prompts × n (prompt i's group is rows i*n .. i*n+n-1).
+
+    `response_ids[j]` are the sampled token ids of row j and `logprobs[j]` their
+    log-probabilities under the rollout engine (float32, same length).
+    """
+
+    prompt_ids: list[list[int]]
+    response_ids: list[list[int]]
+    logprobs: list[list[float]]
+    finish_reasons: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LogprobOutput:
+    """Per-token outputs of a forward pass over response tokens.
+
+    logprobs: float32 [batch, response_len]; entropy: float32 [batch, response_len] or None.
+    """
+
+    logprobs: torch.Tensor
+    entropy: torch.Tensor | None = None
+
+
+LossFn = Callable[..., tuple[torch.Tensor, dict[str, float]]]
+
+
+@runtime_checkable
+class TrainEngine(Protocol):
+    """A trainable model (actor, critic) or a frozen one (reference) on some backend."""
+
+    def compute_logprobs(self, batch: Mapping[str, Any]) -> LogprobOutput: ...
+
+    def compute_values(self, batch: Mapping[str, Any]) -> torch.Tensor: ...
+
+    def train_step(self, batch: Mapping[str, Any], loss_fn: LossFn) -> dict[str, float]: ...
+
+    def export_weights(self) -> Iterator[tuple[str, torch.Tensor]]: ...
+
+    def save(self, path: str) -> None: ...
+
+    def load(self, path: str) -> None: ...
+
+    def offload(self) -> None: ...
+
+    def onload(self) -> None: ...
+
+
+@runtime_checkable
+class RolloutEngine(Protocol):
+    """A generation engine: token ids in, token ids and their log-probs out."""
+
+    def generate(self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams) -> Rollouts: ...
+
+    async def generate_one(
+        self, prompt_ids: Sequence[int], sampling: SamplingParams
+    ) -> Rollouts: ...
+
+    def update_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None: ...
+
+    def sleep(self) -> None: ...
+
+    def wake(self) -> None: ...

@@ -1,0 +1,35 @@
+"""Lazy imports of heavy third-party packages with a one-line, actionable error."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from types import ModuleType
+
+
+class MissingDependencyError(ImportError):
+    """A heavy optional dependency is not installed; the message names the extra."""
+
+
+def is_installed(module: str) -> bool:
+    """True when `module` can be imported, without importing it (cheap for vllm, ray, ...)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def require(module: str, install: str, feature: str | None = None) -> ModuleType:
+    """Import `module` or raise `MissingDependencyError` saying `pip install <install>`.
+
+    Example: `vllm = require("vllm", "rl-rollout[vllm]", "the vLLM rollout engine")`.
+    """
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        if error.name is None or module.split(".")[0] != error.name.split(".")[0]:
+            raise  # the package is there but one of *its* imports failed: show that
+        needed_by = f" for {feature}" if feature else ""
+        raise MissingDependencyError(
+            f"{module} is not installed{needed_by}: pip install '{install}'"
+        ) from None

@@ -1,0 +1,30 @@
+"""rl-kernels: the compiled performance core of the rl post-training stack.
+
+Ops are torch custom ops (`torch.ops.rl_kernels.*`) with a torch reference,
+a C++ CPU and a CUDA implementation; see `python -m rl.kernels.info`.
+"""
+
+from rl.kernels.buckets import (
+    BucketEntry,
+    BucketLayout,
+    layout_for,
+    pack_bucket,
+    pack_into,
+    plan_buckets,
+    unpack_bucket,
+    unpack_bucket_into,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BucketEntry",
+    "BucketLayout",
+    "__version__",
+    "layout_for",
+    "pack_bucket",
+    "pack_into",
+    "plan_buckets",
+    "unpack_bucket",
+    "unpack_bucket_into",
+]

@@ -1,0 +1,1 @@
+"""Standalone kernel benchmarks: `python -m rl.kernels.bench <op> [options]`."""

@@ -1,0 +1,1 @@
+"""Torch ops of rl-kernels, one file per op (reference + compiled implementations)."""

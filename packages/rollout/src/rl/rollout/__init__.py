@@ -1,0 +1,3 @@
+"""rl-rollout: generation engines (vLLM, SGLang, Hugging Face) and weight receivers."""
+
+__version__ = "0.1.0"
