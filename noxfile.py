@@ -48,12 +48,26 @@ def gpu_tests(session: nox.Session) -> None:
 def _install_without_index(session: nox.Session) -> None:
     """Install into an environment that has torch+CUDA, build tools and no package index."""
     session.run(
-        "python", "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
-        "-e", "packages/kernels", env={"RL_KERNELS_CUDA": "ON"},
+        "python",
+        "-m",
+        "pip",
+        "install",
+        "--no-build-isolation",
+        "--no-deps",
+        "--no-index",
+        "-e",
+        "packages/kernels",
+        env={"RL_KERNELS_CUDA": "ON"},
     )
     if importlib.util.find_spec("hatchling") is not None:
         session.run(
-            "python", "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
+            "python",
+            "-m",
+            "pip",
+            "install",
+            "--no-build-isolation",
+            "--no-deps",
+            "--no-index",
             *[f"-e./packages/{p}" for p in PURE_PACKAGES],
         )
     else:  # no build backend for the pure packages: put their sources on the path

@@ -14,9 +14,30 @@ def special_values(numel: int, seed: int) -> torch.Tensor:
     random_bits = torch.randint(-(2**31), 2**31 - 1, (numel,), generator=generator)
     values = random_bits.to(torch.int32).view(torch.float32).clone()
     edge = torch.tensor(
-        [0.0, -0.0, 1.0, -1.0, 65504.0, 65519.0, 65520.0, 70000.0, 1e-8, 3e-8, 6e-8,
-         2.0**-24, 2.0**-25, 1.5 * 2.0**-24, 2.0**-14, 1.0 + 2.0**-8, 1.0 + 3 * 2.0**-8,
-         1.0 + 2.0**-11, 3.4e38, float("inf"), float("-inf"), float("nan")],
+        [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            65504.0,
+            65519.0,
+            65520.0,
+            70000.0,
+            1e-8,
+            3e-8,
+            6e-8,
+            2.0**-24,
+            2.0**-25,
+            1.5 * 2.0**-24,
+            2.0**-14,
+            1.0 + 2.0**-8,
+            1.0 + 3 * 2.0**-8,
+            1.0 + 2.0**-11,
+            3.4e38,
+            float("inf"),
+            float("-inf"),
+            float("nan"),
+        ],
         dtype=torch.float32,
     )
     values[: min(numel, edge.numel())] = edge[: min(numel, edge.numel())]
@@ -24,7 +45,9 @@ def special_values(numel: int, seed: int) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("bucket_dtype", DTYPES)
-def test_pack_mixed_dtypes_odd_sizes_matches_reference_bitwise(cpu_impl, assert_bitwise_equal, bucket_dtype):
+def test_pack_mixed_dtypes_odd_sizes_matches_reference_bitwise(
+    cpu_impl, assert_bitwise_equal, bucket_dtype
+):
     shapes = [(1,), (3, 5), (0,), (7, 1, 3), (1031,), (2, 65537)]
     tensors = [
         special_values(int(torch.Size(s).numel()), seed).to(DTYPES[seed % 3]).reshape(s)
@@ -95,7 +118,12 @@ def test_bucket_elements_outside_segments_are_untouched(cpu_impl):
 @pytest.mark.parametrize(
     ("tensors", "offsets", "bucket", "message"),
     [
-        ([torch.ones(4)], [0], torch.empty(3), r"needs bucket elements \[0, 4\) but the bucket holds 3"),
+        (
+            [torch.ones(4)],
+            [0],
+            torch.empty(3),
+            r"needs bucket elements \[0, 4\) but the bucket holds 3",
+        ),
         ([torch.ones(2)], [-1], torch.empty(3), r"tensor 0 needs bucket elements"),
         ([torch.ones(2), torch.ones(2)], [0, 1], torch.empty(4), "tensor 1 overlaps tensor 0"),
         ([torch.ones(2, dtype=torch.int64)], [0], torch.empty(3), "tensor 0 has dtype int64"),

@@ -78,9 +78,17 @@ def test_plan_buckets_respects_the_byte_budget_and_keeps_order():
 
 
 def test_tensor_larger_than_the_budget_gets_its_own_bucket():
-    meta = [("small", (2,), torch.float32), ("huge", (1000,), torch.float32), ("tail", (2,), torch.float32)]
+    meta = [
+        ("small", (2,), torch.float32),
+        ("huge", (1000,), torch.float32),
+        ("tail", (2,), torch.float32),
+    ]
     layouts = plan_buckets(meta, bucket_bytes=64, dtype=torch.float32)
-    assert [[e.name for e in layout.entries] for layout in layouts] == [["small"], ["huge"], ["tail"]]
+    assert [[e.name for e in layout.entries] for layout in layouts] == [
+        ["small"],
+        ["huge"],
+        ["tail"],
+    ]
 
 
 def test_plan_rejects_bad_arguments():

@@ -61,10 +61,16 @@ def torch_checks() -> list[Check]:
     if torch.cuda.is_available():
         names = {torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())}
         checks.append(
-            Check("CUDA", True, f"{torch.version.cuda}, {torch.cuda.device_count()} × {', '.join(names)}")
+            Check(
+                "CUDA",
+                True,
+                f"{torch.version.cuda}, {torch.cuda.device_count()} × {', '.join(names)}",
+            )
         )
     else:
-        checks.append(Check("CUDA", False, f"no CUDA device (torch built with CUDA {torch.version.cuda})"))
+        checks.append(
+            Check("CUDA", False, f"no CUDA device (torch built with CUDA {torch.version.cuda})")
+        )
     return checks
 
 
@@ -87,7 +93,11 @@ def kernel_checks() -> list[Check]:
     report: dict[str, Any] = kernel_report()
     checks = []
     for impl, state in report["impls"].items():
-        detail = "usable" if state["usable"] else ("built, no device" if state["compiled"] else "not built")
+        detail = (
+            "usable"
+            if state["usable"]
+            else ("built, no device" if state["compiled"] else "not built")
+        )
         checks.append(Check(f"kernels: {impl}", state["usable"], detail))
     return checks
 
@@ -110,7 +120,11 @@ def engine_checks() -> list[Check]:
 
 def collect() -> dict[str, list[Check]]:
     """The whole report, by section."""
-    python = Check("Python", sys.version_info >= (3, 11), f"{platform.python_version()} on {platform.platform()}")
+    python = Check(
+        "Python",
+        sys.version_info >= (3, 11),
+        f"{platform.python_version()} on {platform.platform()}",
+    )
     packages = [Check(name, True, version) for name, version in rl_packages().items()]
     return {
         "platform": [python, *torch_checks()],

@@ -116,7 +116,9 @@ class TrainEngine(Protocol):
 class RolloutEngine(Protocol):
     """A generation engine: token ids in, token ids and their log-probs out."""
 
-    def generate(self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams) -> Rollouts: ...
+    def generate(
+        self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams
+    ) -> Rollouts: ...
 
     async def generate_one(
         self, prompt_ids: Sequence[int], sampling: SamplingParams

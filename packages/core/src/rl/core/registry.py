@@ -99,8 +99,12 @@ def find_engine(name: str, role: Role) -> InstalledEngine:
         if engine.spec.name == name:
             return engine
     installed = ", ".join(e.spec.name for e in engines) or "none"
-    hint = f" Install it with: pip install '{KNOWN_ENGINES[name]}'." if name in KNOWN_ENGINES else ""
-    raise LookupError(f"no {role} engine named {name!r} is installed (installed: {installed}).{hint}")
+    hint = (
+        f" Install it with: pip install '{KNOWN_ENGINES[name]}'." if name in KNOWN_ENGINES else ""
+    )
+    raise LookupError(
+        f"no {role} engine named {name!r} is installed (installed: {installed}).{hint}"
+    )
 
 
 def load_engine_class(name: str, role: Role) -> type:

@@ -23,7 +23,9 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 def make_weights(total_mb: float, count: int, dtype: torch.dtype, device: torch.device):
     """`count` tensors of varied (odd) sizes summing to about `total_mb` megabytes."""
     per_tensor = max(int(total_mb * 2**20 / dtype.itemsize / count), 1)
-    sizes = [per_tensor + (i * 7919) % max(per_tensor // 4, 1) - per_tensor // 8 for i in range(count)]
+    sizes = [
+        per_tensor + (i * 7919) % max(per_tensor // 4, 1) - per_tensor // 8 for i in range(count)
+    ]
     return [torch.randn(max(s, 1), device=device).to(dtype) for s in sizes]
 
 
@@ -81,8 +83,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--csv", type=Path, default=Path("benchmarks/results/bucket.csv"))
     args = parser.parse_args(argv)
     rows = run(args)
-    print_table(rows, ["device", "provider", "tensors", "mbytes", "src", "bucket",
-                       "median_ms", "gb_per_s", "pct_of_copy_limit"])
+    print_table(
+        rows,
+        [
+            "device",
+            "provider",
+            "tensors",
+            "mbytes",
+            "src",
+            "bucket",
+            "median_ms",
+            "gb_per_s",
+            "pct_of_copy_limit",
+        ],
+    )
     append_csv(args.csv, rows)
     print(f"appended {len(rows)} rows to {args.csv}")
     return 0

@@ -10,6 +10,7 @@ torch reference, the C++ CPU kernel or the CUDA kernel, chosen by device.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 
 import torch
 
@@ -53,7 +54,7 @@ def check_segments(
         if tensor.numel() and not allow_overlap:
             spans.append((offset, end, index))
     spans.sort()
-    for (_, end, first), (start, _, second) in zip(spans, spans[1:], strict=False):
+    for (_, end, first), (start, _, second) in pairwise(spans):
         if start < end:
             raise ValueError(f"tensor {second} overlaps tensor {first} in the bucket")
 
