@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from rl.cli import doctor
+from rl.cli import doctor, train
+from rl.cli.config_cmd import config_app
 
 app = typer.Typer(
     name="rl",
@@ -39,6 +40,9 @@ def root(
 
 
 app.command("doctor")(doctor.doctor)
+app.command("train")(train.train)
+app.command("sft")(train.sft)
+app.add_typer(config_app, name="config")
 
 
 def main() -> None:

@@ -1,0 +1,75 @@
+"""Metric sinks; each takes `log(metrics, step)` and `close()`."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Protocol
+
+from rl.core.imports import require
+
+
+class Sink(Protocol):
+    def log(self, metrics: dict[str, float], step: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class JsonlSink:
+    """One JSON object per step in `<output_dir>/metrics.jsonl` (appended on resume)."""
+
+    def __init__(self, output_dir: Path) -> None:
+        self.path = output_dir / "metrics.jsonl"
+        self.handle = self.path.open("a")
+
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        clean = {k: (v if math.isfinite(v) else None) for k, v in metrics.items()}
+        self.handle.write(json.dumps({"step": step, **clean}) + "\n")
+        self.handle.flush()
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+class TensorBoardSink:
+    def __init__(self, output_dir: Path) -> None:
+        require("tensorboard", "rl-core[tensorboard]", "trainer.logger: tensorboard")
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer = SummaryWriter(log_dir=str(output_dir / "tensorboard"))
+
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        for key, value in metrics.items():
+            self.writer.add_scalar(key, value, step)
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class WandbSink:
+    def __init__(self, project: str, name: str, config: dict[str, Any]) -> None:
+        self.wandb = require("wandb", "rl-core[wandb]", "trainer.logger: wandb")
+        self.run = self.wandb.init(project=project, name=name, config=config)
+
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        self.run.log(metrics, step=step)
+
+    def close(self) -> None:
+        self.run.finish()
+
+
+class MlflowSink:
+    def __init__(self, project: str, name: str, config: dict[str, Any]) -> None:
+        self.mlflow = require("mlflow", "rl-core[mlflow]", "trainer.logger: mlflow")
+        self.mlflow.set_experiment(project)
+        self.mlflow.start_run(run_name=name)
+        self.mlflow.log_dict(config, "config.json")
+
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        safe = {k.replace("@", "_at_"): v for k, v in metrics.items()}
+        self.mlflow.log_metrics(safe, step=step)
+
+    def close(self) -> None:
+        self.mlflow.end_run()

@@ -1,0 +1,5 @@
+"""Optimizer helpers shared by every training backend."""
+
+from rl.core.optim.lr_schedule import lr_multiplier, make_lr_scheduler, warmup_steps
+
+__all__ = ["lr_multiplier", "make_lr_scheduler", "warmup_steps"]

@@ -1,0 +1,105 @@
+"""Build a run's context from config: tokenizer, datasets, sampler, reward, engines."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from rl.core.config import Config
+from rl.core.demo.arithmetic import arithmetic_rows
+from rl.core.models import load_tokenizer
+from rl.core.registry import load_engine_class
+from rl.core.trainer.context import (
+    RunContext,
+    build_rollout_engine,
+    build_train_engine,
+    total_training_steps,
+)
+from rl.core.trainer.sft import sft_optim
+
+
+def load_rows(files: tuple[str, ...], size: int, seed: int) -> list[Any]:
+    """Rows of the data files; `builtin:arithmetic` generates the demo task in code."""
+    from rl.core.data import read_rows
+
+    if files == ("builtin:arithmetic",):
+        return arithmetic_rows(size, seed)
+    return read_rows(list(files))
+
+
+def build_dataset(
+    config: Config, files: tuple[str, ...], size: int, seed: int, tokenizer: Any
+) -> Any:
+    from rl.core.data import PromptDataset
+
+    data = config.data
+    return PromptDataset(
+        load_rows(files, size, seed),
+        tokenizer,
+        prompt_key=data.prompt_key,
+        answer_key=data.answer_key,
+        data_source_key=data.data_source_key,
+        chat_template=data.chat_template,
+        max_prompt_length=data.max_prompt_length,
+        truncation=data.truncation,
+        filter_overlong_prompts=data.filter_overlong_prompts,
+        filter_num_workers=data.filter_num_workers,
+    )
+
+
+def build_reward(config: Config) -> Any:
+    from rl.core.rewards import make_reward_manager
+
+    return make_reward_manager(config.reward)
+
+
+def build_context(config: Config, output_dir: Path, with_rl_roles: bool = True) -> RunContext:
+    from rl.core.data import PromptSampler
+
+    data = config.data
+    tokenizer = load_tokenizer(config.model)
+    # Different seeds: the validation prompts are not the training prompts.
+    train = build_dataset(config, data.train_files, data.builtin_train_size, data.seed, tokenizer)
+    val = build_dataset(
+        config, data.val_files, data.builtin_val_size, data.seed + 10_000, tokenizer
+    )
+    sampler = PromptSampler(len(train), data.train_batch_size, shuffle=data.shuffle, seed=data.seed)
+    total = total_training_steps(config, sampler.steps_per_epoch)
+    ctx = RunContext(
+        config,
+        output_dir,
+        tokenizer,
+        train,
+        val,
+        sampler,
+        build_reward(config),
+        actor=build_train_engine(config, "actor", tokenizer, total),
+        rollout=build_rollout_engine(config, tokenizer) if with_rl_roles else None,
+    )
+    if with_rl_roles and config.uses_reference:
+        ctx.ref = build_train_engine(config, "ref", tokenizer, total)
+    if with_rl_roles and config.uses_critic:
+        ctx.critic = build_train_engine(config, "critic", tokenizer, total)
+    return ctx
+
+
+def build_sft_engine(config: Config, tokenizer: Any) -> Any:
+    """An actor-shaped engine with the SFT optimizer (its own LR, no schedule)."""
+    section = replace(
+        config.actor,
+        optim=sft_optim(config),
+        ppo_mini_batch_size=config.sft.batch_size,
+        ppo_epochs=1,
+        shuffle=False,
+    )
+    engine_class = load_engine_class(config.actor.strategy, "train")
+    return engine_class.from_config(
+        config,
+        "actor",
+        tokenizer,
+        total_steps=max(config.sft.steps, 1),
+        responses_per_prompt=1,
+        section=section,
+        temperature=1.0,
+    )

@@ -1,0 +1,69 @@
+"""Turn generated rollouts into the padded training batch.
+
+Row layout: `[left-padded prompt | right-padded response]`, so every response
+starts at the same column and per-token tensors are `[B, R]`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from rl.core.batch import Batch
+from rl.core.engines import Rollouts
+
+
+def _pad_right(
+    rows: Sequence[Sequence[float]], width: int, value: float, dtype: torch.dtype
+) -> torch.Tensor:
+    out = torch.full((len(rows), width), value, dtype=dtype)
+    for i, row in enumerate(rows):
+        if row:
+            out[i, : len(row)] = torch.tensor(row, dtype=dtype)
+    return out
+
+
+def _pad_left(rows: Sequence[Sequence[int]], width: int, value: int) -> torch.Tensor:
+    out = torch.full((len(rows), width), value, dtype=torch.long)
+    for i, row in enumerate(rows):
+        if row:
+            out[i, width - len(row) :] = torch.tensor(row, dtype=torch.long)
+    return out
+
+
+def build_batch(rollouts: Rollouts, pad_token_id: int, response_width: int | None = None) -> Batch:
+    """The training batch of `rollouts`.
+
+    Keys: prompts [B, P], responses [B, R], input_ids / attention_mask /
+    position_ids [B, P + R], response_mask [B, R] (float32, 1 on real response
+    tokens), rollout_logprobs [B, R] float32.
+    """
+    prompt_width = max(len(p) for p in rollouts.prompt_ids)
+    width = response_width or max(max((len(r) for r in rollouts.response_ids), default=1), 1)
+    prompts = _pad_left(rollouts.prompt_ids, prompt_width, pad_token_id)
+    prompt_mask = _pad_left([[1] * len(p) for p in rollouts.prompt_ids], prompt_width, 0)
+    responses = _pad_right(rollouts.response_ids, width, pad_token_id, torch.long)
+    response_mask = _pad_right(
+        [[1.0] * len(r) for r in rollouts.response_ids], width, 0.0, torch.float32
+    )
+    attention_mask = torch.cat([prompt_mask, response_mask.long()], dim=1)
+    return {
+        "prompts": prompts,
+        "responses": responses,
+        "input_ids": torch.cat([prompts, responses], dim=1),
+        "attention_mask": attention_mask,
+        "position_ids": (attention_mask.cumsum(1) - 1).clamp(min=0),
+        "response_mask": response_mask,
+        "rollout_logprobs": _pad_right(rollouts.logprobs, width, 0.0, torch.float32),
+    }
+
+
+def scores_to_token_level(scores: Sequence[float], response_mask: torch.Tensor) -> torch.Tensor:
+    """Outcome reward on the last response token of each row: float32 [B, R]."""
+    token_scores = torch.zeros_like(response_mask)
+    lengths = response_mask.sum(1).long()
+    for row, (score, length) in enumerate(zip(scores, lengths.tolist(), strict=True)):
+        if length > 0:
+            token_scores[row, length - 1] = score
+    return token_scores

@@ -1,0 +1,27 @@
+"""Score generated responses with the configured reward (rule-based, custom, or a model)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rl.core.engines import Rollouts
+
+
+def score_rollouts(
+    ctx: Any, items: list[Any], rollouts: Rollouts, n: int
+) -> tuple[list[float], dict[str, float]]:
+    """One score per response row (rows i*n .. i*n+n-1 answer prompt item i)."""
+    from rl.core.rewards import RewardRequest
+
+    texts = ctx.tokenizer.batch_decode(rollouts.response_ids, skip_special_tokens=True)
+    requests = [
+        RewardRequest(
+            data_source=items[row // n].data_source,
+            solution_str=text,
+            ground_truth=items[row // n].ground_truth,
+            extra_info=items[row // n].extra,
+        )
+        for row, text in enumerate(texts)
+    ]
+    result = ctx.reward.score(requests)
+    return list(result.scores), dict(result.metrics)

@@ -1,0 +1,90 @@
+"""One RL step, as data flows (DESIGN.md §2):
+
+prompts -> generate -> rewards -> old/ref log-probs, values -> advantages
+-> critic update -> actor update -> weight sync.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rl.core.batch import Batch
+from rl.core.engines import SamplingParams
+from rl.core.trainer import losses
+from rl.core.trainer.rollout_batch import build_batch, scores_to_token_level
+from rl.core.trainer.scoring import score_rollouts
+from rl.core.trainer.timers import PhaseTimer
+from rl.core.weight_sync import sync_weights
+
+
+def train_sampling(config: Any) -> SamplingParams:
+    rollout = config.rollout
+    return SamplingParams(
+        n=rollout.n,
+        temperature=rollout.temperature,
+        top_p=rollout.top_p,
+        top_k=rollout.top_k,
+        max_new_tokens=config.data.max_response_length,
+        min_new_tokens=rollout.min_new_tokens,
+    )
+
+
+def rl_step(ctx: Any, items: list[Any], step: int, kl_ctrl: Any) -> dict[str, float]:
+    """Run one step on the prompts `items`; returns its metrics."""
+    config, timer = ctx.config, PhaseTimer()
+    with timer.phase("generate"):
+        rollouts = ctx.rollout.generate([it.prompt_ids for it in items], train_sampling(config))
+    batch = build_batch(rollouts, ctx.tokenizer.pad_token_id, config.data.max_response_length)
+    uids = [f"{step}-{it.index}" for it in items for _ in range(config.rollout.n)]
+    with timer.phase("reward"):
+        scores, reward_metrics = score_rollouts(ctx, items, rollouts, config.rollout.n)
+    batch["token_level_scores"] = scores_to_token_level(scores, batch["response_mask"])
+    metrics = {**reward_metrics, **_prepare(ctx, batch, timer)}
+    with timer.phase("advantages"):
+        reward_kl_metrics = losses.assign_token_rewards(config, batch, kl_ctrl)
+        losses.assign_advantages(config, batch, uids)
+    metrics.update(reward_kl_metrics)
+    if ctx.critic is not None:
+        with timer.phase("update_critic"):
+            metrics.update(ctx.critic.train_step(batch, losses.critic_loss_fn(config)))
+    with timer.phase("update_actor"):
+        metrics.update(ctx.actor.train_step(batch, losses.actor_loss_fn(config)))
+    with timer.phase("sync"):
+        metrics.update(sync_weights(ctx.actor.export_weights(), ctx.rollout))
+    metrics.update(batch_metrics(batch))
+    metrics.update(timer.metrics())
+    return metrics
+
+
+def _prepare(ctx: Any, batch: Batch, timer: PhaseTimer) -> dict[str, float]:
+    """Old and reference log-probs and critic values, added to `batch`."""
+    with timer.phase("old_logprob"):
+        old = ctx.actor.compute_logprobs(batch)
+    batch["old_logprobs"] = old.logprobs
+    metrics = losses.rollout_mismatch_metrics(batch)
+    if ctx.ref is not None:
+        with timer.phase("ref"):
+            batch["ref_logprobs"] = ctx.ref.compute_logprobs(batch).logprobs
+    if ctx.critic is not None:
+        with timer.phase("values"):
+            batch["values"] = ctx.critic.compute_values(batch)
+    return metrics
+
+
+def batch_metrics(batch: Batch) -> dict[str, float]:
+    mask = batch["response_mask"]
+    lengths = mask.sum(1)
+    scores = batch["token_level_scores"].sum(1)
+    out = {
+        "response/length_mean": float(lengths.mean()),
+        "response/length_max": float(lengths.max()),
+        "response/clip_ratio": float((lengths >= mask.shape[1]).float().mean()),
+        "reward/score_mean": float(scores.mean()),
+    }
+    for key in ("advantages", "returns", "values"):
+        if key in batch:
+            valid = batch[key][mask.bool()]
+            out[f"{key}/mean"] = float(valid.mean()) if valid.numel() else 0.0
+            out[f"{key}/max"] = float(valid.max()) if valid.numel() else 0.0
+            out[f"{key}/min"] = float(valid.min()) if valid.numel() else 0.0
+    return out

@@ -1,0 +1,54 @@
+"""Validation: greedy (by default) generation over the validation set, scored."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from rl.core.engines import SamplingParams
+from rl.core.trainer.scoring import score_rollouts
+
+
+def val_sampling(config: Any) -> SamplingParams:
+    kwargs = config.rollout.val_kwargs
+    return SamplingParams(
+        n=kwargs.n,
+        temperature=kwargs.temperature,
+        top_p=kwargs.top_p,
+        top_k=kwargs.top_k,
+        max_new_tokens=config.data.max_response_length,
+    )
+
+
+def validate(ctx: Any) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """`val/reward_mean`, `val/accuracy` (share of responses scored > 0), per data source too;
+    and the first `trainer.log_val_generations` samples."""
+    config, sampling = ctx.config, val_sampling(ctx.config)
+    items = [ctx.val_data[i] for i in range(len(ctx.val_data))]
+    scores: list[float] = []
+    texts: list[str] = []
+    for start in range(0, len(items), config.data.val_batch_size):
+        chunk = items[start : start + config.data.val_batch_size]
+        rollouts = ctx.rollout.generate([it.prompt_ids for it in chunk], sampling)
+        chunk_scores, _ = score_rollouts(ctx, chunk, rollouts, sampling.n)
+        scores += chunk_scores
+        texts += ctx.tokenizer.batch_decode(rollouts.response_ids, skip_special_tokens=True)
+    by_source: dict[str, list[float]] = defaultdict(list)
+    for row, score in enumerate(scores):
+        by_source[items[row // sampling.n].data_source].append(score)
+    metrics = {
+        "val/reward_mean": sum(scores) / max(len(scores), 1),
+        "val/accuracy": sum(s > 0 for s in scores) / max(len(scores), 1),
+    }
+    for source, values in by_source.items():
+        metrics[f"val/{source}/accuracy"] = sum(v > 0 for v in values) / len(values)
+    samples = [
+        {
+            "prompt": items[row // sampling.n].prompt_text,
+            "response": texts[row],
+            "ground_truth": str(items[row // sampling.n].ground_truth),
+            "score": scores[row],
+        }
+        for row in range(min(config.trainer.log_val_generations, len(scores)))
+    ]
+    return metrics, samples

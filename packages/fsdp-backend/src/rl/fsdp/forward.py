@@ -1,0 +1,48 @@
+"""Per-token outputs of a causal LM over the response part of a batch.
+
+A batch row is `[left-padded prompt | right-padded response]`; position t of
+the response is predicted by the logits at position P + t - 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+
+
+def response_logits(model: torch.nn.Module, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    """Logits that predict each response token: [B, R, V] in the model's dtype."""
+    response_len = batch["responses"].shape[1]
+    output = model(
+        input_ids=batch["input_ids"],
+        attention_mask=batch["attention_mask"],
+        position_ids=batch["position_ids"],
+        use_cache=False,
+    )
+    return output.logits[:, -response_len - 1 : -1]
+
+
+def logprobs_and_entropy(
+    logits: torch.Tensor, tokens: torch.Tensor, temperature: float, with_entropy: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """log p(token) [B, R] and entropy [B, R] (float32) of softmax(logits / temperature)."""
+    scaled = logits.float() / (temperature if temperature > 0 else 1.0)
+    log_probs = torch.log_softmax(scaled, dim=-1)
+    chosen = log_probs.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+    if not with_entropy:
+        return chosen, None
+    entropy = -(log_probs.exp() * log_probs).sum(-1)
+    return chosen, entropy
+
+
+def response_values(model: torch.nn.Module, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    """Critic values V(s_t) of the state before each response token: [B, R] float32."""
+    response_len = batch["responses"].shape[1]
+    output = model(
+        input_ids=batch["input_ids"],
+        attention_mask=batch["attention_mask"],
+        position_ids=batch["position_ids"],
+        use_cache=False,
+    )
+    return output.logits[:, -response_len - 1 : -1, 0].float()

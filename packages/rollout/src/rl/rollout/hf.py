@@ -1,0 +1,123 @@
+"""`HFRolloutEngine`: generation with Hugging Face `generate` and a KV cache.
+
+Implements `rl.core.engines.RolloutEngine`. Log-probs are those of the
+sampling distribution before top-p/top-k filtering, softmax(logits / T), the
+same quantity the trainer recomputes, so the two can be compared token by token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import torch
+
+from rl.core.config import Config
+from rl.core.engines import Rollouts, SamplingParams
+from rl.core.models import load_causal_lm
+
+
+def left_pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token ids [B, L] and attention mask [B, L] of left-padded rows."""
+    width = max(len(row) for row in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        if row:
+            ids[i, width - len(row) :] = torch.tensor(row, dtype=torch.long)
+            mask[i, width - len(row) :] = 1
+    return ids, mask
+
+
+class HFRolloutEngine:
+    """Batched sampling from a transformers causal LM (any device, no server)."""
+
+    def __init__(
+        self, model: torch.nn.Module, tokenizer: Any, device: str = "cpu", max_batch_size: int = 256
+    ) -> None:
+        self.model = model.to(device).eval()
+        self.tokenizer, self.device = tokenizer, torch.device(device)
+        self.max_batch_size = max_batch_size
+        self.pad_id = tokenizer.pad_token_id
+        self.eos_id = tokenizer.eos_token_id
+
+    @classmethod
+    def from_config(cls, config: Config, tokenizer: Any) -> HFRolloutEngine:
+        model = load_causal_lm(config.model, tokenizer, seed=config.trainer.seed)
+        return cls(model, tokenizer, device=config.trainer.device)
+
+    @torch.no_grad()
+    def generate(self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams) -> Rollouts:
+        """`sampling.n` responses per prompt, grouped: rows i*n .. i*n+n-1 belong to prompt i."""
+        expanded = [list(p) for p in prompt_ids for _ in range(sampling.n)]
+        rollouts = Rollouts([], [], [], [])
+        for start in range(0, len(expanded), self.max_batch_size):
+            chunk = self._generate_chunk(expanded[start : start + self.max_batch_size], sampling)
+            for field in ("prompt_ids", "response_ids", "logprobs", "finish_reasons"):
+                getattr(rollouts, field).extend(getattr(chunk, field))
+        return rollouts
+
+    def _generate_chunk(self, prompts: list[list[int]], sampling: SamplingParams) -> Rollouts:
+        input_ids, attention_mask = left_pad(prompts, self.pad_id)
+        greedy = sampling.temperature == 0
+        output = self.model.generate(
+            input_ids=input_ids.to(self.device),
+            attention_mask=attention_mask.to(self.device),
+            do_sample=not greedy,
+            temperature=None if greedy else sampling.temperature,
+            top_p=None if greedy else sampling.top_p,
+            top_k=None if greedy or sampling.top_k <= 0 else sampling.top_k,
+            max_new_tokens=sampling.max_new_tokens,
+            min_new_tokens=sampling.min_new_tokens or None,
+            eos_token_id=[self.eos_id, *sampling.stop_token_ids],
+            pad_token_id=self.pad_id,
+            output_logits=True,
+            return_dict_in_generate=True,
+            use_cache=True,
+        )
+        tokens = output.sequences[:, input_ids.shape[1] :].cpu()
+        logits = torch.stack(output.logits, dim=1).float().cpu()  # [B, R, V] raw logits
+        scaled = logits / (sampling.temperature if not greedy else 1.0)
+        logprobs = torch.log_softmax(scaled, -1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+        return self._trim(prompts, tokens, logprobs, {self.eos_id, *sampling.stop_token_ids})
+
+    @staticmethod
+    def _trim(
+        prompts: list[list[int]], tokens: torch.Tensor, logprobs: torch.Tensor, stop_ids: set[int]
+    ) -> Rollouts:
+        """Cut each response after its first stop token (kept); the rest is padding."""
+        result = Rollouts([], [], [], [])
+        for prompt, row, row_logprobs in zip(
+            prompts, tokens.tolist(), logprobs.tolist(), strict=True
+        ):
+            end = next((i + 1 for i, t in enumerate(row) if t in stop_ids), len(row))
+            result.prompt_ids.append(prompt)
+            result.response_ids.append(row[:end])
+            result.logprobs.append(row_logprobs[:end])
+            result.finish_reasons.append(
+                "stop" if end < len(row) or row[end - 1] in stop_ids else "length"
+            )
+        return result
+
+    async def generate_one(self, prompt_ids: Sequence[int], sampling: SamplingParams) -> Rollouts:
+        """One request (for agent loops); runs the batched path in a thread."""
+        return await asyncio.to_thread(self.generate, [prompt_ids], sampling)
+
+    @torch.no_grad()
+    def update_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None:
+        """Copy trainer weights in, by Hugging Face name, casting to this model's dtype."""
+        params = dict(self.model.named_parameters())
+        params.update(dict(self.model.named_buffers()))
+        for name, tensor in named_tensors:
+            if name not in params:
+                raise KeyError(f"rollout model has no weight named {name!r}")
+            params[name].copy_(tensor)
+
+    def sleep(self) -> None:
+        """Free device memory between rollouts (moves weights to CPU)."""
+        if self.device.type != "cpu":
+            self.model.to("cpu")
+
+    def wake(self) -> None:
+        self.model.to(self.device)
