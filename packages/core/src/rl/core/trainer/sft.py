@@ -25,8 +25,10 @@ def nll_loss(
 def sft_batch(items: list[Any], tokenizer: Any, width: int) -> dict[str, torch.Tensor]:
     """Prompt + (answer, EOS) rows, the answer as the response to learn."""
     responses = [
-        tokenizer(str(it.ground_truth), add_special_tokens=False).input_ids[: width - 1]
-        + [tokenizer.eos_token_id]
+        [
+            *tokenizer(str(it.ground_truth), add_special_tokens=False).input_ids[: width - 1],
+            tokenizer.eos_token_id,
+        ]
         for it in items
     ]
     rollouts = Rollouts(
