@@ -1,0 +1,106 @@
+"""The Hugging Face rollout engine with the built-in tiny Qwen2 (real generate, real KV cache)."""
+
+import pytest
+import torch
+
+from rl.core.config import load_config
+from rl.core.engines import SamplingParams
+from rl.core.models import load_causal_lm, load_tokenizer
+from rl.rollout.hf import HFRolloutEngine, left_pad
+
+
+@pytest.fixture(scope="module")
+def setup():
+    config = load_config()
+    tokenizer = load_tokenizer(config.model)
+    return config, tokenizer, HFRolloutEngine.from_config(config, tokenizer)
+
+
+def forward_logprobs(model, prompt, response, temperature):
+    """Independent check: one full forward pass over prompt + response, float64 softmax."""
+    ids = torch.tensor([prompt + response])
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits[0, len(prompt) - 1 : -1].double()
+    logp = torch.log_softmax(logits / temperature, -1)
+    return logp.gather(-1, torch.tensor(response).unsqueeze(-1)).squeeze(-1)
+
+
+def test_groups_of_n_and_logprobs_match_a_full_forward(setup):
+    _, tokenizer, engine = setup
+    prompts = [tokenizer("12+7=").input_ids, tokenizer("3-1=").input_ids, tokenizer("5=").input_ids]
+    torch.manual_seed(0)
+    rollouts = engine.generate(prompts, SamplingParams(n=3, temperature=0.7, max_new_tokens=6))
+    assert len(rollouts.response_ids) == 9
+    assert [rollouts.prompt_ids[i] for i in (0, 3, 6)] == prompts
+    for prompt, response, logprobs in zip(
+        rollouts.prompt_ids, rollouts.response_ids, rollouts.logprobs, strict=True
+    ):
+        assert 1 <= len(response) <= 6 and len(logprobs) == len(response)
+        expected = forward_logprobs(engine.model, prompt, response, 0.7)
+        assert torch.allclose(torch.tensor(logprobs, dtype=torch.float64), expected, atol=1e-4)
+        assert all(lp <= 0 for lp in logprobs)
+
+
+def test_greedy_is_deterministic_and_picks_the_argmax(setup):
+    _, tokenizer, engine = setup
+    prompt = tokenizer("7+8=").input_ids
+    first = engine.generate([prompt], SamplingParams(temperature=0.0, max_new_tokens=5))
+    second = engine.generate([prompt], SamplingParams(temperature=0.0, max_new_tokens=5))
+    assert first.response_ids == second.response_ids
+    ids = torch.tensor([prompt + first.response_ids[0]])
+    with torch.no_grad():
+        logits = engine.model(input_ids=ids).logits[0]
+    argmax = logits[len(prompt) - 1 : -1].argmax(-1).tolist()
+    assert argmax == first.response_ids[0]
+
+
+def test_stops_at_eos_and_respects_min_new_tokens(setup):
+    _, tokenizer, engine = setup
+    model, original_head = engine.model, engine.model.lm_head
+    head = torch.nn.Linear(original_head.in_features, original_head.out_features, bias=True)
+    with torch.no_grad():  # same weights, plus a bias that makes EOS the argmax everywhere
+        head.weight.copy_(original_head.weight)
+        head.bias.zero_()
+        head.bias[tokenizer.eos_token_id] = 1e3
+    model.lm_head = head
+    try:
+        prompt = tokenizer("1+1=").input_ids
+        short = engine.generate([prompt], SamplingParams(temperature=0.0, max_new_tokens=6))
+        assert short.response_ids[0] == [tokenizer.eos_token_id] and short.finish_reasons == [
+            "stop"
+        ]
+        longer = engine.generate(
+            [prompt], SamplingParams(temperature=0.0, max_new_tokens=6, min_new_tokens=3)
+        )
+        assert len(longer.response_ids[0]) == 4
+        assert longer.response_ids[0][-1] == tokenizer.eos_token_id
+        assert tokenizer.eos_token_id not in longer.response_ids[0][:3]
+    finally:
+        model.lm_head = original_head
+
+
+def test_update_weights_changes_generation_and_rejects_unknown_names(setup):
+    config, tokenizer, engine = setup
+    other = load_causal_lm(config.model, tokenizer, seed=123)
+    prompt = tokenizer("9-4=").input_ids
+    engine.update_weights(iter(other.state_dict().items()))
+    after = engine.generate(
+        [prompt], SamplingParams(temperature=0.0, max_new_tokens=5)
+    ).response_ids
+    ids = torch.tensor([prompt])
+    expected = other.generate(
+        ids,
+        attention_mask=torch.ones_like(ids),
+        do_sample=False,
+        max_new_tokens=5,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    assert after[0] == expected[0, len(prompt) :].tolist()[: len(after[0])]
+    with pytest.raises(KeyError, match="no weight named 'nope'"):
+        engine.update_weights(iter([("nope", torch.zeros(1))]))
+
+
+def test_left_pad():
+    ids, mask = left_pad([[1, 2, 3], [4]], pad_id=0)
+    assert ids.tolist() == [[1, 2, 3], [0, 0, 4]] and mask.tolist() == [[1, 1, 1], [0, 0, 1]]
