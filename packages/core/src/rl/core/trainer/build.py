@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ def load_rows(files: tuple[str, ...], size: int, seed: int) -> list[Any]:
 
     if files == ("builtin:arithmetic",):
         return arithmetic_rows(size, seed)
-    return read_rows(list(files))
+    return read_rows([os.path.expanduser(f) for f in files])
 
 
 def build_dataset(
