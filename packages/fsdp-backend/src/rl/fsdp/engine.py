@@ -186,7 +186,10 @@ class FSDPTrainEngine:
         if math.isfinite(grad_norm):
             self.optimizer.step()
         prefix = "critic" if self.role == "critic" else "actor"
-        averaged = {f"{prefix}/{k}": sum(v) / len(v) for k, v in step_metrics.items()}
+        # Loss functions may already name their metrics ("actor/pg_loss"); others get the role.
+        averaged = {
+            (k if "/" in k else f"{prefix}/{k}"): sum(v) / len(v) for k, v in step_metrics.items()
+        }
         averaged[f"{prefix}/grad_norm"] = grad_norm
         averaged[f"{prefix}/skipped_steps"] = float(not math.isfinite(grad_norm))
         return averaged

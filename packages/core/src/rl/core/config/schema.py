@@ -67,6 +67,7 @@ class DataConfig:
     seed: int = 1
     builtin_train_size: int = 2000
     builtin_val_size: int = 64
+    builtin_max_operand: int = 9
 
     def __post_init__(self) -> None:
         _check(self.train_batch_size >= 1, "data.train_batch_size", self.train_batch_size, ">= 1")
@@ -122,6 +123,9 @@ class ActorConfig:
     use_kl_loss: bool = False
     kl_loss_coef: float = 0.001
     kl_loss_type: str = "low_var_kl"
+    early_stop_imp_ratio: float | None = None  # RLinf: drop tokens whose ratio exceeds it
+    use_valid_token_scale: bool = False  # RLinf
+    tis_cap: float | None = None  # truncated IS vs rollout log-probs (None: off)
 
     def __post_init__(self) -> None:
         _check(

@@ -1,8 +1,9 @@
 """Synthetic verifiable task: small-number addition and subtraction.
 
 Prompts look like `23+9=` and the answer is the integer (`32`); the reward
-checks it exactly. Train and validation sets come from different seeds, so
-the validation accuracy measures generalisation, not memorisation.
+checks it exactly. Train and validation sets are drawn with different seeds;
+with single-digit operands they share problems, so validation accuracy says how
+reliably the policy solves the task, not how it generalises to unseen ones.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import random
 DATA_SOURCE = "arithmetic"
 
 
-def arithmetic_rows(count: int, seed: int, max_operand: int = 20) -> list[dict[str, str]]:
+def arithmetic_rows(count: int, seed: int, max_operand: int = 9) -> list[dict[str, str]]:
     """`count` rows {prompt, answer, data_source}; deterministic for a seed."""
     rng = random.Random(seed)
     rows = []

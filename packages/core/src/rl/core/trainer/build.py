@@ -20,12 +20,15 @@ from rl.core.trainer.context import (
 from rl.core.trainer.sft import sft_optim
 
 
-def load_rows(files: tuple[str, ...], size: int, seed: int) -> list[Any]:
+def load_rows(files: tuple[str, ...], size: int, seed: int, max_operand: int = 9) -> list[Any]:
     """Rows of the data files; `builtin:arithmetic` generates the demo task in code."""
-    from rl.core.data import read_rows
+    from rl.core.data import SourcedRow, read_rows
 
     if files == ("builtin:arithmetic",):
-        return arithmetic_rows(size, seed)
+        return [
+            SourcedRow(files[0], i, row)
+            for i, row in enumerate(arithmetic_rows(size, seed, max_operand))
+        ]
     return read_rows([os.path.expanduser(f) for f in files])
 
 

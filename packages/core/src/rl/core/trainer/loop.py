@@ -80,6 +80,7 @@ def run_training(config: Config) -> dict[str, float]:
     """Train with RL as configured; returns the last validation metrics."""
     output_dir = prepare_output_dir(config)
     seed_everything(config.trainer.seed)
+    losses.validate_algorithm_names(config)
     ctx = build_context(config, output_dir)
     kl_ctrl = losses.make_kl_controller(config)
     tracker = make_tracker(config, output_dir, ctx.total_steps)

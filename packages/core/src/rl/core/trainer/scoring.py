@@ -20,6 +20,7 @@ def score_rollouts(
             solution_str=text,
             ground_truth=items[row // n].ground_truth,
             extra_info=items[row // n].extra,
+            prompt_str=items[row // n].prompt_text,
         )
         for row, text in enumerate(texts)
     ]

@@ -1,0 +1,74 @@
+"""`PromptDataset`: the tokenized prompts of a run, with overlong ones filtered if asked."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from typing import Any
+
+from rl.core.data.prompts import PromptItem, PromptOptions, make_item, tokenize_prompt
+from rl.core.data.reader import SourcedRow
+
+
+def _prompt_lengths(
+    rows: Sequence[SourcedRow], options: PromptOptions, tokenizer: Any
+) -> list[int]:
+    # Measured without truncation so the filter sees the real length.
+    measure = replace(options, truncation="right", max_prompt_length=10**9)
+    return [len(tokenize_prompt(row, measure, tokenizer)[1]) for row in rows]
+
+
+def _lengths_in_pool(
+    rows: list[SourcedRow], options: PromptOptions, tokenizer: Any, workers: int
+) -> list[int]:
+    chunk = max(1, -(-len(rows) // workers))
+    parts = [rows[i : i + chunk] for i in range(0, len(rows), chunk)]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        results = pool.map(_prompt_lengths, parts, [options] * len(parts), [tokenizer] * len(parts))
+        return [length for part in results for length in part]
+
+
+class PromptDataset:
+    """Indexable prompts (`PromptItem`) built from rows and a tokenizer."""
+
+    def __init__(
+        self,
+        rows: Sequence[SourcedRow | dict[str, Any]],
+        tokenizer: Any,
+        *,
+        prompt_key: str = "prompt",
+        answer_key: str = "answer",
+        data_source_key: str = "data_source",
+        chat_template: str = "none",
+        max_prompt_length: int = 1024,
+        truncation: str = "error",
+        filter_overlong_prompts: bool = False,
+        filter_num_workers: int = 1,
+    ) -> None:
+        options = PromptOptions(
+            prompt_key, answer_key, data_source_key, chat_template, max_prompt_length, truncation
+        )
+        sourced = [
+            r if isinstance(r, SourcedRow) else SourcedRow("<memory>", i, r)
+            for i, r in enumerate(rows)
+        ]
+        self.num_filtered = 0
+        if filter_overlong_prompts:
+            lengths = (
+                _lengths_in_pool(sourced, options, tokenizer, filter_num_workers)
+                if filter_num_workers > 1 and len(sourced) > 1
+                else _prompt_lengths(sourced, options, tokenizer)
+            )
+            kept = [row for row, n in zip(sourced, lengths, strict=True) if n <= max_prompt_length]
+            self.num_filtered = len(sourced) - len(kept)
+            sourced = kept
+        if not sourced:
+            raise ValueError("the dataset is empty (after filtering overlong prompts)")
+        self.items = [make_item(i, row, options, tokenizer) for i, row in enumerate(sourced)]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: int) -> PromptItem:
+        return self.items[index]

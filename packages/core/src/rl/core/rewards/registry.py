@@ -1,0 +1,63 @@
+"""Which scorer a row uses, from its `data_source`, and the custom reward function from a file."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rl.core.rewards import rule_based
+
+ScoreFn = Callable[..., Any]
+
+SCORERS: dict[str, Callable[[str, Any], float]] = {
+    "openai/gsm8k": rule_based.gsm8k,
+    "gsm8k": rule_based.gsm8k,
+    "math": rule_based.math,
+    "lighteval/MATH": rule_based.math,
+    "DigitalLearningGmbH/MATH-lighteval": rule_based.math,
+    "HuggingFaceH4/MATH-500": rule_based.math,
+    "arithmetic": rule_based.arithmetic,
+}
+
+
+def default_compute_score(
+    data_source: str, solution_str: str, ground_truth: Any, extra_info: dict[str, Any] | None = None
+) -> float:
+    """The rule-based score of one response, chosen by `data_source`."""
+    try:
+        scorer = SCORERS[data_source]
+    except KeyError:
+        raise ValueError(
+            f"no rule-based reward for data_source {data_source!r} (known: "
+            f"{', '.join(sorted(SCORERS))}); set reward.custom_reward_function.path"
+        ) from None
+    return scorer(solution_str, ground_truth)
+
+
+def load_custom_reward(path: str, name: str = "compute_score") -> ScoreFn:
+    """`name` from the Python file `path`: compute_score(data_source, solution_str,
+    ground_truth, extra_info=None) -> float | {"score": float, ...}."""
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise FileNotFoundError(
+            f"reward.custom_reward_function.path = {path!r} does not exist; point it at a .py file"
+        )
+    spec = importlib.util.spec_from_file_location(f"rl_custom_reward_{file.stem}", file)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fn = getattr(module, name, None)
+    if not callable(fn):
+        found = sorted(
+            n
+            for n, v in vars(module).items()
+            if callable(v) and not n.startswith("_") and not inspect.isclass(v)
+        )
+        raise AttributeError(
+            f"{file} has no function {name!r} (reward.custom_reward_function.name); "
+            f"functions found: {', '.join(found) or 'none'}"
+        )
+    return fn

@@ -1,0 +1,99 @@
+"""Rule-based verifiable rewards: GSM8K (`#### 42`), math (`\\boxed{}`), and the demo's arithmetic.
+
+Each scorer is `(solution_str, ground_truth) -> float` with 1.0 for correct, 0.0 otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rl.core.imports import is_installed
+
+_NUMBER = re.compile(r"-?[\d,]*\.?\d+")
+
+
+def _clean_number(text: str) -> str:
+    text = text.replace(",", "").replace("$", "").strip().rstrip(".")
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    return str(int(value)) if value == int(value) else str(value)
+
+
+def extract_gsm8k_answer(solution: str, strict: bool = True) -> str | None:
+    """The last `#### <number>` (strict), or else the last number in the text (flexible)."""
+    marked = re.findall(r"####\s*(-?[\d,.$]+)", solution)
+    if marked:
+        return _clean_number(marked[-1])
+    if strict:
+        return None
+    numbers = _NUMBER.findall(solution)
+    return _clean_number(numbers[-1]) if numbers else None
+
+
+def gsm8k(solution: str, ground_truth: Any, strict: bool = True) -> float:
+    answer = extract_gsm8k_answer(solution, strict)
+    return float(answer is not None and answer == _clean_number(str(ground_truth)))
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last `\\boxed{...}` (nested braces handled), or None."""
+    start = text.rfind("\\boxed")
+    if start < 0:
+        return None
+    brace = text.find("{", start)
+    if brace < 0:
+        return None
+    depth = 0
+    for position in range(brace, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[position], 0)
+        if depth == 0:
+            return text[brace + 1 : position]
+    return None
+
+
+def normalize_math(answer: str) -> str:
+    """A light normal form for comparing final answers when math-verify is absent."""
+    text = answer.strip().strip("$")
+    for old, new in (
+        ("\\left", ""),
+        ("\\right", ""),
+        ("\\dfrac", "\\frac"),
+        ("\\tfrac", "\\frac"),
+        ("\\!", ""),
+        ("\\,", ""),
+        ("\\;", ""),
+        (" ", ""),
+        ("^{\\circ}", ""),
+        ("^\\circ", ""),
+        ("\\%", ""),
+        ("%", ""),
+    ):
+        text = text.replace(old, new)
+    text = re.sub(r"\\text\{(.*?)\}", r"\1", text)
+    text = re.sub(r"\\frac(\d)(\d)", r"\\frac{\1}{\2}", text)
+    if re.fullmatch(r"-?\d+\.0+", text):
+        text = text.split(".")[0]
+    return text
+
+
+def math(solution: str, ground_truth: Any) -> float:
+    """Compare the last \\boxed{} answer with the ground truth (math-verify when installed)."""
+    predicted = last_boxed(solution)
+    if predicted is None:
+        return 0.0
+    truth = str(ground_truth)
+    truth = last_boxed(truth) or truth
+    if is_installed("math_verify"):
+        from math_verify import parse, verify
+
+        return float(verify(parse(f"${truth}$"), parse(f"${predicted}$")))
+    return float(normalize_math(predicted) == normalize_math(truth))
+
+
+def arithmetic(solution: str, ground_truth: Any) -> float:
+    """The demo task: the response's first integer must equal the answer."""
+    match = re.search(r"-?\d+", solution)
+    return float(match is not None and int(match.group()) == int(str(ground_truth)))

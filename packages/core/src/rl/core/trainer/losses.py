@@ -1,0 +1,141 @@
+"""Config -> the algorithm functions the step uses (rl.core.algorithms does the math)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+from rl.core import algorithms as alg
+from rl.core.batch import Batch
+from rl.core.config import Config
+from rl.core.engines import LogprobOutput, LossFn
+
+
+def actor_loss_config(config: Config) -> alg.ActorLossConfig:
+    actor = config.actor
+    return alg.ActorLossConfig(
+        policy_loss=actor.policy_loss,
+        clip=alg.PolicyLossConfig(
+            clip_ratio=actor.clip_ratio,
+            clip_ratio_low=actor.clip_ratio_low,
+            clip_ratio_high=actor.clip_ratio_high,
+            clip_ratio_c=actor.clip_ratio_c,
+            early_stop_imp_ratio=actor.early_stop_imp_ratio,
+        ),
+        loss_agg_mode=actor.loss_agg_mode,
+        entropy_coeff=actor.entropy_coeff,
+        use_kl_loss=actor.use_kl_loss,
+        kl_loss_coef=actor.kl_loss_coef,
+        kl_loss_type=actor.kl_loss_type,
+        tis_cap=actor.tis_cap,
+        use_valid_token_scale=actor.use_valid_token_scale,
+    )
+
+
+def validate_algorithm_names(config: Config) -> None:
+    """Fail before any model loads when a name is unknown (the error lists valid ones)."""
+    alg.get_advantage_estimator(config.algorithm.adv_estimator)
+    alg.get_policy_loss(config.actor.policy_loss)
+    alg.agg_loss(torch.zeros(1, 1), torch.ones(1, 1), config.actor.loss_agg_mode)
+    alg.agg_loss(torch.zeros(1, 1), torch.ones(1, 1), config.critic.loss_agg_mode)
+    alg.KL_ESTIMATORS.get(config.actor.kl_loss_type)
+    alg.KL_ESTIMATORS.get(config.algorithm.kl_penalty)
+    make_kl_controller(config)
+
+
+def actor_loss_fn(config: Config) -> LossFn:
+    loss_config = actor_loss_config(config)
+
+    def loss_fn(
+        output: LogprobOutput, micro: Mapping[str, torch.Tensor], mini: Mapping[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        denominator = alg.loss_denominator(loss_config.loss_agg_mode, mini["response_mask"])
+        return alg.actor_loss(
+            output.logprobs,
+            output.entropy,
+            micro["old_logprobs"],
+            micro["advantages"],
+            micro["response_mask"],
+            loss_config,
+            denominator,
+            ref_logprobs=micro.get("ref_logprobs"),
+            rollout_logprobs=micro.get("rollout_logprobs"),
+        )
+
+    return loss_fn
+
+
+def critic_loss_fn(config: Config) -> LossFn:
+    critic = config.critic
+
+    def loss_fn(
+        values: torch.Tensor, micro: Mapping[str, torch.Tensor], mini: Mapping[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        mask = micro["response_mask"]
+        per_token, clipped = alg.clipped_value_loss(
+            values, micro["values"], micro["returns"], critic.cliprange_value
+        )
+        denominator = alg.loss_denominator(critic.loss_agg_mode, mini["response_mask"])
+        loss = alg.agg_loss(per_token, mask, critic.loss_agg_mode, denominator)
+        return loss, {
+            "vf_loss": float(loss.detach()),
+            "vf_clipfrac": float(alg.masked_mean(clipped.float(), mask)),
+            "vpred_mean": float(alg.masked_mean(values.detach(), mask)),
+        }
+
+    return loss_fn
+
+
+def make_kl_controller(config: Config) -> Any:
+    ctrl = config.algorithm.kl_ctrl
+    return alg.make_kl_controller(ctrl.type, ctrl.kl_coef, ctrl.target_kl, ctrl.horizon)
+
+
+def kl_state(controller: Any) -> dict[str, float]:
+    return {"value": controller.value}
+
+
+def load_kl_state(controller: Any, state: dict[str, float]) -> None:
+    controller.value = state["value"]
+
+
+def assign_token_rewards(config: Config, batch: Batch, kl_ctrl: Any) -> dict[str, float]:
+    """token_level_rewards = scores, minus the KL penalty when `use_kl_in_reward`."""
+    if not config.algorithm.use_kl_in_reward:
+        batch["token_level_rewards"] = batch["token_level_scores"]
+        return {}
+    rewards, seq_kl = alg.apply_kl_in_reward(
+        batch["token_level_scores"],
+        batch["old_logprobs"],
+        batch["ref_logprobs"],
+        batch["response_mask"],
+        config.algorithm.kl_penalty,
+        kl_ctrl.value,
+    )
+    batch["token_level_rewards"] = rewards
+    current_kl = float(seq_kl.mean())
+    kl_ctrl.update(current_kl, n_steps=batch["responses"].shape[0])
+    return {"actor/reward_kl_penalty": current_kl, "actor/reward_kl_coef": kl_ctrl.value}
+
+
+def assign_advantages(config: Config, batch: Batch, uids: Sequence[str]) -> None:
+    algorithm = config.algorithm
+    advantages, returns = alg.compute_advantages(
+        algorithm.adv_estimator,
+        batch["token_level_rewards"],
+        batch["response_mask"],
+        values=batch.get("values"),
+        group_index=alg.group_index(uids),
+        gamma=algorithm.gamma,
+        lam=algorithm.lam,
+        norm_adv_by_std=algorithm.norm_adv_by_std_in_grpo,
+    )
+    batch["advantages"], batch["returns"] = advantages, returns
+
+
+def rollout_mismatch_metrics(batch: Batch) -> dict[str, float]:
+    return alg.mismatch_metrics(
+        batch["old_logprobs"], batch["rollout_logprobs"], batch["response_mask"]
+    )
