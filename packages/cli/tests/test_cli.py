@@ -1,26 +1,11 @@
 """The `rl` console script, run as a real subprocess and through typer's runner."""
 
 import json
-import shutil
 import subprocess
-import sys
-from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from rl.cli.main import app
-
-# The script of the interpreter running the tests, else whatever is on PATH.
-_beside = Path(sys.executable).with_name("rl")
-RL = str(_beside) if _beside.exists() else shutil.which("rl")
-
-
-@pytest.fixture(scope="module")
-def rl_executable():
-    if RL is None:
-        pytest.fail("the `rl` console script is not on PATH: is rl-cli installed?")
-    return RL
 
 
 def test_version_lists_every_installed_rl_package(rl_executable):

@@ -24,11 +24,13 @@ def train(
         help="A config file and/or dotted overrides; none runs the built-in CPU demo.",
     ),
 ) -> None:
-    """Train with RL (GRPO, PPO, ...). With no arguments: the embedded demo on the CPU."""
+    """Train with RL (GRPO, PPO, ...). With no config file: the embedded demo on the CPU."""
     from rl.core.config import load_config
+    from rl.core.demo import DEMO_CONFIG
     from rl.core.trainer import run_training
 
     path, overrides = _split(config_and_overrides)
+    path = path or DEMO_CONFIG
     with exit_on_user_error():
         config = load_config(path, overrides)
         run_training(config)

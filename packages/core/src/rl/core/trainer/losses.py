@@ -120,7 +120,9 @@ def assign_token_rewards(config: Config, batch: Batch, kl_ctrl: Any) -> dict[str
     return {"actor/reward_kl_penalty": current_kl, "actor/reward_kl_coef": kl_ctrl.value}
 
 
-def assign_advantages(config: Config, batch: Batch, uids: Sequence[str]) -> None:
+def assign_advantages(
+    config: Config, batch: Batch, uids: Sequence[str], reward_baselines: torch.Tensor | None = None
+) -> None:
     algorithm = config.algorithm
     advantages, returns = alg.compute_advantages(
         algorithm.adv_estimator,
@@ -131,6 +133,7 @@ def assign_advantages(config: Config, batch: Batch, uids: Sequence[str]) -> None
         gamma=algorithm.gamma,
         lam=algorithm.lam,
         norm_adv_by_std=algorithm.norm_adv_by_std_in_grpo,
+        reward_baselines=reward_baselines,
     )
     batch["advantages"], batch["returns"] = advantages, returns
 

@@ -19,7 +19,7 @@ def nll_loss(
     mask = micro["response_mask"]
     token_sum = -(output.logprobs * mask).sum()
     loss = token_sum / mini["response_mask"].sum().clamp(min=1)
-    return loss, {"sft_loss": float(token_sum) / max(float(mask.sum()), 1.0)}
+    return loss, {"sft_loss": float(token_sum.detach()) / max(float(mask.sum()), 1.0)}
 
 
 def sft_batch(items: list[Any], tokenizer: Any, width: int) -> dict[str, torch.Tensor]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 from rl.core.batch import Batch
 from rl.core.engines import SamplingParams
 from rl.core.trainer import losses
@@ -40,9 +42,13 @@ def rl_step(ctx: Any, items: list[Any], step: int, kl_ctrl: Any) -> dict[str, fl
         scores, reward_metrics = score_rollouts(ctx, items, rollouts, config.rollout.n)
     batch["token_level_scores"] = scores_to_token_level(scores, batch["response_mask"])
     metrics = {**reward_metrics, **_prepare(ctx, batch, timer)}
+    baselines = None
+    if config.algorithm.adv_estimator == "remax":
+        with timer.phase("greedy_baseline"):
+            baselines = greedy_baselines(ctx, items, config.rollout.n)
     with timer.phase("advantages"):
         reward_kl_metrics = losses.assign_token_rewards(config, batch, kl_ctrl)
-        losses.assign_advantages(config, batch, uids)
+        losses.assign_advantages(config, batch, uids, reward_baselines=baselines)
     metrics.update(reward_kl_metrics)
     if ctx.critic is not None:
         with timer.phase("update_critic"):
@@ -54,6 +60,15 @@ def rl_step(ctx: Any, items: list[Any], step: int, kl_ctrl: Any) -> dict[str, fl
     metrics.update(batch_metrics(batch))
     metrics.update(timer.metrics())
     return metrics
+
+
+def greedy_baselines(ctx: Any, items: list[Any], n: int) -> torch.Tensor:
+    """ReMax's baseline: the reward of each prompt's greedy response, repeated for its n rows."""
+    sampling = train_sampling(ctx.config)
+    greedy = SamplingParams(n=1, temperature=0.0, max_new_tokens=sampling.max_new_tokens)
+    rollouts = ctx.rollout.generate([it.prompt_ids for it in items], greedy)
+    scores, _ = score_rollouts(ctx, items, rollouts, 1)
+    return torch.tensor(scores, dtype=torch.float32).repeat_interleave(n)
 
 
 def _prepare(ctx: Any, batch: Batch, timer: PhaseTimer) -> dict[str, float]:

@@ -1,0 +1,218 @@
+"""`rl train` end to end: GRPO and PPO through the same controller, the outputs a run leaves,
+resuming after SIGKILL, and the errors a user sees for bad input."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM
+from typer.testing import CliRunner
+
+from rl.cli.main import app
+from rl.core.config import load_config
+from rl.core.demo import DEMO_CONFIG
+from rl.core.trainer import run_training
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def metrics_rows(output_dir):
+    return [
+        json.loads(line) for line in (Path(output_dir) / "metrics.jsonl").read_text().splitlines()
+    ]
+
+
+@pytest.mark.parametrize(
+    ("estimator", "extra"),
+    [
+        ("grpo", []),
+        ("gae", ["critic.ppo_mini_batch_size=4", "algorithm.lam=0.95"]),
+        (
+            "rloo",
+            [
+                "actor.use_kl_loss=true",
+                "actor.policy_loss=gspo",
+                "actor.loss_agg_mode=seq-mean-token-mean",
+            ],
+        ),
+        (
+            "reinforce_plus_plus",
+            ["algorithm.use_kl_in_reward=true", "algorithm.kl_ctrl.type=adaptive"],
+        ),
+        ("remax", ["actor.policy_loss=cispo"]),
+    ],
+)
+def test_algorithms_run_through_the_same_controller(tmp_path, tiny_run, estimator, extra):
+    config = load_config(
+        DEMO_CONFIG,
+        [
+            *tiny_run,
+            f"algorithm.adv_estimator={estimator}",
+            f"trainer.output_dir={tmp_path}",
+            *extra,
+        ],
+    )
+    final_val = run_training(config)
+    rows = metrics_rows(tmp_path)
+    assert [r["step"] for r in rows] == [0, 1, 2, 3]
+    assert "val/accuracy" in final_val and "sft/loss_last" in rows[0]
+    step = rows[-1]
+    assert {
+        "reward/mean",
+        "actor/pg_loss",
+        "actor/grad_norm",
+        "timing/generate",
+        "timing/update_actor",
+        "weight_sync/buckets",
+        "response/length_mean",
+    } <= set(step)
+    if estimator == "gae":
+        assert {"critic/vf_loss", "values/mean", "timing/values"} <= set(step)
+    if "actor.use_kl_loss=true" in extra:
+        assert "actor/kl_loss" in step and "timing/ref" in step
+    if "algorithm.use_kl_in_reward=true" in extra:
+        assert "actor/reward_kl_coef" in step
+    if estimator == "remax":
+        assert "timing/greedy_baseline" in step
+    for name in ("config.yaml", "metrics.png", "val_generations.jsonl", "hf/config.json"):
+        assert (tmp_path / name).exists(), name
+    model = AutoModelForCausalLM.from_pretrained(tmp_path / "hf")
+    assert model.config.model_type == "qwen2"
+
+
+def start_run(rl_executable, tiny_run, output_dir, *overrides):
+    args = [
+        rl_executable,
+        "train",
+        *tiny_run,
+        "trainer.total_training_steps=6",
+        "trainer.save_freq=1",
+        "trainer.max_ckpt_to_keep=2",
+        f"trainer.output_dir={output_dir}",
+        *overrides,
+    ]
+    return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def final_weights(output_dir):
+    return load_file(str(Path(output_dir) / "hf" / "model.safetensors"))
+
+
+@pytest.mark.slow
+def test_sigkill_after_a_checkpoint_then_rerun_ends_bit_identical(
+    tmp_path, rl_executable, tiny_run
+):
+    straight = start_run(rl_executable, tiny_run, tmp_path / "straight")
+    assert straight.wait(timeout=600) == 0, straight.stderr.read()
+
+    killed_dir = tmp_path / "killed"
+    run = start_run(rl_executable, tiny_run, killed_dir)
+    checkpoint = killed_dir / "checkpoints" / "global_step_3" / "trainer_state.pt"
+    deadline = time.time() + 600
+    while not checkpoint.exists() and run.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert run.poll() is None, "the run ended before it could be killed"
+    os.kill(run.pid, signal.SIGKILL)
+    run.wait()
+    assert not (killed_dir / "hf").exists()
+
+    resumed = start_run(rl_executable, tiny_run, killed_dir)
+    assert resumed.wait(timeout=600) == 0, resumed.stderr.read()
+    expected, got = final_weights(tmp_path / "straight"), final_weights(killed_dir)
+    assert expected.keys() == got.keys()
+    for name in expected:
+        assert torch.equal(expected[name], got[name]), name
+    kept = sorted(p.name for p in (killed_dir / "checkpoints").glob("global_step_*"))
+    assert kept == ["global_step_5", "global_step_6"]
+
+
+@pytest.mark.slow
+def test_the_demo_learns(tmp_path, rl_executable):
+    """The embedded default, as `rl train` runs it: validation accuracy rises clearly."""
+    result = subprocess.run(
+        [rl_executable, "train", f"trainer.output_dir={tmp_path}", "trainer.progress_bar=false"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    accuracy = [r["val/accuracy"] for r in metrics_rows(tmp_path) if "val/accuracy" in r]
+    assert len(accuracy) >= 5
+    assert accuracy[-1] - accuracy[0] >= 0.15, accuracy
+    assert max(accuracy[-3:]) >= 0.4, accuracy
+
+
+def test_example_file_is_the_embedded_demo():
+    assert load_config(ROOT / "examples" / "arithmetic_grpo.yaml") == load_config(DEMO_CONFIG)
+    for example in (ROOT / "examples").glob("*.yaml"):
+        load_config(example)  # every shipped example is a valid config
+
+
+def run_cli(*args):
+    return CliRunner().invoke(app, ["train", *args])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["actor.clip_rato=0.3"], "Did you mean 'actor.clip_ratio'?"),
+        (["rollout.temperature=hot"], "rollout.temperature = 'hot': expected a number"),
+        (
+            ["data.train_files=[/nope/train.parquet]"],
+            "data file /nope/train.parquet does not exist",
+        ),
+        (
+            ["reward.custom_reward_function.path=/nope/reward.py"],
+            "reward.custom_reward_function.path = '/nope/reward.py' does not exist",
+        ),
+        (
+            ["algorithm.adv_estimator=ppo2"],
+            "algorithm.adv_estimator = 'ppo2' is not a known advantage estimator",
+        ),
+    ],
+)
+def test_bad_input_exits_with_a_clear_error(args, message, tmp_path):
+    result = run_cli(*args, f"trainer.output_dir={tmp_path}")
+    assert result.exit_code == 2
+    assert message in result.output.replace("\n", " ")
+
+
+def test_bad_rows_and_overlong_prompts_name_file_and_row(tmp_path):
+    data = tmp_path / "train.jsonl"
+    data.write_text(
+        '{"prompt": "1+1=", "answer": "2", "data_source": "arithmetic"}\n'
+        '{"question": "2+2=", "answer": "4"}\n'
+    )
+    result = run_cli(
+        f"data.train_files=[{data}]", f"data.val_files=[{data}]", f"trainer.output_dir={tmp_path}"
+    )
+    assert result.exit_code == 2
+    assert f"{data}, row 1: no prompt column 'prompt'" in result.output.replace("\n", "")
+    data.write_text(
+        '{"prompt": "1234567890+1234567890=", "answer": "0", "data_source": "arithmetic"}\n'
+    )
+    result = run_cli(
+        f"data.train_files=[{data}]",
+        f"data.val_files=[{data}]",
+        "data.max_prompt_length=8",
+        f"trainer.output_dir={tmp_path}",
+    )
+    assert result.exit_code == 2
+    assert (
+        "row 0: the prompt has 22 tokens, more than data.max_prompt_length = 8"
+        in result.output.replace("\n", "")
+    )
+
+
+def test_config_show_prints_the_resolved_config(tmp_path):
+    result = CliRunner().invoke(
+        app, ["config", "show", str(DEMO_CONFIG), "trainer.experiment_name=x7"]
+    )
+    assert result.exit_code == 0
+    assert "output_dir: outputs/x7" in result.output and "adv_estimator: grpo" in result.output

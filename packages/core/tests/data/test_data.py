@@ -1,0 +1,130 @@
+"""Reading real files, tokenizing prompts, truncation, filtering, and the resumable sampler."""
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from rl.core.data import PromptDataset, PromptSampler, SourcedRow, read_rows
+from rl.core.models import build_char_tokenizer
+
+ROWS = [
+    {"prompt": "1+2=", "answer": "3", "data_source": "arithmetic"},
+    {"prompt": "7-5=", "answer": "2", "data_source": "arithmetic"},
+]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return build_char_tokenizer()
+
+
+def write_all_formats(folder):
+    pq.write_table(pa.Table.from_pylist(ROWS), folder / "d.parquet")
+    (folder / "d.jsonl").write_text("\n".join(json.dumps(r) for r in ROWS) + "\n")
+    (folder / "d.json").write_text(json.dumps(ROWS))
+    (folder / "d.csv").write_text(
+        "prompt,answer,data_source\n1+2=,3,arithmetic\n7-5=,2,arithmetic\n"
+    )
+    return [folder / f"d.{ext}" for ext in ("parquet", "jsonl", "json", "csv")]
+
+
+def test_every_format_reads_the_same_rows_with_provenance(tmp_path):
+    files = write_all_formats(tmp_path)
+    for file in files:
+        rows = read_rows(str(file))
+        assert [r.data for r in rows] == ROWS, file.suffix
+        assert [(r.source, r.index) for r in rows] == [(str(file), 0), (str(file), 1)]
+    assert len(read_rows([str(f) for f in files])) == 8
+
+
+def test_missing_file_and_unknown_format(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"data file .*nope.parquet does not exist"):
+        read_rows(str(tmp_path / "nope.parquet"))
+    (tmp_path / "d.xlsx").write_text("x")
+    with pytest.raises(ValueError, match=r"unsupported data format '.xlsx'; use one of .parquet"):
+        read_rows(str(tmp_path / "d.xlsx"))
+    (tmp_path / "bad.jsonl").write_text('{"prompt": "1"}\n{oops\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl, line 2: not valid JSON"):
+        read_rows(str(tmp_path / "bad.jsonl"))
+
+
+def test_prompt_string_messages_and_chat_templates(tokenizer):
+    rows = [
+        SourcedRow("f", 0, {"prompt": "1+2=", "answer": "3"}),
+        SourcedRow(
+            "f",
+            1,
+            {
+                "messages": [{"role": "user", "content": "4+4="}],
+                "reward_model": {"ground_truth": "8"},
+            },
+        ),
+    ]
+    plain = PromptDataset(rows, tokenizer, answer_key="answer")
+    assert plain[0].prompt_text == "1+2=" and plain[0].prompt_ids == tokenizer("1+2=").input_ids
+    assert plain[1].prompt_text == "4+4=" and plain[1].ground_truth is None
+    native = PromptDataset(
+        rows, tokenizer, chat_template="native", answer_key="reward_model.ground_truth"
+    )
+    expected = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "4+4="}], add_generation_prompt=True, tokenize=False
+    )
+    assert native[1].prompt_text == expected and native[1].ground_truth == "8"
+
+
+def test_missing_prompt_column_names_file_row_and_columns(tokenizer):
+    rows = [
+        SourcedRow("train.parquet", 0, {"prompt": "1="}),
+        SourcedRow("train.parquet", 1, {"question": "2="}),
+    ]
+    with pytest.raises(
+        ValueError,
+        match=r"train.parquet, row 1: no prompt column 'prompt' .*columns are \['question'\]",
+    ):
+        PromptDataset(rows, tokenizer)
+
+
+def test_truncation_modes(tokenizer):
+    rows = [SourcedRow("f.jsonl", 3, {"prompt": "12345678+1="})]
+    with pytest.raises(
+        ValueError,
+        match=r"f.jsonl, row 3: the prompt has 11 tokens, more than data.max_prompt_length = 4",
+    ):
+        PromptDataset(rows, tokenizer, max_prompt_length=4)
+    ids = tokenizer("12345678+1=").input_ids
+    assert (
+        PromptDataset(rows, tokenizer, max_prompt_length=4, truncation="left")[0].prompt_ids
+        == ids[-4:]
+    )
+    assert (
+        PromptDataset(rows, tokenizer, max_prompt_length=4, truncation="right")[0].prompt_ids
+        == ids[:4]
+    )
+
+
+def test_filter_overlong_prompts_with_worker_processes(tokenizer):
+    rows = [SourcedRow("f", i, {"prompt": "1" * (i % 7) + "="}) for i in range(40)]
+    serial = PromptDataset(rows, tokenizer, max_prompt_length=4, filter_overlong_prompts=True)
+    pooled = PromptDataset(
+        rows, tokenizer, max_prompt_length=4, filter_overlong_prompts=True, filter_num_workers=2
+    )
+    assert [it.prompt_text for it in serial] == [it.prompt_text for it in pooled]
+    assert all(len(it.prompt_ids) <= 4 for it in serial)
+    assert serial.num_filtered == sum(1 for i in range(40) if i % 7 + 1 > 4)
+
+
+def test_sampler_resumes_exactly():
+    straight = PromptSampler(23, 5, shuffle=True, seed=3)
+    expected = [straight.next_batch() for _ in range(12)]  # crosses epochs (4 per epoch)
+    first = PromptSampler(23, 5, shuffle=True, seed=3)
+    seen = [first.next_batch() for _ in range(6)]
+    resumed = PromptSampler(23, 5, shuffle=True, seed=3)
+    resumed.load_state_dict(first.state_dict())
+    seen += [resumed.next_batch() for _ in range(6)]
+    assert seen == expected
+    epoch0 = [i for batch in expected[:4] for i in batch]
+    assert len(set(epoch0)) == 20 and expected[:4] != expected[4:8]
+    with pytest.raises(ValueError, match="resume with the same data"):
+        PromptSampler(24, 5).load_state_dict(first.state_dict())

@@ -1,0 +1,144 @@
+"""Rule-based scorers, custom reward files, and the process pool with timeouts and errors."""
+
+import textwrap
+
+import pytest
+import torch
+
+from rl.core.rewards import (
+    RewardManager,
+    RewardModelScorer,
+    RewardRequest,
+    arithmetic,
+    default_compute_score,
+    gsm8k,
+    last_boxed,
+    load_custom_reward,
+    math,
+)
+
+
+def test_gsm8k():
+    assert gsm8k("so the total is #### 1,234", "1234") == 1.0
+    assert gsm8k("#### 12 then #### 13", "13") == 1.0
+    assert gsm8k("#### $5.00", "5") == 1.0
+    assert gsm8k("the answer is 13", "13") == 0.0  # strict needs ####
+    assert gsm8k("the answer is 13", "13", strict=False) == 1.0
+    assert gsm8k("#### 14", "13") == 0.0
+
+
+def test_math_boxed():
+    assert last_boxed(r"x \boxed{\frac{1}{2}} y") == r"\frac{1}{2}"
+    assert last_boxed(r"\boxed{a} then \boxed{{b}+c}") == "{b}+c"
+    assert last_boxed("no box") is None
+    assert math(r"so \boxed{\dfrac{1}{2}}", r"\frac{1}{2}") == 1.0
+    assert math(r"\boxed{ 3.0 }", "3") == 1.0
+    assert math(r"\boxed{\left( 1,2 \right)}", "(1,2)") == 1.0
+    assert math(r"\boxed{4}", "5") == 0.0
+    assert math("4", "4") == 0.0
+
+
+def test_arithmetic_and_registry():
+    assert arithmetic("12", "12") == 1.0 and arithmetic("12<eos>", "12") == 1.0
+    assert arithmetic("1", "12") == 0.0 and arithmetic("", "3") == 0.0
+    assert arithmetic("-3", "-3") == 1.0
+    assert default_compute_score("openai/gsm8k", "#### 7", "7") == 1.0
+    with pytest.raises(ValueError, match=r"no rule-based reward for data_source 'chess' \(known: "):
+        default_compute_score("chess", "x", "y")
+
+
+def write_reward_file(folder):
+    path = folder / "my_reward.py"
+    path.write_text(
+        textwrap.dedent("""
+        import time
+
+        def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+            if solution_str == "boom":
+                raise RuntimeError("bad sample")
+            if solution_str == "hang":
+                time.sleep(60)
+            if solution_str == "dict":
+                return {"score": 0.5, "format": 1.0}
+            return float(solution_str == ground_truth)
+
+        def helper():
+            return 1
+    """)
+    )
+    return path
+
+
+def requests(*solutions):
+    return [RewardRequest("custom", s, "yes") for s in solutions]
+
+
+def test_custom_function_in_process(tmp_path):
+    manager = RewardManager(str(write_reward_file(tmp_path)))
+    result = manager.score(requests("yes", "no", "boom", "dict"))
+    assert result.scores == [1.0, 0.0, 0.0, 0.5]
+    assert result.metrics["reward/errors"] == 1.0 and result.metrics["reward/format"] == 1.0
+
+
+@pytest.mark.slow
+def test_pool_survives_errors_and_hangs(tmp_path):
+    manager = RewardManager(str(write_reward_file(tmp_path)), num_workers=2, timeout_s=1.0)
+    try:
+        result = manager.score(requests("yes", "hang", "boom", "no", "yes"))
+        assert result.scores == [1.0, 0.0, 0.0, 0.0, 1.0]
+        assert result.metrics["reward/timeouts"] == 1.0 and result.metrics["reward/errors"] == 1.0
+        again = manager.score(requests("yes"))  # the pool still works afterwards
+        assert again.scores == [1.0]
+    finally:
+        manager.close()
+
+
+def test_reward_scale_gives_plus_minus_scale(tmp_path):
+    manager = RewardManager(str(write_reward_file(tmp_path)), reward_scale=5.0)
+    assert manager.score(requests("yes", "no", "boom")).scores == [5.0, -5.0, -5.0]
+
+
+def test_custom_file_errors(tmp_path):
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"reward.custom_reward_function.path = '.*missing.py' does not exist",
+    ):
+        load_custom_reward(str(tmp_path / "missing.py"))
+    path = write_reward_file(tmp_path)
+    with pytest.raises(
+        AttributeError, match=r"has no function 'score_it' .*functions found: compute_score, helper"
+    ):
+        load_custom_reward(str(path), "score_it")
+
+
+def test_reward_model_scorer_matches_a_manual_forward():
+    from transformers import Qwen2Config, Qwen2ForSequenceClassification
+
+    from rl.core.models import build_char_tokenizer
+
+    tokenizer = build_char_tokenizer()
+    tokenizer.padding_side = "right"
+    torch.manual_seed(0)
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        intermediate_size=128,
+        num_labels=1,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    model = Qwen2ForSequenceClassification(config).eval()
+    scorer = RewardModelScorer(model, tokenizer, batch_size=2)
+    reqs = [
+        RewardRequest("x", "12", None, prompt_str="5+7="),
+        RewardRequest("x", "3", None, prompt_str="1+2="),
+        RewardRequest("x", "100", None, prompt_str="99+1="),
+    ]
+    result = scorer.score(reqs)
+    for request, score in zip(reqs, result.scores, strict=True):
+        ids = torch.tensor([tokenizer(request.prompt_str + request.solution_str).input_ids])
+        with torch.no_grad():
+            expected = model(input_ids=ids).logits[0, 0].item()
+        assert score == pytest.approx(expected, abs=1e-5)
