@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from rl.core.imports import MissingDependencyError, is_installed
 
@@ -107,7 +107,7 @@ def find_engine(name: str, role: Role) -> InstalledEngine:
     )
 
 
-def load_engine_class(name: str, role: Role) -> type:
+def load_engine_class(name: str, role: Role) -> Any:
     """Import and return the class of engine `name`, checking its dependencies first."""
     engine = find_engine(name, role)
     if engine.missing:

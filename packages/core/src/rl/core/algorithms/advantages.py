@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -151,13 +152,13 @@ def remax(
 
 
 def compute_advantages(
-    name: str, token_level_rewards: torch.Tensor, response_mask: torch.Tensor, **inputs: object
+    name: str, token_level_rewards: torch.Tensor, response_mask: torch.Tensor, **inputs: Any
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Run estimator `name`; keyword arguments fill `AdvantageInputs`."""
     estimator = get_advantage_estimator(name)
     return estimator(
         token_level_rewards, response_mask.to(token_level_rewards.dtype), AdvantageInputs(**inputs)
-    )  # type: ignore[arg-type]
+    )
 
 
 def normalize_advantages(advantages: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:

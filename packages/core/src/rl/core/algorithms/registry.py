@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-F = TypeVar("F", bound=Callable[..., object])
+F = TypeVar("F")
 
 
 class Registry(Generic[F]):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import types
-import typing
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from rl.core.config.errors import ConfigError
@@ -107,7 +106,7 @@ def _convert_scalar(annotation: Any, value: Any, path: str) -> Any:
 
 
 def _name(annotation: Any) -> str:
-    return typing._type_repr(annotation)  # type: ignore[attr-defined]
+    return str(getattr(annotation, "__name__", annotation)).replace("typing.", "")
 
 
 def to_dict(instance: Any) -> Any:
