@@ -216,3 +216,32 @@ def test_config_show_prints_the_resolved_config(tmp_path):
     )
     assert result.exit_code == 0
     assert "output_dir: outputs/x7" in result.output and "adv_estimator: grpo" in result.output
+
+
+def test_rl_sft_trains_and_exports(tmp_path, tiny_run):
+    result = CliRunner().invoke(
+        app, ["sft", str(DEMO_CONFIG), *tiny_run, "sft.steps=30", f"trainer.output_dir={tmp_path}"]
+    )
+    assert result.exit_code == 0, result.output
+    losses = [r["sft/loss"] for r in metrics_rows(tmp_path)]
+    assert len(losses) == 30 and losses[-1] < losses[0] * 0.7
+    assert AutoModelForCausalLM.from_pretrained(tmp_path / "hf").config.model_type == "qwen2"
+
+
+def test_tensorboard_sink_writes_events(tmp_path, tiny_run):
+    config = load_config(
+        DEMO_CONFIG,
+        [
+            *tiny_run,
+            "trainer.total_training_steps=1",
+            "sft.enable=false",
+            "trainer.logger=[console,jsonl,tensorboard]",
+            f"trainer.output_dir={tmp_path}",
+        ],
+    )
+    run_training(config)
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp_path / "tensorboard"))
+    events.Reload()
+    assert "reward/mean" in events.Tags()["scalars"]

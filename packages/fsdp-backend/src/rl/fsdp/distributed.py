@@ -22,17 +22,23 @@ def _free_port() -> int:
 
 
 def ensure_process_group(device_type: str) -> None:
-    """Initialise the default process group once (world size 1 unless a launcher set one)."""
+    """Initialise the default process group once (world size 1 unless a launcher set one).
+
+    A launcher's RANK/WORLD_SIZE/MASTER_* are used as given; a lone process gets a
+    private free port and leaves the environment alone, so child processes it starts
+    do not inherit (and collide on) its rendezvous address.
+    """
     if dist.is_initialized():
         return
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", str(_free_port()))
-    rank = int(os.environ.get("RANK", "0"))
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
     backend = "nccl" if device_type == "cuda" else "gloo"
     if device_type == "cuda":
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-    dist.init_process_group(backend=backend, rank=rank, world_size=world_size)
+    if "WORLD_SIZE" in os.environ and "MASTER_ADDR" in os.environ:
+        dist.init_process_group(backend=backend)
+    else:
+        dist.init_process_group(
+            backend=backend, init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1
+        )
 
 
 def data_parallel_mesh(device_type: str) -> DeviceMesh:

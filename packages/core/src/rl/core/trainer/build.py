@@ -78,7 +78,7 @@ def build_context(config: Config, output_dir: Path, with_rl_roles: bool = True) 
         val,
         sampler,
         build_reward(config),
-        actor=build_train_engine(config, "actor", tokenizer, total),
+        actor=build_train_engine(config, "actor", tokenizer, total) if with_rl_roles else None,
         rollout=build_rollout_engine(config, tokenizer) if with_rl_roles else None,
     )
     if with_rl_roles and config.uses_reference:
