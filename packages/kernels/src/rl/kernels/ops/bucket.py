@@ -92,7 +92,9 @@ def _segment_table(
     return torch.tensor(rows, dtype=torch.int64, device=device).reshape(-1, 4)
 
 
-def _run_cpp(direction: str, tensors, offsets, bucket: torch.Tensor) -> None:
+def _run_cpp(
+    direction: str, tensors: Sequence[torch.Tensor], offsets: Sequence[int], bucket: torch.Tensor
+) -> None:
     module = _backend.compiled_module("_C")
     assert module is not None
     table = _segment_table(tensors, offsets, torch.device("cpu"))
@@ -107,7 +109,9 @@ def _run_cpp(direction: str, tensors, offsets, bucket: torch.Tensor) -> None:
     )
 
 
-def _run_cuda(direction: str, tensors, offsets, bucket: torch.Tensor) -> None:
+def _run_cuda(
+    direction: str, tensors: Sequence[torch.Tensor], offsets: Sequence[int], bucket: torch.Tensor
+) -> None:
     module = _backend.compiled_module("_C_cuda")
     assert module is not None
     table = _segment_table(tensors, offsets, bucket.device)
@@ -137,7 +141,9 @@ def available_impls(device_type: str) -> set[str]:
     return impls
 
 
-def _dispatch(direction: str, tensors, offsets, bucket: torch.Tensor) -> str:
+def _dispatch(
+    direction: str, tensors: Sequence[torch.Tensor], offsets: Sequence[int], bucket: torch.Tensor
+) -> str:
     # Unpacking only reads the bucket, so slices may share elements there.
     check_segments(tensors, offsets, bucket, allow_overlap=direction == "unpack")
     impl = _backend.choose_impl(OP_NAME, bucket.device.type, available_impls(bucket.device.type))
