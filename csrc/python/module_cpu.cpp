@@ -3,6 +3,7 @@
 
 #include "binding_utils.h"
 #include "rl_kernels/bucket.h"
+#include "rl_kernels/logprob.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -31,6 +32,31 @@ void bucket_unpack(std::uintptr_t segments, int64_t num_segments, std::uintptr_t
         "bucket_unpack");
 }
 
+void logprob_tile_forward(std::uintptr_t logits, int64_t rows, int64_t cols, int64_t ld,
+                          std::uintptr_t labels, int64_t col_start, float scale,
+                          std::uintptr_t row_max, std::uintptr_t row_sum, std::uintptr_t row_sx,
+                          std::uintptr_t label_x, int num_threads) {
+  py::gil_scoped_release release;
+  check(rl_logprob_tile_forward(as_pointer<const float>(logits), rows, cols, ld,
+                                as_pointer<const int64_t>(labels), col_start, scale,
+                                as_pointer<float>(row_max), as_pointer<float>(row_sum),
+                                as_pointer<float>(row_sx), as_pointer<float>(label_x), num_threads),
+        "logprob_tile_forward");
+}
+
+void logprob_tile_backward(std::uintptr_t logits, int64_t rows, int64_t cols, int64_t ld,
+                           std::uintptr_t labels, int64_t col_start, float scale,
+                           std::uintptr_t lse, std::uintptr_t mean_x, std::uintptr_t grad_logprob,
+                           std::uintptr_t grad_entropy, int num_threads) {
+  py::gil_scoped_release release;
+  check(rl_logprob_tile_backward(as_pointer<float>(logits), rows, cols, ld,
+                                 as_pointer<const int64_t>(labels), col_start, scale,
+                                 as_pointer<const float>(lse), as_pointer<const float>(mean_x),
+                                 as_pointer<const float>(grad_logprob),
+                                 as_pointer<const float>(grad_entropy), num_threads),
+        "logprob_tile_backward");
+}
+
 py::dict build_info() {
   py::dict info;
 #ifdef _OPENMP
@@ -53,5 +79,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("bucket_unpack", &bucket_unpack, py::arg("segments"), py::arg("num_segments"),
         py::arg("bucket"), py::arg("bucket_dtype"), py::arg("bucket_numel"),
         py::arg("num_threads") = 0);
+  m.def("logprob_tile_forward", &logprob_tile_forward);
+  m.def("logprob_tile_backward", &logprob_tile_backward);
   m.def("build_info", &build_info);
 }

@@ -14,6 +14,7 @@ from rl.kernels.buckets import (
     unpack_bucket,
     unpack_bucket_into,
 )
+from rl.kernels.ops.logprob import fused_logprob_entropy
 
 __version__ = "0.1.0"
 
@@ -21,6 +22,7 @@ __all__ = [
     "BucketEntry",
     "BucketLayout",
     "__version__",
+    "fused_logprob_entropy",
     "layout_for",
     "pack_bucket",
     "pack_into",

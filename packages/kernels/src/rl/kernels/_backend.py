@@ -39,6 +39,11 @@ def compiled_import_error(name: str) -> str | None:
     return None
 
 
+def triton_interpreted() -> bool:
+    """Triton runs kernels on CPU tensors through its interpreter (`TRITON_INTERPRET=1`)."""
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
 @functools.cache
 def triton_usable() -> bool:
     """Triton can launch kernels: a GPU driver, or the CPU interpreter."""

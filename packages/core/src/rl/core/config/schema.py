@@ -126,6 +126,8 @@ class ActorConfig:
     early_stop_imp_ratio: float | None = None  # RLinf: drop tokens whose ratio exceeds it
     use_valid_token_scale: bool = False  # RLinf
     tis_cap: float | None = None  # truncated IS vs rollout log-probs (None: off)
+    # rl.kernels.fused_logprob_entropy; null = auto (no-grad passes everywhere, training on GPU)
+    use_fused_kernels: bool | None = None
 
     def __post_init__(self) -> None:
         _check(

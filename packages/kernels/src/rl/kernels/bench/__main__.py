@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = {"bucket": "rl.kernels.bench.bucket"}
+BENCHMARKS = {"bucket": "rl.kernels.bench.bucket", "logprob": "rl.kernels.bench.logprob"}
 
 
 def main(argv: list[str] | None = None) -> int:
