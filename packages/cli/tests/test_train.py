@@ -128,6 +128,7 @@ def test_sigkill_after_a_checkpoint_then_rerun_ends_bit_identical(
     assert expected.keys() == got.keys()
     for name in expected:
         assert torch.equal(expected[name], got[name]), name
+    assert [r["step"] for r in metrics_rows(killed_dir)] == list(range(7))  # no duplicates
     kept = sorted(p.name for p in (killed_dir / "checkpoints").glob("global_step_*"))
     assert kept == ["global_step_5", "global_step_6"]
 

@@ -7,20 +7,26 @@ the response is predicted by the logits at position P + t - 1.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import torch
+
+
+def _run(model: torch.nn.Module, batch: Mapping[str, torch.Tensor], **options: Any) -> Any:
+    """One forward pass over the whole rows (prompt + response), without a KV cache."""
+    return model(
+        input_ids=batch["input_ids"],
+        attention_mask=batch["attention_mask"],
+        position_ids=batch["position_ids"],
+        use_cache=False,
+        **options,
+    )
 
 
 def response_logits(model: torch.nn.Module, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
     """Logits that predict each response token: [B, R, V] in the model's dtype."""
     response_len = batch["responses"].shape[1]
-    output = model(
-        input_ids=batch["input_ids"],
-        attention_mask=batch["attention_mask"],
-        position_ids=batch["position_ids"],
-        use_cache=False,
-    )
-    return output.logits[:, -response_len - 1 : -1]
+    return _run(model, batch).logits[:, -response_len - 1 : -1]
 
 
 def logprobs_and_entropy(
@@ -39,13 +45,7 @@ def logprobs_and_entropy(
 def response_values(model: torch.nn.Module, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
     """Critic values V(s_t) of the state before each response token: [B, R] float32."""
     response_len = batch["responses"].shape[1]
-    output = model(
-        input_ids=batch["input_ids"],
-        attention_mask=batch["attention_mask"],
-        position_ids=batch["position_ids"],
-        use_cache=False,
-    )
-    return output.logits[:, -response_len - 1 : -1, 0].float()
+    return _run(model, batch).logits[:, -response_len - 1 : -1, 0].float()
 
 
 def _full(weight: torch.Tensor) -> torch.Tensor:
@@ -68,14 +68,7 @@ def fused_logprobs_and_entropy(
     from rl.kernels import fused_logprob_entropy
 
     responses, mask = batch["responses"], batch["response_mask"].bool()
-    output = model(
-        input_ids=batch["input_ids"],
-        attention_mask=batch["attention_mask"],
-        position_ids=batch["position_ids"],
-        use_cache=False,
-        output_hidden_states=True,
-        logits_to_keep=1,
-    )
+    output = _run(model, batch, output_hidden_states=True, logits_to_keep=1)
     hidden = output.hidden_states[-1][:, -responses.shape[1] - 1 : -1]
     weight = _full(model.get_output_embeddings().weight)
     logprob, entropy = fused_logprob_entropy(

@@ -32,6 +32,21 @@ class JsonlSink:
         self.handle.close()
 
 
+def trim_metrics_file(output_dir: Path, last_step: int) -> None:
+    """Drop rows logged after `last_step` (a killed run got past its last checkpoint)."""
+    path = output_dir / "metrics.jsonl"
+    if not path.exists():
+        return
+    kept = [
+        line
+        for line in path.read_text().splitlines()
+        if line.strip() and json.loads(line)["step"] <= last_step
+    ]
+    tmp = path.with_suffix(".jsonl.tmp")
+    tmp.write_text("".join(line + "\n" for line in kept))
+    tmp.replace(path)
+
+
 class TensorBoardSink:
     def __init__(self, output_dir: Path) -> None:
         require("tensorboard", "rl-core[tensorboard]", "trainer.logger: tensorboard")

@@ -9,6 +9,7 @@ import torch
 
 from rl.core.config import Config, dump_config
 from rl.core.logging import make_tracker
+from rl.core.logging.sinks import trim_metrics_file
 from rl.core.trainer import losses
 from rl.core.trainer.build import build_context, build_sft_engine
 from rl.core.trainer.checkpoint import checkpoint_dir, find_resume_checkpoint, save_checkpoint
@@ -83,11 +84,13 @@ def run_training(config: Config) -> dict[str, float]:
     losses.validate_algorithm_names(config)
     ctx = build_context(config, output_dir)
     kl_ctrl = losses.make_kl_controller(config)
-    tracker = make_tracker(config, output_dir, ctx.total_steps)
     resume = find_resume_checkpoint(
         checkpoint_dir(output_dir), config.trainer.resume_mode, config.trainer.resume_from_path
     )
     step = load_run(ctx, resume, kl_ctrl) if resume is not None else 0
+    # A resumed run drops rows logged past its checkpoint; a fresh one starts a new file.
+    trim_metrics_file(output_dir, step if resume is not None else -1)
+    tracker = make_tracker(config, output_dir, ctx.total_steps)
     warm_metrics = warm_start(ctx) if resume is None else {}
     sync_weights(ctx.actor.export_weights(), ctx.rollout)
     last_val: dict[str, float] = {}
