@@ -90,7 +90,7 @@ def bench(session: nox.Session) -> None:
     if session.venv_backend != "none":
         session.install("torch==2.13.0", "-e./packages/kernels")
     results = ROOT / "packages" / "kernels" / "benchmarks" / "results"
-    for op in session.posargs or ["bucket"]:
+    for op in session.posargs or ["bucket", "logprob"]:
         session.run("python", "-m", "rl.kernels.bench", op, "--csv", str(results / f"{op}.csv"))
 
 

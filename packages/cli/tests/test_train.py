@@ -246,3 +246,41 @@ def test_tensorboard_sink_writes_events(tmp_path, tiny_run):
     events = EventAccumulator(str(tmp_path / "tensorboard"))
     events.Reload()
     assert "reward/mean" in events.Tags()["scalars"]
+
+
+def test_reward_model_scores_the_rollouts(tmp_path, tiny_run):
+    from transformers import Qwen2Config, Qwen2ForSequenceClassification
+
+    from rl.core.models import build_char_tokenizer
+
+    tokenizer = build_char_tokenizer()
+    torch.manual_seed(0)
+    model = Qwen2ForSequenceClassification(
+        Qwen2Config(
+            vocab_size=len(tokenizer),
+            hidden_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=1,
+            num_key_value_heads=1,
+            intermediate_size=64,
+            num_labels=1,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+    )
+    model.save_pretrained(tmp_path / "rm")
+    tokenizer.save_pretrained(tmp_path / "rm")
+    config = load_config(
+        DEMO_CONFIG,
+        [
+            *tiny_run,
+            "trainer.total_training_steps=1",
+            "sft.enable=false",
+            f"reward.reward_model.path={tmp_path / 'rm'}",
+            f"trainer.output_dir={tmp_path / 'run'}",
+        ],
+    )
+    run_training(config)
+    step = metrics_rows(tmp_path / "run")[-1]
+    assert step["reward/errors"] == 0.0
+    # A random reward model gives real-valued scores, not the rule-based 0/1.
+    assert step["reward/mean"] not in (0.0, 1.0)

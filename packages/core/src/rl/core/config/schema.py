@@ -190,8 +190,18 @@ class CustomRewardConfig:
 
 
 @dataclass(frozen=True)
+class RewardModelConfig:
+    """A sequence-classification reward model (one output) instead of rule-based scores."""
+
+    path: str | None = None
+    batch_size: int = 16
+    max_length: int = 2048
+
+
+@dataclass(frozen=True)
 class RewardConfig:
     custom_reward_function: CustomRewardConfig = field(default_factory=CustomRewardConfig)
+    reward_model: RewardModelConfig = field(default_factory=RewardModelConfig)
     reward_scale: float | None = None
     num_workers: int = 0
     timeout_s: float = 10.0

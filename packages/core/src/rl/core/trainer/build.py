@@ -53,9 +53,25 @@ def build_dataset(
 
 
 def build_reward(config: Config) -> Any:
-    from rl.core.rewards import make_reward_manager
+    """Rule-based / custom-function scoring, or a reward model when `reward.reward_model.path`."""
+    from rl.core.rewards import RewardModelScorer, make_reward_manager
 
-    return make_reward_manager(config.reward)
+    model_config = config.reward.reward_model
+    if model_config.path is None:
+        return make_reward_manager(config.reward)
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_config.path)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForSequenceClassification.from_pretrained(model_config.path)
+    return RewardModelScorer(
+        model,
+        tokenizer,
+        model_config.batch_size,
+        model_config.max_length,
+        device=config.trainer.device,
+    )
 
 
 def build_context(config: Config, output_dir: Path, with_rl_roles: bool = True) -> RunContext:

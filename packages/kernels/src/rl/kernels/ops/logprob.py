@@ -104,7 +104,7 @@ def logprob_stats(
 
 
 @logprob_stats.register_fake
-def _(hidden, weight, labels, scale, vocab_start, token_chunk, vocab_chunk):  # type: ignore[no-untyped-def]
+def _(hidden, weight, labels, scale, vocab_start, token_chunk, vocab_chunk):
     return hidden.new_empty((4, hidden.shape[0]), dtype=torch.float32)
 
 
@@ -164,7 +164,7 @@ def _(
     token_chunk,
     vocab_chunk,
     lse,
-    mean_x,  # type: ignore[no-untyped-def]
+    mean_x,
     grad_logprob,
     grad_entropy,
 ):
@@ -183,7 +183,7 @@ def _merge_across_ranks(stats: torch.Tensor, group: dist.ProcessGroup) -> torch.
 
 class _FusedLogprobEntropy(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, hidden, weight, labels, temperature, tp_group, token_chunk, vocab_chunk):  # type: ignore[no-untyped-def, override]
+    def forward(ctx, hidden, weight, labels, temperature, tp_group, token_chunk, vocab_chunk):
         scale = 1.0 / temperature
         rank = dist.get_rank(tp_group) if tp_group is not None else 0
         vocab_start = rank * weight.shape[0]
@@ -202,7 +202,7 @@ class _FusedLogprobEntropy(torch.autograd.Function):
         return logprob, entropy
 
     @staticmethod
-    def backward(ctx, grad_logprob, grad_entropy):  # type: ignore[no-untyped-def, override]
+    def backward(ctx, grad_logprob, grad_entropy):
         hidden, weight, labels, lse, mean_x = ctx.saved_tensors
         scale, vocab_start, token_chunk, vocab_chunk, tp_group = ctx.config
         grad_logprob = torch.zeros_like(lse) if grad_logprob is None else grad_logprob
