@@ -60,9 +60,25 @@ def _mm_fp32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """
     if a.dtype == torch.float32 and b.dtype == torch.float32:
         return a @ b
-    if a.is_cuda and b.dtype in (torch.bfloat16, torch.float16):
+    if a.is_cuda and b.dtype in (torch.bfloat16, torch.float16) and _HAS_MM_OUT_DTYPE:
         return torch.mm(a.to(b.dtype), b, out_dtype=torch.float32)
     return a.float() @ b.float()
+
+
+def _mm_out_dtype_supported() -> bool:
+    """`torch.mm(..., out_dtype=)` (fp32 results of 16-bit GEMMs) exists in this torch."""
+    try:
+        torch.mm(
+            torch.zeros(1, 1, device="meta", dtype=torch.bfloat16),
+            torch.zeros(1, 1, device="meta", dtype=torch.bfloat16),
+            out_dtype=torch.float32,
+        )
+    except (TypeError, RuntimeError, NotImplementedError):
+        return False
+    return True
+
+
+_HAS_MM_OUT_DTYPE = _mm_out_dtype_supported()
 
 
 def _check(hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor) -> None:
