@@ -51,9 +51,12 @@ def write_reward_file(folder):
     path = folder / "my_reward.py"
     path.write_text(
         textwrap.dedent("""
+        import os
         import time
 
         def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+            if solution_str == "crash":
+                os._exit(3)
             if solution_str == "boom":
                 raise RuntimeError("bad sample")
             if solution_str == "hang":
@@ -89,6 +92,9 @@ def test_pool_survives_errors_and_hangs(tmp_path):
         assert result.metrics["reward/timeouts"] == 1.0 and result.metrics["reward/errors"] == 1.0
         again = manager.score(requests("yes"))  # the pool still works afterwards
         assert again.scores == [1.0]
+        crashed = manager.score(requests("crash"))  # the worker process dies
+        assert crashed.scores == [0.0] and crashed.metrics["reward/errors"] == 1.0
+        assert manager.score(requests("yes", "no")).scores == [1.0, 0.0]
     finally:
         manager.close()
 

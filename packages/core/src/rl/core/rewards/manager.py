@@ -17,7 +17,7 @@ from typing import Any
 
 from rl.core.rewards.registry import default_compute_score, load_custom_reward
 from rl.core.rewards.types import RewardRequest, RewardResult
-from rl.core.rewards.worker import OK, TIMEOUT, init_worker, score_chunk
+from rl.core.rewards.worker import ERROR, OK, TIMEOUT, init_worker, score_chunk
 
 
 class RewardManager:
@@ -64,11 +64,17 @@ class RewardManager:
         outcomes: list[tuple[float, str, dict[str, float]]] = []
         broken = False
         for chunk, future in zip(chunks, futures, strict=True):
+            if broken and not future.done():  # behind a stuck worker: do not wait again
+                outcomes += [(0.0, TIMEOUT, {}) for _ in chunk]
+                continue
             try:
-                outcomes += future.result(timeout=None if broken else deadline)
-            except (FutureTimeout, Exception):
+                outcomes += future.result(timeout=deadline)
+            except FutureTimeout:
                 broken = True
                 outcomes += [(0.0, TIMEOUT, {}) for _ in chunk]
+            except Exception:  # a worker died (e.g. the user's code crashed the process)
+                broken = True
+                outcomes += [(0.0, ERROR, {}) for _ in chunk]
         if broken:
             self._kill_pool()
         return outcomes
@@ -90,7 +96,7 @@ class RewardManager:
         count = max(len(scores), 1)
         metrics = {
             "reward/mean": sum(scores) / count,
-            "reward/errors": float(sum(s == "error" for _, s, _ in outcomes)),
+            "reward/errors": float(sum(s == ERROR for _, s, _ in outcomes)),
             "reward/timeouts": float(sum(s == TIMEOUT for _, s, _ in outcomes)),
         }
         metrics.update({f"reward/{k}": sum(v) / len(v) for k, v in extras.items()})
