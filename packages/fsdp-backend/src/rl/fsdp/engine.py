@@ -138,6 +138,7 @@ class FSDPTrainEngine:
     @torch.no_grad()
     def compute_logprobs(self, batch: Mapping[str, torch.Tensor]) -> LogprobOutput:
         """Log-probs and entropy of the response tokens: float32 [B, R] each."""
+        self.model.eval()
         outputs = [
             self._forward(to_device(m, self.device), True)
             for m in split(batch, self.micro_batch_size)
@@ -150,6 +151,7 @@ class FSDPTrainEngine:
     @torch.no_grad()
     def compute_values(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
         """Critic values of the response positions: float32 [B, R]."""
+        self.model.eval()
         return torch.cat(
             [
                 self._forward(to_device(m, self.device), False).cpu()
