@@ -5,6 +5,7 @@
 
 #include "binding_utils.h"
 #include "rl_kernels/bucket.h"
+#include "rl_kernels/logprob.h"
 
 namespace py = pybind11;
 using rl_kernels::python::as_pointer;
@@ -28,6 +29,31 @@ void bucket_unpack(std::uintptr_t segments_device, int64_t num_segments, int64_t
         "bucket_unpack (cuda)");
 }
 
+void logprob_tile_forward(std::uintptr_t logits, int64_t rows, int64_t cols, int64_t ld,
+                          std::uintptr_t labels, int64_t col_start, float scale,
+                          std::uintptr_t row_max, std::uintptr_t row_sum, std::uintptr_t row_sx,
+                          std::uintptr_t label_x, std::uintptr_t stream) {
+  check(rl_logprob_tile_forward_cuda(as_pointer<const float>(logits), rows, cols, ld,
+                                     as_pointer<const int64_t>(labels), col_start, scale,
+                                     as_pointer<float>(row_max), as_pointer<float>(row_sum),
+                                     as_pointer<float>(row_sx), as_pointer<float>(label_x),
+                                     as_pointer<CUstream_st>(stream)),
+        "logprob_tile_forward (cuda)");
+}
+
+void logprob_tile_backward(std::uintptr_t logits, int64_t rows, int64_t cols, int64_t ld,
+                           std::uintptr_t labels, int64_t col_start, float scale,
+                           std::uintptr_t lse, std::uintptr_t mean_x, std::uintptr_t grad_logprob,
+                           std::uintptr_t grad_entropy, std::uintptr_t grad, int32_t grad_dtype,
+                           int64_t ld_grad, std::uintptr_t stream) {
+  check(rl_logprob_tile_backward_cuda(
+            as_pointer<const float>(logits), rows, cols, ld, as_pointer<const int64_t>(labels),
+            col_start, scale, as_pointer<const float>(lse), as_pointer<const float>(mean_x),
+            as_pointer<const float>(grad_logprob), as_pointer<const float>(grad_entropy),
+            as_pointer<void>(grad), grad_dtype, ld_grad, as_pointer<CUstream_st>(stream)),
+        "logprob_tile_backward (cuda)");
+}
+
 py::dict build_info() {
   py::dict info;
   info["cuda_runtime"] = CUDART_VERSION;
@@ -43,5 +69,13 @@ PYBIND11_MODULE(_C_cuda, m) {
         py::arg("max_numel"), py::arg("bucket"), py::arg("bucket_dtype"), py::arg("stream"));
   m.def("bucket_unpack", &bucket_unpack, py::arg("segments_device"), py::arg("num_segments"),
         py::arg("max_numel"), py::arg("bucket"), py::arg("bucket_dtype"), py::arg("stream"));
+  m.def("logprob_tile_forward", &logprob_tile_forward, py::arg("logits"), py::arg("rows"),
+        py::arg("cols"), py::arg("ld"), py::arg("labels"), py::arg("col_start"), py::arg("scale"),
+        py::arg("row_max"), py::arg("row_sum"), py::arg("row_sx"), py::arg("label_x"),
+        py::arg("stream"));
+  m.def("logprob_tile_backward", &logprob_tile_backward, py::arg("logits"), py::arg("rows"),
+        py::arg("cols"), py::arg("ld"), py::arg("labels"), py::arg("col_start"), py::arg("scale"),
+        py::arg("lse"), py::arg("mean_x"), py::arg("grad_logprob"), py::arg("grad_entropy"),
+        py::arg("grad"), py::arg("grad_dtype"), py::arg("ld_grad"), py::arg("stream"));
   m.def("build_info", &build_info);
 }

@@ -32,6 +32,23 @@ rl_status_t rl_logprob_tile_backward(float* logits, int64_t rows, int64_t cols, 
                                      const float* grad_logprob, const float* grad_entropy,
                                      int num_threads);
 
+// CUDA versions, asynchronous on `stream`. All pointers are device memory. The
+// forward has the CPU contract. The backward writes d loss / d z into `grad`
+// (row stride `ld_grad`, element type `grad_dtype`: fp32, or the GEMM's 16-bit
+// type so the two input-gradient GEMMs read it without a cast); `grad` may be
+// `logits` itself when `grad_dtype` is RL_FLOAT32 and `ld_grad` equals `ld`.
+typedef struct CUstream_st* rl_cuda_stream_t;  // as in bucket.h (an identical typedef is legal)
+rl_status_t rl_logprob_tile_forward_cuda(const float* logits, int64_t rows, int64_t cols,
+                                         int64_t ld, const int64_t* labels, int64_t col_start,
+                                         float scale, float* row_max, float* row_sum,
+                                         float* row_sx, float* label_x, rl_cuda_stream_t stream);
+rl_status_t rl_logprob_tile_backward_cuda(const float* logits, int64_t rows, int64_t cols,
+                                          int64_t ld, const int64_t* labels, int64_t col_start,
+                                          float scale, const float* lse, const float* mean_x,
+                                          const float* grad_logprob, const float* grad_entropy,
+                                          void* grad, int32_t grad_dtype, int64_t ld_grad,
+                                          rl_cuda_stream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

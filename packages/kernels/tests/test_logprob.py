@@ -2,18 +2,17 @@
 
 The reference materialises the logits in float64 from the same (possibly
 16-bit) inputs and differentiates with autograd; it shares no code with the op.
+The fused Triton kernels have their own file (test_logprob_triton.py), as has
+the vocab-parallel mode (test_logprob_tp.py).
 """
 
 import math
-import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 import torch
 
 from rl.kernels import fused_logprob_entropy
+from rl.kernels.ops import logprob as logprob_op
 from rl.kernels.ops.logprob import logprob_grads, logprob_stats
 
 TOLERANCE = {torch.float32: 2e-5, torch.bfloat16: 2e-2, torch.float16: 5e-3}
@@ -132,32 +131,30 @@ def test_bad_input_is_rejected():
         fused_logprob_entropy(hidden, weight, labels, 0.0)
 
 
-TRITON_SCRIPT = textwrap.dedent("""
-    import torch
-    from rl.kernels import fused_logprob_entropy
-    g = torch.Generator().manual_seed(0)
-    h = torch.randn(5, 8, generator=g, dtype=torch.float64)
-    w = torch.randn(37, 8, generator=g, dtype=torch.float64)
-    y = torch.randint(37, (5,), generator=g)
-    hh, ww = h.float().requires_grad_(), w.float().requires_grad_()
-    lp, ent = fused_logprob_entropy(hh, ww, y, 0.7, token_chunk=3, vocab_chunk=16)
-    (lp.sum() + 0.5 * ent.sum()).backward()
-    h.requires_grad_(); w.requires_grad_()
-    logp = torch.log_softmax(h @ w.t() / 0.7, -1)
-    rlp = logp.gather(1, y[:, None])[:, 0]; rent = -(logp.exp() * logp).sum(-1)
-    gh, gw = torch.autograd.grad(rlp.sum() + 0.5 * rent.sum(), (h, w))
-    errors = [(lp - rlp).abs().max(), (ent - rent).abs().max(), (hh.grad - gh).abs().max(),
-              (ww.grad - gw).abs().max()]
-    print(max(float(e) for e in errors))
-""")
+def test_torch_compile_traces_forward_and_backward():
+    hidden, weight, labels, g_lp, g_h = make(7, 8, 37, torch.float32, seed=6)
+
+    def objective(h, w):
+        lp, ent = fused_logprob_entropy(h, w, labels, 0.8, vocab_chunk=16)
+        return (lp * g_lp).sum() + (ent * g_h).sum(), lp.detach(), ent.detach()
+
+    # aot_eager traces the forward and, through AOTAutograd, the backward graph too
+    compiled = torch.compile(objective, backend="aot_eager", fullgraph=True)
+    h, w = hidden.clone().requires_grad_(True), weight.clone().requires_grad_(True)
+    loss, lp, ent = compiled(h, w)
+    loss.backward()
+    got = (lp, ent, h.grad, w.grad)
+    want = reference(hidden, weight, labels, 0.8, g_lp, g_h)
+    for name, a, e in zip(("logprob", "entropy", "grad_h", "grad_w"), got, want, strict=True):
+        assert_close(a, e, 2e-5, name)
 
 
-def test_triton_kernels_in_the_interpreter():
-    """The Triton epilogues, run by TRITON_INTERPRET=1 on CPU tensors (tiny grid)."""
-    pytest.importorskip("triton")
-    env = {**os.environ, "TRITON_INTERPRET": "1", "RL_KERNELS_IMPL": "triton"}
-    result = subprocess.run(
-        [sys.executable, "-c", TRITON_SCRIPT], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert float(result.stdout.strip().splitlines()[-1]) < 2e-5
+def test_gpu_prefers_triton_and_cpu_the_cpp_epilogue(monkeypatch):
+    monkeypatch.delenv("RL_KERNELS_IMPL", raising=False)
+    monkeypatch.setattr(logprob_op, "available_impls", lambda _: {"reference", "cuda", "triton"})
+    assert logprob_op.chosen_impl("cuda") == "triton"
+    monkeypatch.setattr(logprob_op, "available_impls", lambda _: {"reference", "cpp"})
+    assert logprob_op.chosen_impl("cpu") == "cpp"
+    monkeypatch.setenv("RL_KERNELS_IMPL", "cuda")
+    with pytest.raises(RuntimeError, match="RL_KERNELS_IMPL=cuda but logprob has no usable cuda"):
+        logprob_op.chosen_impl("cpu")

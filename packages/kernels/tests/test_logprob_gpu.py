@@ -1,4 +1,4 @@
-"""fused_logprob_entropy on a real GPU (Triton epilogues, cuBLAS GEMMs): `nox -s gpu_tests`."""
+"""fused_logprob_entropy on a real GPU (fused Triton kernels; CUDA epilogues with cuBLAS GEMMs): `nox -s gpu_tests`."""
 
 import math
 
@@ -13,7 +13,7 @@ pytestmark = [
 ]
 
 
-@pytest.mark.parametrize("impl", ["triton", "reference"])
+@pytest.mark.parametrize("impl", ["triton", "cuda", "reference"])
 @pytest.mark.parametrize(("tokens", "hidden_size", "vocab"), [(1, 64, 1000), (777, 512, 32003)])
 def test_bf16_matches_float64_reference(monkeypatch, impl, tokens, hidden_size, vocab):
     monkeypatch.setenv("RL_KERNELS_IMPL", impl)

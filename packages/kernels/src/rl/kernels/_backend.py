@@ -65,10 +65,17 @@ def forced_impl() -> str | None:
     return value
 
 
-def choose_impl(op: str, device_type: str, available: set[str]) -> str:
+def choose_impl(
+    op: str,
+    device_type: str,
+    available: set[str],
+    preference: dict[str, tuple[str, ...]] | None = None,
+) -> str:
     """The implementation of `op` to run on `device_type`, given those `op` has.
 
-    Raises a clear error when `RL_KERNELS_IMPL` forces one that is missing.
+    `preference` overrides the default order per device type for this op (an op
+    whose GPU implementations rank differently from the default). Raises a clear
+    error when `RL_KERNELS_IMPL` forces one that is missing.
     """
     forced = forced_impl()
     if forced is not None:
@@ -79,7 +86,8 @@ def choose_impl(op: str, device_type: str, available: set[str]) -> str:
                 "rl-kernels with that backend"
             )
         return forced
-    for impl in _PREFERENCE.get(device_type, ("reference",)):
+    order = {**_PREFERENCE, **(preference or {})}
+    for impl in order.get(device_type, ("reference",)):
         if impl in available:
             return impl
     return "reference"

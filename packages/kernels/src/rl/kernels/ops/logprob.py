@@ -4,81 +4,56 @@
 log-probability of each label and the entropy of softmax(hidden @ weight^T / T)
 per token (float32), differentiable w.r.t. `hidden` and `weight` through both.
 
-Design: chunked GEMMs with a fused epilogue. Logits are computed one tile
-(`token_chunk` × `vocab_chunk`, float32) at a time by torch (BLAS / cuBLAS); an
-epilogue (C++ on CPU, Triton on GPU, torch as reference) folds each tile into
-online softmax statistics. The backward recomputes each tile and turns it into
-d loss / d logits in place before two GEMMs accumulate the input gradients.
-Extra memory: O(T) statistics + one tile + an fp32 accumulator for the hidden
-gradient. With `tp_group`, each rank holds a contiguous slice of the
-vocabulary (rank r: rows r*V_local ..), and the statistics are merged across
-the group, so the result equals the unsharded one (the Megatron layout).
+Two designs, one contract (per-row statistics max x, sum exp, sum exp * x, x_label):
+- tiles (`reference`, `cpp`, `cuda`): torch computes one float32 logits tile
+  (`token_chunk` × `vocab_chunk`) at a time with BLAS / cuBLAS and an epilogue folds
+  it into online softmax statistics (logprob_tiles.py, logprob_epilogue.py). Any
+  GEMM library at full speed, and the C++/CUDA code stays free of GEMMs.
+- fused (`triton`): the logits GEMM and the softmax run in one Triton kernel, so
+  no logits reach memory (logprob_triton.py; why: see there).
+The backward recomputes logits chunk by chunk, turns them into d loss / d logits
+and lets two GEMMs accumulate the input gradients. Extra memory: O(T) statistics,
+one chunk of logits (or of their gradient), and an fp32 accumulator for the hidden
+gradient. With `tp_group`, each rank holds a contiguous slice of the vocabulary
+(rank r: rows r*V_local ..) and the statistics are merged across the group, so the
+result equals the unsharded one (the Megatron layout).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
 
 from rl.kernels import _backend
-from rl.kernels.ops import logprob_epilogue as epi
+from rl.kernels.ops import logprob_tiles as tiles
+from rl.kernels.ops.logprob_epilogue import EPILOGUES
 
 OP_NAME = "logprob"
 DEFAULT_TOKEN_CHUNK = 4096
 DEFAULT_VOCAB_CHUNK = 8192
+# On GPU the fused Triton kernels come first: their logic is the only GPU code
+# exercised off-GPU (TRITON_INTERPRET=1 in the tests); the GPU benchmark may
+# reorder this once it has measured both designs.
+_PREFERENCE = {"cuda": ("triton", "cuda", "reference")}
 
 
 def available_impls(device_type: str) -> set[str]:
+    """Implementations of this op usable on `device_type` in this process."""
     impls = {"reference"}
     if device_type == "cpu" and _backend.compiled_module("_C") is not None:
         impls.add("cpp")
+    if device_type == "cuda" and _backend.compiled_module("_C_cuda") is not None:
+        impls.add("cuda")
     if _backend.triton_usable() and (device_type == "cuda" or _backend.triton_interpreted()):
         impls.add("triton")
     return impls
 
 
-def _epilogues(device_type: str) -> tuple[Callable[..., None], Callable[..., None]]:
-    impl = _backend.choose_impl(OP_NAME, device_type, available_impls(device_type))
-    if impl == "cpp":
-        return epi.forward_cpp, epi.backward_cpp
-    if impl == "triton":
-        from rl.kernels.ops import logprob_triton
-
-        return logprob_triton.forward_triton, logprob_triton.backward_triton
-    return epi.forward_reference, epi.backward_reference
-
-
-def _mm_fp32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """a @ b with a float32 result.
-
-    On GPU with a 16-bit `b` the GEMM runs on tensor cores in b's dtype with fp32
-    accumulation (a float32 `a`, e.g. a gradient tile, is rounded to it first);
-    elsewhere both sides are widened to float32.
-    """
-    if a.dtype == torch.float32 and b.dtype == torch.float32:
-        return a @ b
-    if a.is_cuda and b.dtype in (torch.bfloat16, torch.float16) and _HAS_MM_OUT_DTYPE:
-        return torch.mm(a.to(b.dtype), b, out_dtype=torch.float32)
-    return a.float() @ b.float()
-
-
-def _mm_out_dtype_supported() -> bool:
-    """`torch.mm(..., out_dtype=)` (fp32 results of 16-bit GEMMs) exists in this torch."""
-    try:
-        torch.mm(
-            torch.zeros(1, 1, device="meta", dtype=torch.bfloat16),
-            torch.zeros(1, 1, device="meta", dtype=torch.bfloat16),
-            out_dtype=torch.float32,
-        )
-    except (TypeError, RuntimeError, NotImplementedError):
-        return False
-    return True
-
-
-_HAS_MM_OUT_DTYPE = _mm_out_dtype_supported()
+def chosen_impl(device_type: str) -> str:
+    """The implementation `fused_logprob_entropy` runs on `device_type` (RL_KERNELS_IMPL wins)."""
+    return _backend.choose_impl(OP_NAME, device_type, available_impls(device_type), _PREFERENCE)
 
 
 def _check(hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor) -> None:
@@ -87,10 +62,20 @@ def _check(hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor) -> 
             f"expected hidden [T, H] and weight [V, H], got {tuple(hidden.shape)} "
             f"and {tuple(weight.shape)}"
         )
+    if weight.shape[0] == 0:
+        raise ValueError("weight has no vocabulary rows (V = 0)")
     if labels.shape != (hidden.shape[0],):
         raise ValueError(f"labels must be [T] = [{hidden.shape[0]}], got {tuple(labels.shape)}")
     if labels.dtype != torch.int64:
         raise TypeError(f"labels must be int64, got {labels.dtype}")
+    for name, tensor in (("hidden", hidden), ("weight", weight)):
+        if tensor.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+            raise TypeError(f"{name} must be float32, bfloat16 or float16, got {tensor.dtype}")
+    if not hidden.device == weight.device == labels.device:
+        raise ValueError(
+            f"hidden, weight and labels must be on one device, got {hidden.device}, "
+            f"{weight.device} and {labels.device}"
+        )
 
 
 @torch.library.custom_op("rl_kernels::logprob_stats", mutates_args=())
@@ -106,17 +91,16 @@ def logprob_stats(
     """Row statistics [4, T] float32: max x, sum exp(x - max), sum exp(x - max) x, x_label
     (0 when the label is outside this weight's vocabulary slice); x = hidden @ weight^T * scale."""
     _check(hidden, weight, labels)
-    forward, _ = _epilogues(hidden.device.type)
-    tokens = hidden.shape[0]
-    stats = torch.zeros(4, tokens, dtype=torch.float32, device=hidden.device)
-    stats[0] = -math.inf
+    impl = chosen_impl(hidden.device.type)
     labels = labels.contiguous()
-    for t0 in range(0, tokens, token_chunk):
-        t1 = min(t0 + token_chunk, tokens)
-        for v0 in range(0, weight.shape[0], vocab_chunk):
-            tile = _mm_fp32(hidden[t0:t1], weight[v0 : v0 + vocab_chunk].t()).contiguous()
-            forward(tile, labels[t0:t1], vocab_start + v0, scale, stats[:, t0:t1])
-    return stats
+    if impl == "triton":
+        from rl.kernels.ops import logprob_triton
+
+        return logprob_triton.stats(hidden, weight, labels, scale, vocab_start, vocab_chunk)
+    forward = EPILOGUES[impl][0]
+    return tiles.tiled_stats(
+        hidden, weight, labels, scale, vocab_start, token_chunk, vocab_chunk, forward
+    )
 
 
 @logprob_stats.register_fake
@@ -138,36 +122,33 @@ def logprob_grads(
     grad_logprob: torch.Tensor,
     grad_entropy: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(d loss / d hidden, d loss / d weight) given the upstream gradients per token [T]."""
-    _, backward = _epilogues(hidden.device.type)
-    tokens = hidden.shape[0]
-    grad_hidden = torch.zeros(hidden.shape, dtype=torch.float32, device=hidden.device)
-    grad_weight = torch.empty_like(weight)
-    labels = labels.contiguous()
-    grad_logprob, grad_entropy = (
+    """(d loss / d hidden [T, H], d loss / d weight [V, H]) in their input dtypes, given
+    lse and mean_x [T] from the forward and the upstream gradients [T] of logprob and entropy."""
+    impl = chosen_impl(hidden.device.type)
+    if impl == "triton":
+        from rl.kernels.ops import logprob_triton
+
+        dlogits, dtype = logprob_triton.dlogits, weight.dtype
+    else:
+        # On GPU the gradient tile is written in the GEMMs' 16-bit dtype (no cast pass);
+        # CPU GEMMs run in fp32, so there it stays fp32 and is overwritten in place.
+        dlogits = tiles.dlogits_from_tiles(EPILOGUES[impl][1])
+        dtype = weight.dtype if weight.is_cuda else torch.float32
+    return tiles.chunked_grads(
+        hidden,
+        weight,
+        labels.contiguous(),
+        scale,
+        vocab_start,
+        token_chunk,
+        vocab_chunk,
+        lse.float().contiguous(),
+        mean_x.float().contiguous(),
         grad_logprob.float().contiguous(),
         grad_entropy.float().contiguous(),
+        dlogits,
+        dtype,
     )
-    for v0 in range(0, weight.shape[0], vocab_chunk):
-        w_chunk = weight[v0 : v0 + vocab_chunk]
-        grad_w_chunk = torch.zeros(w_chunk.shape, dtype=torch.float32, device=weight.device)
-        for t0 in range(0, tokens, token_chunk):
-            t1 = min(t0 + token_chunk, tokens)
-            tile = _mm_fp32(hidden[t0:t1], w_chunk.t()).contiguous()
-            backward(
-                tile,
-                labels[t0:t1],
-                vocab_start + v0,
-                scale,
-                lse[t0:t1],
-                mean_x[t0:t1],
-                grad_logprob[t0:t1],
-                grad_entropy[t0:t1],
-            )
-            grad_hidden[t0:t1] += _mm_fp32(tile, w_chunk)
-            grad_w_chunk += _mm_fp32(tile.t(), hidden[t0:t1])
-        grad_weight[v0 : v0 + vocab_chunk] = grad_w_chunk
-    return grad_hidden.to(hidden.dtype), grad_weight
 
 
 @logprob_grads.register_fake
@@ -198,6 +179,11 @@ def _merge_across_ranks(stats: torch.Tensor, group: dist.ProcessGroup) -> torch.
 
 
 class _FusedLogprobEntropy(torch.autograd.Function):
+    """Autograd over the two custom ops. An autograd.Function rather than
+    `register_autograd` on one op because the vocab-parallel reductions (collectives
+    on a ProcessGroup, which no op schema can carry) sit between the statistics and
+    the outputs; torch.compile traces it and keeps the two ops opaque."""
+
     @staticmethod
     def forward(ctx, hidden, weight, labels, temperature, tp_group, token_chunk, vocab_chunk):
         scale = 1.0 / temperature

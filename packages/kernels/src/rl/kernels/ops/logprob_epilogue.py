@@ -1,16 +1,22 @@
-"""The per-tile epilogues of the fused log-prob op: torch reference and C++ CPU.
+"""The per-tile epilogues of the fused log-prob op: torch reference, C++ CPU, CUDA.
 
 Same contract as csrc/include/rl_kernels/logprob.h: `forward` folds one float32
 logits tile [rows, cols] (vocabulary ids col_start ..) into running row
-statistics (max, sum exp, sum exp * x, label x); `backward` turns a tile into
-d loss / d logits in place. x = logits * scale, scale = 1 / temperature.
+statistics [4, rows] = (max x, sum exp(x - max), sum exp(x - max) x, label x);
+`backward` writes d loss / d logits of the tile into `out` (the tile itself for
+float32, or a 16-bit buffer the next GEMMs read). x = logits * scale,
+scale = 1 / temperature.
 """
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import torch
 
 from rl.kernels import _backend
+from rl.kernels._dtypes import dtype_code
+from rl.kernels.ops.logprob_tiles import BackwardEpilogue, ForwardEpilogue
 
 
 def forward_reference(
@@ -40,7 +46,9 @@ def backward_reference(
     mean_x: torch.Tensor,
     grad_logprob: torch.Tensor,
     grad_entropy: torch.Tensor,
+    out: torch.Tensor,
 ) -> None:
+    """d/dx_j = g_lp (1[j = label] - p_j) - g_H p_j (x_j - mean_x); d/dz = d/dx * scale."""
     x = tile * scale
     p = torch.exp(x - lse[:, None])
     grad = -grad_logprob[:, None] * p - grad_entropy[:, None] * p * (x - mean_x[:, None])
@@ -48,16 +56,20 @@ def backward_reference(
     inside = (local >= 0) & (local < tile.shape[1])
     rows = torch.nonzero(inside)[:, 0]
     grad[rows, local[rows]] += grad_logprob[rows]
-    tile.copy_(grad * scale)
+    out.copy_(grad * scale)
+
+
+def _module(name: str) -> ModuleType:
+    module = _backend.compiled_module(name)
+    assert module is not None, f"rl.kernels.{name} is not built"
+    return module
 
 
 def forward_cpp(
     tile: torch.Tensor, labels: torch.Tensor, col_start: int, scale: float, stats: torch.Tensor
 ) -> None:
-    module = _backend.compiled_module("_C")
-    assert module is not None
     rows, cols = tile.shape
-    module.logprob_tile_forward(
+    _module("_C").logprob_tile_forward(
         tile.data_ptr(),
         rows,
         cols,
@@ -65,10 +77,7 @@ def forward_cpp(
         labels.data_ptr(),
         col_start,
         scale,
-        stats[0].data_ptr(),
-        stats[1].data_ptr(),
-        stats[2].data_ptr(),
-        stats[3].data_ptr(),
+        *(stats[i].data_ptr() for i in range(4)),
         torch.get_num_threads(),
     )
 
@@ -82,11 +91,11 @@ def backward_cpp(
     mean_x: torch.Tensor,
     grad_logprob: torch.Tensor,
     grad_entropy: torch.Tensor,
+    out: torch.Tensor,
 ) -> None:
-    module = _backend.compiled_module("_C")
-    assert module is not None
+    """The C++ epilogue works in place on the fp32 tile; `out` gets a copy if it is not the tile."""
     rows, cols = tile.shape
-    module.logprob_tile_backward(
+    _module("_C").logprob_tile_backward(
         tile.data_ptr(),
         rows,
         cols,
@@ -100,3 +109,64 @@ def backward_cpp(
         grad_entropy.data_ptr(),
         torch.get_num_threads(),
     )
+    if out.data_ptr() != tile.data_ptr():
+        out.copy_(tile)
+
+
+def _stream(tensor: torch.Tensor) -> int:
+    return torch.cuda.current_stream(tensor.device).cuda_stream
+
+
+def forward_cuda(
+    tile: torch.Tensor, labels: torch.Tensor, col_start: int, scale: float, stats: torch.Tensor
+) -> None:
+    rows, cols = tile.shape
+    _module("_C_cuda").logprob_tile_forward(
+        tile.data_ptr(),
+        rows,
+        cols,
+        tile.stride(0),
+        labels.data_ptr(),
+        col_start,
+        scale,
+        *(stats[i].data_ptr() for i in range(4)),
+        _stream(tile),
+    )
+
+
+def backward_cuda(
+    tile: torch.Tensor,
+    labels: torch.Tensor,
+    col_start: int,
+    scale: float,
+    lse: torch.Tensor,
+    mean_x: torch.Tensor,
+    grad_logprob: torch.Tensor,
+    grad_entropy: torch.Tensor,
+    out: torch.Tensor,
+) -> None:
+    rows, cols = tile.shape
+    _module("_C_cuda").logprob_tile_backward(
+        tile.data_ptr(),
+        rows,
+        cols,
+        tile.stride(0),
+        labels.data_ptr(),
+        col_start,
+        scale,
+        lse.data_ptr(),
+        mean_x.data_ptr(),
+        grad_logprob.data_ptr(),
+        grad_entropy.data_ptr(),
+        out.data_ptr(),
+        dtype_code(out.dtype, "logits gradient"),
+        out.stride(0),
+        _stream(tile),
+    )
+
+
+EPILOGUES: dict[str, tuple[ForwardEpilogue, BackwardEpilogue]] = {
+    "reference": (forward_reference, backward_reference),
+    "cpp": (forward_cpp, backward_cpp),
+    "cuda": (forward_cuda, backward_cuda),
+}

@@ -1,0 +1,176 @@
+"""The chunked-GEMM driver of the fused log-prob op: logits one tile at a time.
+
+torch computes each float32 logits tile (BLAS on CPU, cuBLAS on GPU) and an
+epilogue (torch, C++ or CUDA: logprob_epilogue.py) consumes it, so at most one
+`token_chunk × vocab_chunk` tile exists at a time. The backward, shared with
+the fused Triton path, gets d loss / d logits one tile at a time and lets two
+GEMMs accumulate the input gradients in float32.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+
+import torch
+
+HALF_DTYPES = (torch.bfloat16, torch.float16)
+
+# (tile, labels, col_start, scale, stats [4, rows]) -> None, updating stats in place.
+ForwardEpilogue = Callable[[torch.Tensor, torch.Tensor, int, float, torch.Tensor], None]
+# (tile, labels, col_start, scale, lse, mean_x, grad_logprob, grad_entropy, out) -> None.
+BackwardEpilogue = Callable[..., None]
+# (hidden [t, H], weight [v, H], labels [t], col_start, scale, lse, mean_x, g_lp, g_h, dtype)
+#   -> d loss / d logits [t, v] in `dtype`.
+DlogitsFn = Callable[..., torch.Tensor]
+
+
+@functools.cache
+def _cuda_gemm_support(device_index: int) -> tuple[bool, bool]:
+    """(mm, addmm in place) of 16-bit factors into float32 work on this GPU's torch.
+
+    Probed once on a 2×2 product, because the `out_dtype` overloads exist (with
+    meta kernels) in torch releases whose CUDA kernels still reject a float32
+    accumulator; a wrong guess would fail mid-backward.
+    """
+    device = torch.device("cuda", device_index)
+    eye = torch.eye(2, dtype=torch.bfloat16, device=device)
+    expected = torch.tensor([[2.0, 1.0], [1.0, 2.0]], device=device)
+    try:
+        mm_ok = bool(torch.equal(torch.mm(eye, eye, out_dtype=torch.float32), eye.float()))
+    except (TypeError, RuntimeError, NotImplementedError):
+        return False, False
+    try:
+        acc = torch.ones(2, 2, device=device)
+        torch.addmm(acc, eye, eye, out_dtype=torch.float32, out=acc)
+        addmm_ok = bool(torch.equal(acc, expected))
+    except (TypeError, RuntimeError, NotImplementedError):
+        addmm_ok = False
+    return mm_ok, addmm_ok
+
+
+def _fast_cuda(a: torch.Tensor, b: torch.Tensor) -> tuple[bool, bool]:
+    if not (a.is_cuda and b.dtype in HALF_DTYPES):
+        return False, False
+    return _cuda_gemm_support(a.device.index if a.device.index is not None else 0)
+
+
+def mm_fp32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a [M, K] @ b [K, N] as float32.
+
+    On GPU with a 16-bit `b` the GEMM runs on tensor cores in b's dtype with fp32
+    accumulation and an fp32 result (a float32 `a` is rounded to b's dtype first);
+    elsewhere both sides are widened to float32.
+    """
+    if a.dtype == torch.float32 and b.dtype == torch.float32:
+        return a @ b
+    if _fast_cuda(a, b)[0]:
+        return torch.mm(a.to(b.dtype), b, out_dtype=torch.float32)
+    return a.float() @ b.float()
+
+
+def addmm_fp32_(acc: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
+    """acc [M, N] float32 += a [M, K] @ b [K, N], without a temporary where torch allows.
+
+    The input gradients are sums over many chunks: accumulating in place in fp32
+    avoids both a rounding per chunk and an [M, N] temporary per chunk.
+    """
+    if _fast_cuda(a, b)[1]:
+        torch.addmm(acc, a.to(b.dtype), b, out_dtype=torch.float32, out=acc)
+    elif a.is_cuda and b.dtype in HALF_DTYPES:
+        acc += mm_fp32(a, b)
+    else:
+        acc.addmm_(a.float(), b.float())
+
+
+def tiled_stats(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    labels: torch.Tensor,
+    scale: float,
+    vocab_start: int,
+    token_chunk: int,
+    vocab_chunk: int,
+    epilogue: ForwardEpilogue,
+) -> torch.Tensor:
+    """Row statistics [4, T] float32 (see `logprob_stats`), one logits tile at a time."""
+    tokens = hidden.shape[0]
+    stats = torch.zeros(4, tokens, dtype=torch.float32, device=hidden.device)
+    stats[0] = -math.inf
+    for t0 in range(0, tokens, token_chunk):
+        t1 = min(t0 + token_chunk, tokens)
+        for v0 in range(0, weight.shape[0], vocab_chunk):
+            tile = mm_fp32(hidden[t0:t1], weight[v0 : v0 + vocab_chunk].t()).contiguous()
+            epilogue(tile, labels[t0:t1], vocab_start + v0, scale, stats[:, t0:t1])
+    return stats
+
+
+def dlogits_from_tiles(epilogue: BackwardEpilogue) -> DlogitsFn:
+    """A `DlogitsFn` that recomputes the fp32 tile by GEMM and runs `epilogue` on it."""
+
+    def dlogits(
+        hidden: torch.Tensor,
+        weight: torch.Tensor,
+        labels: torch.Tensor,
+        col_start: int,
+        scale: float,
+        lse: torch.Tensor,
+        mean_x: torch.Tensor,
+        grad_logprob: torch.Tensor,
+        grad_entropy: torch.Tensor,
+        dtype: torch.dtype,
+    ) -> torch.Tensor:
+        tile = mm_fp32(hidden, weight.t()).contiguous()
+        # fp32: overwrite the tile in place; 16-bit: one write in the GEMMs' dtype.
+        out = tile if dtype == torch.float32 else torch.empty_like(tile, dtype=dtype)
+        epilogue(tile, labels, col_start, scale, lse, mean_x, grad_logprob, grad_entropy, out)
+        return out
+
+    return dlogits
+
+
+def chunked_grads(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    labels: torch.Tensor,
+    scale: float,
+    vocab_start: int,
+    token_chunk: int,
+    vocab_chunk: int,
+    lse: torch.Tensor,
+    mean_x: torch.Tensor,
+    grad_logprob: torch.Tensor,
+    grad_entropy: torch.Tensor,
+    dlogits: DlogitsFn,
+    dlogits_dtype: torch.dtype,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(d loss / d hidden [T, H] in hidden's dtype, d loss / d weight [V, H] in weight's).
+
+    Vocabulary-outer loop: each weight-gradient slice is finished (and cast) before
+    the next starts, so the only full-size fp32 buffer is the hidden gradient's.
+    """
+    tokens = hidden.shape[0]
+    grad_hidden = torch.zeros(hidden.shape, dtype=torch.float32, device=hidden.device)
+    grad_weight = torch.empty_like(weight)
+    for v0 in range(0, weight.shape[0], vocab_chunk):
+        w_chunk = weight[v0 : v0 + vocab_chunk]
+        grad_w_chunk = torch.zeros(w_chunk.shape, dtype=torch.float32, device=weight.device)
+        for t0 in range(0, tokens, token_chunk):
+            rows = slice(t0, min(t0 + token_chunk, tokens))
+            d_logits = dlogits(
+                hidden[rows],
+                w_chunk,
+                labels[rows],
+                vocab_start + v0,
+                scale,
+                lse[rows],
+                mean_x[rows],
+                grad_logprob[rows],
+                grad_entropy[rows],
+                dlogits_dtype,
+            )
+            addmm_fp32_(grad_hidden[rows], d_logits, w_chunk)
+            addmm_fp32_(grad_w_chunk, d_logits.t(), hidden[rows])
+        grad_weight[v0 : v0 + vocab_chunk] = grad_w_chunk
+    return grad_hidden.to(hidden.dtype), grad_weight
