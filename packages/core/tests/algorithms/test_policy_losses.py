@@ -7,13 +7,13 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rl.core.algorithms import ActorLossConfig, PolicyLossConfig, actor_loss, get_policy_loss
+from rl.core.algorithms import PolicyLossConfig, get_policy_loss
 
 
 def ppo_token_reference(logp, old, adv, low, high, c):
     ratio = math.exp(logp - old)
     loss = max(-adv * ratio, -adv * min(max(ratio, 1 - low), 1 + high))
-    if adv < 0:
+    if c is not None and adv < 0:
         loss = min(loss, -adv * c)
     return loss
 
@@ -24,71 +24,72 @@ def case(seed, rows=4, width=6):
     logp = old + torch.randn(rows, width, generator=g) * 0.5
     adv = torch.randn(rows, width, generator=g) * 2
     mask = (torch.rand(rows, width, generator=g) > 0.2).double()
+    mask[:, 0] = 1
     return old, logp, adv, mask
 
 
-@pytest.mark.parametrize(("low", "high", "c"), [(0.2, 0.2, 3.0), (0.2, 0.28, 3.0), (0.1, 0.3, 1.5)])
+def table(fn, *tensors):
+    """Apply a scalar reference to every position of equally shaped [B, R] tensors."""
+    rows = [t.tolist() for t in tensors]
+    return torch.tensor(
+        [
+            [fn(*(r[i][t] for r in rows)) for t in range(len(rows[0][0]))]
+            for i in range(len(rows[0]))
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "c"), [(0.2, 0.2, 3.0), (0.2, 0.28, 3.0), (0.1, 0.3, 1.5), (0.2, 0.2, None)]
+)
 def test_ppo_clip_dual_clip_asymmetric_per_token(low, high, c):
     old, logp, adv, mask = case(0)
-    terms = get_policy_loss("vanilla")(
-        old,
-        logp,
-        adv,
-        mask,
-        PolicyLossConfig(clip_ratio_low=low, clip_ratio_high=high, clip_ratio_c=c),
-    )
-    expected = [
-        [
-            ppo_token_reference(logp[i, t].item(), old[i, t].item(), adv[i, t].item(), low, high, c)
-            for t in range(6)
-        ]
-        for i in range(4)
-    ]
-    assert torch.allclose(terms.loss, torch.tensor(expected), atol=1e-12)
+    adv = adv * 5  # large advantages so that dual clip binds somewhere
+    config = PolicyLossConfig(clip_ratio_low=low, clip_ratio_high=high, clip_ratio_c=c)
+    terms = get_policy_loss("vanilla")(old, logp, adv, mask, config)
+    expected = table(lambda lp, o, a: ppo_token_reference(lp, o, a, low, high, c), logp, old, adv)
+    assert torch.allclose(terms.loss, expected, atol=1e-12)
     assert torch.equal(terms.mask, mask)
+    assert get_policy_loss("ppo") is get_policy_loss("vanilla")
+
+
+def test_symmetric_clip_ratio_applies_to_both_sides():
+    config = PolicyLossConfig(clip_ratio=0.3)
+    assert (config.low, config.high) == (0.3, 0.3)
+    assert PolicyLossConfig(clip_ratio=0.3, clip_ratio_high=0.4).high == 0.4
+
+
+def gspo_reference(logp, old, adv, mask, low, high, c=3.0):
+    out = []
+    for lp_row, o_row, a_row, m_row in zip(logp, old, adv, mask, strict=True):
+        valid = [lp - o for lp, o, m in zip(lp_row, o_row, m_row, strict=True) if m]
+        s = math.exp(sum(valid) / len(valid))
+        row = []
+        for a in a_row:
+            loss = max(-a * s, -a * min(max(s, 1 - low), 1 + high))
+            row.append(min(loss, -a * c) if a < 0 else loss)
+        out.append(row)
+    return torch.tensor(out)
 
 
 def test_gspo_uses_the_sequence_ratio():
     old, logp, adv, mask = case(1)
     config = PolicyLossConfig(clip_ratio_low=3e-4, clip_ratio_high=4e-4)
     terms = get_policy_loss("gspo")(old, logp, adv, mask, config)
-    for i in range(4):
-        valid = [t for t in range(6) if mask[i, t]]
-        s = math.exp(sum(logp[i, t].item() - old[i, t].item() for t in valid) / len(valid))
-        for t in range(6):
-            a = adv[i, t].item()
-            expected = max(-a * s, -a * min(max(s, 1 - 3e-4), 1 + 4e-4))
-            if a < 0:
-                expected = min(expected, -a * 3.0)
-            assert terms.loss[i, t].item() == pytest.approx(expected, abs=1e-10)
+    expected = gspo_reference(logp.tolist(), old.tolist(), adv.tolist(), mask.tolist(), 3e-4, 4e-4)
+    assert torch.allclose(terms.loss, expected, atol=1e-12)
 
 
-def test_cispo_gradient_is_the_clipped_weight_times_advantage():
+def test_gspo_on_packed_sequences_equals_padded():
     old, logp, adv, mask = case(2)
-    logp = logp.clone().requires_grad_(True)
-    config = PolicyLossConfig(clip_ratio_low=0.2, clip_ratio_high=0.2)
-    terms = get_policy_loss("cispo")(old, logp, adv, mask, config)
-    terms.loss.sum().backward()
-    weight = torch.exp(logp.detach() - old).clamp(0.8, 1.2)
-    assert torch.allclose(logp.grad, -weight * adv, atol=1e-12)
-
-
-def test_gradcheck_float64_of_the_full_ppo_objective():
-    old, logp, adv, mask = case(3, rows=2, width=3)
-    ref = old - 0.2
-    logp = logp.clone().requires_grad_(True)
-    entropy = torch.rand(2, 3, generator=torch.Generator().manual_seed(1), requires_grad=True)
-    config = ActorLossConfig(
-        clip=PolicyLossConfig(clip_ratio=10.0),
-        entropy_coeff=0.1,
-        use_kl_loss=True,
-        kl_loss_type="low_var_kl",
+    config = PolicyLossConfig(clip_ratio=0.1)
+    padded = get_policy_loss("gspo")(old, logp, adv, mask, config)
+    seq_ids = torch.arange(4).unsqueeze(1).expand(4, 6).reshape(-1)
+    packed = get_policy_loss("gspo")(
+        old.reshape(-1), logp.reshape(-1), adv.reshape(-1), mask.reshape(-1), config, seq_ids
     )
-
-    def objective(x, h):
-        return actor_loss(x, h, old, adv, mask, config, ref_logprobs=ref)[0]
-
-    assert torch.autograd.gradcheck(objective, (logp, entropy), eps=1e-6, atol=1e-6)
+    assert torch.allclose(packed.loss, padded.loss.reshape(-1), atol=1e-12)
+    assert torch.allclose(packed.ratio, padded.ratio.reshape(-1), atol=1e-12)
 
 
 def test_gspo_gradient_is_the_sequence_ratio_times_advantage():
@@ -102,83 +103,77 @@ def test_gspo_gradient_is_the_sequence_ratio_times_advantage():
     assert torch.allclose(logp.grad, -adv * seq, atol=1e-12)
 
 
-@settings(max_examples=60, deadline=None)
+def test_cispo_per_token_and_its_gradient():
+    old, logp, adv, mask = case(2)
+    logp = logp.clone().requires_grad_(True)
+    config = PolicyLossConfig(clip_ratio_low=0.2, clip_ratio_high=0.28)
+    terms = get_policy_loss("cispo")(old, logp, adv, mask, config)
+
+    def reference(lp, o, a):
+        return -min(max(math.exp(lp - o), 0.8), 1.28) * a * lp
+
+    assert torch.allclose(terms.loss, table(reference, logp.detach(), old, adv), atol=1e-12)
+    terms.loss.sum().backward()
+    weight = torch.exp(logp.detach() - old).clamp(0.8, 1.28)
+    assert torch.allclose(logp.grad, -weight * adv, atol=1e-12)
+    assert torch.equal(terms.clipped_high, torch.exp(logp.detach() - old) > 1.28)
+
+
+@pytest.mark.parametrize("c", [3.0, None])
+def test_gradcheck_float64_away_from_the_kinks(c):
+    old, logp, adv, mask = case(3)
+    adv = adv * 4
+    ratio = torch.exp(logp - old)
+    kinks = torch.stack([ratio - 0.8, ratio - 1.2, -adv * 3.0 - (-adv * ratio)]).abs()
+    assert kinks.min() > 1e-4  # finite differences must not straddle a kink
+    config = PolicyLossConfig(clip_ratio=0.2, clip_ratio_c=c)
+
+    def loss(x):
+        return get_policy_loss("vanilla")(old, x, adv, mask, config).loss
+
+    assert torch.autograd.gradcheck(loss, (logp.clone().requires_grad_(True),))
+
+
+@settings(max_examples=80, deadline=None)
 @given(log_ratio=st.floats(-2, 2), advantage=st.floats(-3, 3).filter(lambda a: abs(a) > 1e-3))
 def test_clipped_loss_is_flat_outside_the_clip_range(log_ratio, advantage):
-    """Where the clipped branch is active, the gradient w.r.t. log p is exactly zero."""
-    low, high = 0.2, 0.28
+    """Where a clip bound decides the loss, the gradient w.r.t. log p is exactly zero."""
+    low, high, c = 0.2, 0.28, 2.0
     ratio = math.exp(log_ratio)
     logp = torch.tensor([[log_ratio]], requires_grad=True)
+    config = PolicyLossConfig(clip_ratio_low=low, clip_ratio_high=high, clip_ratio_c=c)
     terms = get_policy_loss("vanilla")(
-        torch.zeros(1, 1),
-        logp,
-        torch.tensor([[advantage]]),
-        torch.ones(1, 1),
-        PolicyLossConfig(clip_ratio_low=low, clip_ratio_high=high, clip_ratio_c=100.0),
+        torch.zeros(1, 1), logp, torch.tensor([[advantage]]), torch.ones(1, 1), config
     )
     terms.loss.sum().backward()
-    outside = (advantage > 0 and ratio > 1 + high) or (advantage < 0 and ratio < 1 - low)
-    if outside:
+    clipped = (advantage > 0 and ratio > 1 + high) or (advantage < 0 and ratio < 1 - low)
+    dual = advantage < 0 and ratio > c
+    if clipped or dual:
         assert logp.grad.item() == 0.0
+        assert terms.clipped_high.item() == (advantage > 0 and ratio > 1 + high)
+        assert terms.dual_clipped.item() == dual
     else:
         assert logp.grad.item() == pytest.approx(-advantage * ratio, rel=1e-9)
 
 
-def test_early_stop_imp_ratio_masks_tokens_and_valid_token_scale_rescales():
-    old = torch.zeros(1, 4)
-    logp = torch.log(torch.tensor([[1.0, 1.1, 3.0, 0.9]]))
-    adv, mask = torch.ones(1, 4), torch.ones(1, 4)
-    config = PolicyLossConfig(clip_ratio=0.2, early_stop_imp_ratio=2.0)
-    terms = get_policy_loss("vanilla")(old, logp, adv, mask, config)
-    assert terms.mask.tolist() == [[1, 1, 0, 1]]
-    base = ActorLossConfig(clip=config)
-    loss, metrics = actor_loss(logp, None, old, adv, mask, base)
-    # token-mean over the original 4 tokens of the 3 kept: -(1 + 1.1 + 0.9) / 4
-    assert loss.item() == pytest.approx(-(1.0 + 1.1 + 0.9) / 4)
-    assert metrics["actor/early_stopped_frac"] == pytest.approx(0.25)
-    scaled, _ = actor_loss(
-        logp, None, old, adv, mask, ActorLossConfig(clip=config, use_valid_token_scale=True)
-    )
-    assert scaled.item() == pytest.approx(-(1.0 + 1.1 + 0.9) / 3)
-
-
-def test_actor_loss_adds_entropy_bonus_kl_loss_and_tis():
-    old, logp, adv, mask = case(4)
-    entropy = torch.rand(4, 6, generator=torch.Generator().manual_seed(9))
-    ref = old - 0.3
-    rollout = old + 0.05
-    config = ActorLossConfig(
-        entropy_coeff=0.01, use_kl_loss=True, kl_loss_coef=0.1, kl_loss_type="k1", tis_cap=1.02
-    )
-    loss, metrics = actor_loss(
-        logp, entropy, old, adv, mask, config, ref_logprobs=ref, rollout_logprobs=rollout
-    )
-    n = mask.sum()
-    ratio = torch.exp(logp - old)
-    pg = torch.maximum(-adv * ratio, -adv * ratio.clamp(0.8, 1.2))
-    pg = torch.where((adv < 0) & (-adv * 3.0 < pg), -adv * 3.0, pg)
-    tis = torch.exp(old - rollout).clamp(max=1.02)
-    expected = (
-        (pg * tis * mask).sum() / n
-        - 0.01 * (entropy * mask).sum() / n
-        + 0.1 * ((logp - ref) * mask).sum() / n
-    )
-    assert loss.item() == pytest.approx(expected.item(), rel=1e-10)
-    assert set(metrics) >= {
-        "actor/pg_loss",
-        "actor/entropy",
-        "actor/kl_loss",
-        "actor/pg_clipfrac_high",
-        "actor/pg_clipfrac_low",
-        "actor/approx_kl",
-        "actor/ratio_max",
-    }
-    with pytest.raises(ValueError, match="needs reference log-probs"):
-        actor_loss(logp, None, old, adv, mask, ActorLossConfig(use_kl_loss=True))
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"clip_ratio": -0.1}, "actor.clip_ratio = -0.1; allowed: >= 0"),
+        ({"clip_ratio_low": -0.5}, "actor.clip_ratio_low = -0.5; allowed: >= 0"),
+        ({"clip_ratio_c": 0.5}, "actor.clip_ratio_c = 0.5; allowed: > 1 or null"),
+        ({"early_stop_imp_ratio": 0.0}, "actor.early_stop_imp_ratio = 0.0; allowed: > 0"),
+    ],
+)
+def test_bad_clip_settings_name_the_key(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        PolicyLossConfig(**kwargs)
 
 
 def test_unknown_policy_loss_lists_valid_ones():
     with pytest.raises(
-        ValueError, match=r"actor.policy_loss = 'trpo' .*valid: cispo, gspo, ppo, vanilla"
+        ValueError,
+        match=r"actor.policy_loss = 'trpo' is not a known policy loss; "
+        r"valid: cispo, gspo, ppo, vanilla$",
     ):
         get_policy_loss("trpo")

@@ -1,15 +1,18 @@
 """The RL math as pure functions (tensors in, tensors out), each selectable by name.
 
-- advantages: `compute_advantages(algorithm.adv_estimator, ...)` — gae, grpo, rloo,
+- advantages (`algorithm.adv_estimator`): `compute_advantages` — gae, grpo, rloo,
   reinforce_plus_plus, reinforce_plus_plus_baseline, remax; `normalize_advantages`.
-- policy losses: `get_policy_loss(actor.policy_loss)` — vanilla (PPO clip, dual-clip,
-  asymmetric clip), gspo, cispo; the full objective in `actor_loss`.
-- aggregation: `agg_loss(..., actor.loss_agg_mode, denominator)` with `loss_denominator`.
-- KL: `kl_penalty(..., kl_loss_type)` — kl/k1, abs, mse/k2, low_var_kl/k3; `full_kl`;
-  fixed and adaptive controllers; `apply_kl_in_reward`.
-- critic: `clipped_value_loss`; rollout mismatch: `truncated_is_weights`, `mismatch_metrics`.
+- policy losses (`actor.policy_loss`): vanilla/ppo (clip, asymmetric clip, dual-clip),
+  gspo, cispo; the whole objective with entropy, KL loss and TIS in `actor_loss`.
+- aggregation (`actor.loss_agg_mode`): `agg_loss` with a global `loss_denominator`.
+- KL (`actor.kl_loss_type`, `algorithm.kl_penalty`): kl/k1, abs, mse/k2, low_var_kl/k3,
+  full; `kl_loss`; KL in the reward with fixed/adaptive controllers.
+- critic: `value_loss`; rollout mismatch: `truncated_is_weights`, `mismatch_metrics`.
 
-See packages/core/docs/algorithms.md for the names used by verl, ROLL, ChatLearn and RLinf.
+Every per-token function works on padded [B, R] tensors with a `response_mask`, and on
+packed [T] tensors with `seq_ids` where it reduces per sequence. Each registry has a
+`register_*` decorator and a `get_*` lookup whose error lists the valid names.
+See packages/core/docs/algorithms.md for the names used by verl, ROLL, ChatLearn, RLinf.
 """
 
 from rl.core.algorithms.actor_loss import ActorLossConfig, actor_loss
@@ -21,48 +24,97 @@ from rl.core.algorithms.advantages import (
     normalize_advantages,
     register_advantage_estimator,
 )
-from rl.core.algorithms.aggregation import AGG_MODES, agg_loss, loss_denominator
-from rl.core.algorithms.groups import group_index
+from rl.core.algorithms.aggregation import (
+    LOSS_AGG_MODES,
+    LossAggMode,
+    agg_loss,
+    get_loss_agg_mode,
+    loss_denominator,
+    register_loss_agg_mode,
+)
+from rl.core.algorithms.groups import group_index, group_mean_std
 from rl.core.algorithms.importance import mismatch_metrics, truncated_is_weights
 from rl.core.algorithms.kl import (
     KL_ESTIMATORS,
+    full_kl,
+    get_kl_estimator,
+    kl_loss,
+    kl_penalty,
+    register_kl_estimator,
+)
+from rl.core.algorithms.kl_control import (
+    KL_CONTROLLERS,
     AdaptiveKLController,
     FixedKLController,
+    KLController,
+    adaptive_kl_coef,
     apply_kl_in_reward,
-    full_kl,
-    kl_penalty,
     make_kl_controller,
 )
-from rl.core.algorithms.masked import masked_mean, masked_whiten
-from rl.core.algorithms.policy_losses import POLICY_LOSSES, PolicyLossConfig, get_policy_loss
-from rl.core.algorithms.value_loss import clipped_value_loss
+from rl.core.algorithms.masked import masked_mean, masked_stats, masked_sum, masked_whiten
+from rl.core.algorithms.metrics import advantage_metrics, policy_metrics
+from rl.core.algorithms.policy_losses import (
+    POLICY_LOSSES,
+    PolicyLossConfig,
+    PolicyLossTerms,
+    get_policy_loss,
+    register_policy_loss,
+)
+from rl.core.algorithms.registry import Registry
+from rl.core.algorithms.returns import discounted_returns, gae_advantages_returns
+from rl.core.algorithms.segments import pad_packed, per_token, sequence_sums, unpad_packed
+from rl.core.algorithms.value_loss import clipped_value_loss, value_loss
 
 __all__ = [
     "ADVANTAGE_ESTIMATORS",
-    "AGG_MODES",
+    "KL_CONTROLLERS",
     "KL_ESTIMATORS",
+    "LOSS_AGG_MODES",
     "POLICY_LOSSES",
     "ActorLossConfig",
     "AdaptiveKLController",
     "AdvantageInputs",
     "FixedKLController",
+    "KLController",
+    "LossAggMode",
     "PolicyLossConfig",
+    "PolicyLossTerms",
+    "Registry",
     "actor_loss",
+    "adaptive_kl_coef",
+    "advantage_metrics",
     "agg_loss",
     "apply_kl_in_reward",
     "clipped_value_loss",
     "compute_advantages",
+    "discounted_returns",
     "full_kl",
+    "gae_advantages_returns",
     "get_advantage_estimator",
+    "get_kl_estimator",
+    "get_loss_agg_mode",
     "get_policy_loss",
     "group_index",
+    "group_mean_std",
+    "kl_loss",
     "kl_penalty",
     "loss_denominator",
     "make_kl_controller",
     "masked_mean",
+    "masked_stats",
+    "masked_sum",
     "masked_whiten",
     "mismatch_metrics",
     "normalize_advantages",
+    "pad_packed",
+    "per_token",
+    "policy_metrics",
     "register_advantage_estimator",
+    "register_kl_estimator",
+    "register_loss_agg_mode",
+    "register_policy_loss",
+    "sequence_sums",
     "truncated_is_weights",
+    "unpad_packed",
+    "value_loss",
 ]

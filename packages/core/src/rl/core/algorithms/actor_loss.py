@@ -1,29 +1,62 @@
-"""The full actor objective: policy loss + aggregation + entropy bonus + KL loss + TIS."""
+"""The full actor objective: policy loss (+ TIS) - entropy bonus + KL loss, aggregated.
+
+loss = agg(pg_loss * tis_weight) - entropy_coeff * agg(entropy) + kl_loss_coef * agg(KL)
+
+where every `agg` uses the same mode and the same global denominator, so the sum of
+the micro-batch losses is the mini-batch loss (see `aggregation`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 
-from rl.core.algorithms.aggregation import agg_loss, loss_denominator
+from rl.core.algorithms.aggregation import agg_loss, get_loss_agg_mode, loss_denominator
 from rl.core.algorithms.importance import truncated_is_weights
-from rl.core.algorithms.kl import kl_penalty
+from rl.core.algorithms.kl import get_kl_estimator, kl_loss
 from rl.core.algorithms.masked import masked_mean
+from rl.core.algorithms.metrics import policy_metrics
 from rl.core.algorithms.policy_losses import PolicyLossConfig, get_policy_loss
+
+Aggregate = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 @dataclass(frozen=True)
 class ActorLossConfig:
+    """The `actor.*` keys of the objective; names are checked against the registries.
+
+    policy_loss: `actor.policy_loss`. clip: the clip settings. loss_agg_mode and
+    loss_scale_factor: see `aggregation`. entropy_coeff: weight of the entropy bonus.
+    use_kl_loss, kl_loss_coef, kl_loss_type: the KL-to-reference loss term.
+    tis_cap: truncated importance sampling against the rollout engine's log-probs (None:
+    off). use_valid_token_scale: when early stopping drops tokens, rescale each
+    (micro-)batch's policy term by its valid / kept tokens, so the dropped tokens do
+    not shrink the step.
+    """
+
     policy_loss: str = "vanilla"
     clip: PolicyLossConfig = field(default_factory=PolicyLossConfig)
     loss_agg_mode: str = "token-mean"
+    loss_scale_factor: float | None = None
     entropy_coeff: float = 0.0
     use_kl_loss: bool = False
     kl_loss_coef: float = 0.001
     kl_loss_type: str = "low_var_kl"
-    tis_cap: float | None = None  # truncated importance sampling vs rollout log-probs
-    use_valid_token_scale: bool = False  # RLinf: keep the loss scale when early-stop drops tokens
+    tis_cap: float | None = None
+    use_valid_token_scale: bool = False
+
+    def __post_init__(self) -> None:
+        get_policy_loss(self.policy_loss)
+        get_loss_agg_mode(self.loss_agg_mode)
+        get_kl_estimator(self.kl_loss_type)
+        if self.tis_cap is not None and self.tis_cap <= 0:
+            raise ValueError(f"actor.tis_cap = {self.tis_cap!r}; allowed: > 0 or null")
+        if self.loss_scale_factor is not None and self.loss_scale_factor <= 0:
+            raise ValueError(
+                f"actor.loss_scale_factor = {self.loss_scale_factor!r}; allowed: > 0 or null"
+            )
 
 
 def actor_loss(
@@ -36,55 +69,101 @@ def actor_loss(
     denominator: float | None = None,
     ref_logprobs: torch.Tensor | None = None,
     rollout_logprobs: torch.Tensor | None = None,
+    *,
+    seq_ids: torch.Tensor | None = None,
+    logits: torch.Tensor | None = None,
+    ref_logits: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Scalar loss and metrics for one (micro-)batch; all tensors [B, R], float32.
+    """Scalar loss and metrics for one (micro-)batch.
 
-    `denominator` is the mini-batch normaliser from `aggregation.loss_denominator`.
+    Args:
+        logprobs: float [B, R] (or packed [T]), differentiable; the other per-token
+            tensors (entropy, old/ref/rollout log-probs, advantages) have its shape.
+        response_mask: like `logprobs`, bool or 0/1.
+        denominator: the mini-batch normaliser from `aggregation.loss_denominator`
+            (default: this batch's own).
+        seq_ids: long [T] for packed inputs.
+        logits, ref_logits: float [B, R, V], needed only for `kl_loss_type: full`.
+
+    Returns:
+        (scalar loss in the dtype of `logprobs`, metrics: see `metrics.policy_metrics`,
+        plus actor/pg_loss, actor/entropy, actor/kl_loss, actor/tis_weight_mean).
     """
-    mask = response_mask.to(logprobs.dtype)
-    if denominator is None:  # normalise by the original tokens, also those early-stop drops
-        denominator = loss_denominator(config.loss_agg_mode, mask)
-    terms = get_policy_loss(config.policy_loss)(
-        old_logprobs, logprobs, advantages, mask, config.clip
+    if denominator is None:
+        denominator = loss_denominator(
+            config.loss_agg_mode, response_mask, seq_ids, loss_scale_factor=config.loss_scale_factor
+        )
+
+    def aggregate(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return agg_loss(values, mask, config.loss_agg_mode, denominator, seq_ids)
+
+    loss, metrics = _policy_term(
+        logprobs,
+        old_logprobs,
+        advantages,
+        response_mask,
+        config,
+        aggregate,
+        rollout_logprobs,
+        seq_ids,
     )
-    per_token = terms.loss
-    if config.tis_cap is not None and rollout_logprobs is not None:
-        per_token = per_token * truncated_is_weights(old_logprobs, rollout_logprobs, config.tis_cap)
-    pg_loss = agg_loss(per_token, terms.mask, config.loss_agg_mode, denominator)
-    if config.use_valid_token_scale:
-        pg_loss = pg_loss * mask.sum() / terms.mask.sum().clamp(min=1)
-    loss = pg_loss
-    metrics = policy_metrics(terms, logprobs, old_logprobs, mask)
-    metrics["actor/pg_loss"] = float(pg_loss.detach())
     if entropy is not None:
-        entropy_term = agg_loss(entropy, mask, config.loss_agg_mode, denominator)
-        metrics["actor/entropy"] = float(masked_mean(entropy.detach(), mask))
+        metrics["actor/entropy"] = float(masked_mean(entropy.detach(), response_mask))
         if config.entropy_coeff:
-            loss = loss - config.entropy_coeff * entropy_term
+            loss = loss - config.entropy_coeff * aggregate(entropy, response_mask)
+    elif config.entropy_coeff:
+        raise ValueError("actor.entropy_coeff != 0 needs the per-token entropy")
     if config.use_kl_loss:
-        if ref_logprobs is None:
-            raise ValueError("actor.use_kl_loss needs reference log-probs (a ref model)")
-        kl = kl_penalty(logprobs, ref_logprobs, config.kl_loss_type)
-        kl_term = agg_loss(kl, mask, config.loss_agg_mode, denominator)
+        full = config.kl_loss_type == "full"
+        policy_side = logits if full else logprobs
+        reference_side = ref_logits if full else ref_logprobs
+        if policy_side is None or reference_side is None:
+            raise ValueError(_missing_kl_inputs(config.kl_loss_type))
+        kl_term, kl_metrics = kl_loss(
+            policy_side,
+            reference_side,
+            response_mask,
+            config.kl_loss_type,
+            config.loss_agg_mode,
+            denominator,
+            seq_ids,
+        )
         loss = loss + config.kl_loss_coef * kl_term
-        metrics["actor/kl_loss"] = float(masked_mean(kl.detach(), mask))
+        metrics |= kl_metrics
     return loss, metrics
 
 
-def policy_metrics(
-    terms: object, logprobs: torch.Tensor, old_logprobs: torch.Tensor, mask: torch.Tensor
-) -> dict[str, float]:
-    """Clip fractions, approximate KL and ratio statistics over valid tokens."""
-    ratio = terms.ratio  # type: ignore[attr-defined]
-    valid = mask.bool()
-    ratios = ratio[valid]
-    return {
-        "actor/pg_clipfrac_high": float(masked_mean(terms.clipped_high.float(), mask)),  # type: ignore[attr-defined]
-        "actor/pg_clipfrac_low": float(masked_mean(terms.clipped_low.float(), mask)),  # type: ignore[attr-defined]
-        "actor/pg_clipfrac_dual": float(masked_mean(terms.dual_clipped.float(), mask)),  # type: ignore[attr-defined]
-        "actor/approx_kl": float(masked_mean((old_logprobs - logprobs).detach(), mask)),
-        "actor/ratio_mean": float(ratios.mean()) if ratios.numel() else 1.0,
-        "actor/ratio_max": float(ratios.max()) if ratios.numel() else 1.0,
-        "actor/ratio_min": float(ratios.min()) if ratios.numel() else 1.0,
-        "actor/early_stopped_frac": float(1 - terms.mask.sum() / mask.sum().clamp(min=1)),  # type: ignore[attr-defined]
-    }
+def _policy_term(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    response_mask: torch.Tensor,
+    config: ActorLossConfig,
+    aggregate: Aggregate,
+    rollout_logprobs: torch.Tensor | None,
+    seq_ids: torch.Tensor | None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The aggregated policy loss (with TIS and valid-token scale) and its metrics."""
+    terms = get_policy_loss(config.policy_loss)(
+        old_logprobs, logprobs, advantages, response_mask, config.clip, seq_ids
+    )
+    metrics = policy_metrics(terms, logprobs, old_logprobs, response_mask)
+    per_token = terms.loss
+    if config.tis_cap is not None:
+        if rollout_logprobs is None:
+            raise ValueError("actor.tis_cap needs the rollout engine's log-probs")
+        weights = truncated_is_weights(old_logprobs, rollout_logprobs, config.tis_cap)
+        per_token = per_token * weights
+        metrics["actor/tis_weight_mean"] = float(masked_mean(weights, response_mask))
+    pg_loss = aggregate(per_token, terms.mask)
+    if config.use_valid_token_scale:
+        valid = response_mask.to(terms.mask.dtype).sum()
+        pg_loss = pg_loss * valid / terms.mask.sum().clamp(min=1)
+    metrics["actor/pg_loss"] = float(pg_loss.detach())
+    return pg_loss, metrics
+
+
+def _missing_kl_inputs(kl_loss_type: str) -> str:
+    if kl_loss_type == "full":
+        return "actor.kl_loss_type 'full' needs the full logits of the policy and the reference"
+    return "actor.use_kl_loss needs reference log-probs (a ref model)"

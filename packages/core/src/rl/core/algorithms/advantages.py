@@ -1,8 +1,18 @@
-"""Advantage estimators (`algorithm.adv_estimator`), pure functions.
+"""Advantage estimators (`algorithm.adv_estimator`), pure functions selectable by name.
 
-Every estimator takes per-token rewards [B, R] (float) and the response mask
-[B, R] (1 on real tokens), plus what it needs from `AdvantageInputs`, and
-returns (advantages, returns), both [B, R] and zero on padding.
+Every estimator takes per-token rewards and the response mask plus what it needs
+from `AdvantageInputs`, and returns `(advantages, returns)` of the rewards' shape
+and dtype, zero on padding:
+
+- padded layout: `token_level_rewards` and `response_mask` [B, R]; per-sequence inputs
+  (`prompt_uid`, `reward_baselines`) have B entries.
+- packed layout: the same as flat [T] tensors plus `seq_ids` [T] (long, dense 0..S-1);
+  per-sequence inputs have S entries, in sequence-id order.
+
+Outcome estimators (grpo, rloo, reinforce_plus_plus_baseline) reduce each sequence to
+one score with `segments.sequence_sums`, so they run on packed tokens directly; the
+recursive ones (gae, reinforce_plus_plus, remax) scan a padded time axis, and packed
+inputs are padded for them and unpadded after.
 """
 
 from __future__ import annotations
@@ -13,27 +23,43 @@ from typing import Any
 
 import torch
 
-from rl.core.algorithms.groups import group_mean_std, group_sum_count
+from rl.core.algorithms.groups import PromptUids, group_index, group_mean_std, group_sum_count
 from rl.core.algorithms.masked import masked_whiten
 from rl.core.algorithms.registry import Registry
+from rl.core.algorithms.returns import discounted_returns, gae_advantages_returns
+from rl.core.algorithms.segments import pad_packed, per_token, sequence_sums, unpad_packed
 
 
 @dataclass(frozen=True)
 class AdvantageInputs:
     """What estimators may need besides rewards and mask.
 
-    values: critic values [B, R] (gae). group_index: long [B] prompt group of
-    each row (grpo, rloo, reinforce_plus_plus_baseline). reward_baselines: [B]
-    greedy-response rewards (remax).
+    values: critic values, float like the rewards (gae).
+    prompt_uid: per-sequence prompt uids — list, numpy array or tensor (grpo, rloo,
+        reinforce_plus_plus_baseline). `group_index` (long [S], dense) may be given instead.
+    reward_baselines: float [S], reward of the greedy response to the same prompt (remax).
+    seq_ids: long [T] for packed inputs, None for padded.
+    gamma, lam: discount and GAE lambda. epsilon: added to the group std (grpo).
+    norm_adv_by_std: divide by the group std (`algorithm.norm_adv_by_std_in_grpo`);
+        False is Dr.GRPO.
     """
 
     values: torch.Tensor | None = None
+    prompt_uid: PromptUids | None = None
     group_index: torch.Tensor | None = None
     reward_baselines: torch.Tensor | None = None
+    seq_ids: torch.Tensor | None = None
     gamma: float = 1.0
     lam: float = 1.0
     norm_adv_by_std: bool = True
     epsilon: float = 1e-6
+
+    def __post_init__(self) -> None:
+        for key, value in (("gamma", self.gamma), ("lam", self.lam)):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"algorithm.{key} = {value!r}; allowed: a number in [0, 1]")
+        if self.epsilon < 0:
+            raise ValueError(f"advantage epsilon = {self.epsilon!r}; allowed: >= 0")
 
 
 Estimator = Callable[
@@ -46,59 +72,79 @@ register_advantage_estimator = ADVANTAGE_ESTIMATORS.register
 get_advantage_estimator = ADVANTAGE_ESTIMATORS.get
 
 
-def _require(value: torch.Tensor | None, name: str, estimator: str) -> torch.Tensor:
+def _require(value: torch.Tensor | None, what: str, estimator: str) -> torch.Tensor:
     if value is None:
-        raise ValueError(f"adv_estimator {estimator!r} needs {name}")
+        raise ValueError(f"adv_estimator {estimator!r} needs {what}")
     return value
 
 
-def discounted_returns(rewards: torch.Tensor, mask: torch.Tensor, gamma: float) -> torch.Tensor:
-    """G_t = r_t + gamma * G_{t+1} over valid tokens only (padding is skipped, not summed)."""
-    returns = torch.zeros_like(rewards)
-    running = torch.zeros_like(rewards[:, 0])
-    for t in reversed(range(rewards.shape[1])):
-        valid = mask[:, t].bool()
-        running = torch.where(valid, rewards[:, t] + gamma * running, running)
-        returns[:, t] = torch.where(valid, running, torch.zeros_like(running))
-    return returns
+def _groups(inputs: AdvantageInputs, scores: torch.Tensor, estimator: str) -> torch.Tensor:
+    """Dense prompt-group id of every sequence: long [S] on the device of `scores`."""
+    if inputs.group_index is not None:
+        groups = inputs.group_index
+    elif inputs.prompt_uid is not None:
+        groups = group_index(inputs.prompt_uid)
+    else:
+        raise ValueError(f"adv_estimator {estimator!r} needs prompt_uid (the prompt of each row)")
+    if groups.numel() != scores.numel():
+        raise ValueError(
+            f"adv_estimator {estimator!r}: {groups.numel()} prompt uids for "
+            f"{scores.numel()} sequences"
+        )
+    return groups.to(scores.device)
+
+
+def _scores(rewards: torch.Tensor, mask: torch.Tensor, inputs: AdvantageInputs) -> torch.Tensor:
+    """Outcome score of each sequence [S]: the sum of its valid token rewards."""
+    return sequence_sums(rewards, mask, inputs.seq_ids)[0]
+
+
+def _to_tokens(
+    per_sequence: torch.Tensor, mask: torch.Tensor, inputs: AdvantageInputs
+) -> torch.Tensor:
+    """One value per sequence [S] on each of its valid tokens, 0 elsewhere."""
+    tokens = per_token(per_sequence, mask, inputs.seq_ids)
+    return torch.where(mask.bool(), tokens, torch.zeros_like(tokens))
+
+
+def _on_padded(
+    fn: Callable[..., tuple[torch.Tensor, torch.Tensor]],
+    seq_ids: torch.Tensor | None,
+    *tensors: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Run a padded-layout `fn(*tensors)`, padding packed [T] inputs and unpadding its outputs."""
+    if seq_ids is None:
+        return fn(*tensors)
+    first, second = fn(*(pad_packed(t, seq_ids) for t in tensors))
+    return unpad_packed(first, seq_ids), unpad_packed(second, seq_ids)
 
 
 @register_advantage_estimator("gae")
 def gae(
     rewards: torch.Tensor, mask: torch.Tensor, inputs: AdvantageInputs
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Generalised advantage estimation; padded positions are skipped in the recursion, so
-    neither their values nor their rewards leak into valid positions. Advantages whitened."""
+    """GAE(gamma, lam) with a critic; advantages whitened over the batch, returns = A + V."""
     values = _require(inputs.values, "values (a critic)", "gae")
-    advantages = torch.zeros_like(rewards)
-    last_gae = torch.zeros_like(rewards[:, 0])
-    next_value = torch.zeros_like(rewards[:, 0])
-    for t in reversed(range(rewards.shape[1])):
-        valid = mask[:, t].bool()
-        delta = rewards[:, t] + inputs.gamma * next_value - values[:, t]
-        step_gae = delta + inputs.gamma * inputs.lam * last_gae
-        last_gae = torch.where(valid, step_gae, last_gae)
-        next_value = torch.where(valid, values[:, t], next_value)
-        advantages[:, t] = torch.where(valid, step_gae, torch.zeros_like(step_gae))
-    returns = torch.where(mask.bool(), advantages + values, torch.zeros_like(values))
-    return masked_whiten(advantages, mask), returns
 
+    def padded(
+        r: torch.Tensor, m: torch.Tensor, v: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        advantages, returns = gae_advantages_returns(r, v, m, inputs.gamma, inputs.lam)
+        return masked_whiten(advantages, m), returns
 
-def _outcome(rewards: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    return (rewards * mask).sum(-1)
+    return _on_padded(padded, inputs.seq_ids, rewards, mask, values)
 
 
 @register_advantage_estimator("grpo")
 def grpo(
     rewards: torch.Tensor, mask: torch.Tensor, inputs: AdvantageInputs
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(score - group mean) / (group std + eps); without std normalisation it is Dr.GRPO."""
-    groups = _require(inputs.group_index, "group_index (prompt uids)", "grpo")
-    scores = _outcome(rewards, mask)
-    mean, std = group_mean_std(scores, groups)
+    """(score - group mean) / (group std + epsilon) on every token; without std it is Dr.GRPO."""
+    scores = _scores(rewards, mask, inputs)
+    mean, std = group_mean_std(scores, _groups(inputs, scores, "grpo"))
     centred = scores - mean
     advantage = centred / (std + inputs.epsilon) if inputs.norm_adv_by_std else centred
-    advantages = advantage.unsqueeze(-1) * mask
+    advantages = _to_tokens(advantage, mask, inputs)
     return advantages, advantages
 
 
@@ -106,14 +152,14 @@ def grpo(
 def rloo(
     rewards: torch.Tensor, mask: torch.Tensor, inputs: AdvantageInputs
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Leave-one-out baseline: score minus the mean of the *other* responses of the prompt."""
-    groups = _require(inputs.group_index, "group_index (prompt uids)", "rloo")
-    scores = _outcome(rewards, mask)
+    """Leave-one-out: score minus the mean score of the *other* responses to the prompt."""
+    scores = _scores(rewards, mask, inputs)
+    groups = _groups(inputs, scores, "rloo")
     sums, counts = group_sum_count(scores, groups)
     n = counts[groups]
     baseline = (sums[groups] - scores) / (n - 1).clamp(min=1)
-    advantage = torch.where(n > 1, scores - baseline, scores)
-    advantages = advantage.unsqueeze(-1) * mask
+    advantage = torch.where(n > 1, scores - baseline, scores)  # alone: no baseline exists
+    advantages = _to_tokens(advantage, mask, inputs)
     return advantages, advantages
 
 
@@ -121,22 +167,23 @@ def rloo(
 def reinforce_plus_plus(
     rewards: torch.Tensor, mask: torch.Tensor, inputs: AdvantageInputs
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Token-level discounted returns, whitened over the batch."""
-    returns = discounted_returns(rewards, mask, inputs.gamma)
-    return masked_whiten(returns, mask), returns
+    """Token-level discounted returns (gamma), whitened over the batch."""
+
+    def padded(r: torch.Tensor, m: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        returns = discounted_returns(r, m, inputs.gamma)
+        return masked_whiten(returns, m), returns
+
+    return _on_padded(padded, inputs.seq_ids, rewards, mask)
 
 
 @register_advantage_estimator("reinforce_plus_plus_baseline")
 def reinforce_plus_plus_baseline(
     rewards: torch.Tensor, mask: torch.Tensor, inputs: AdvantageInputs
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Score minus its group mean, broadcast over the tokens, whitened over the batch."""
-    groups = _require(
-        inputs.group_index, "group_index (prompt uids)", "reinforce_plus_plus_baseline"
-    )
-    scores = _outcome(rewards, mask)
-    mean, _ = group_mean_std(scores, groups)
-    centred = (scores - mean).unsqueeze(-1) * mask
+    """Score minus its group mean on every token, whitened over the batch."""
+    scores = _scores(rewards, mask, inputs)
+    mean, _ = group_mean_std(scores, _groups(inputs, scores, "reinforce_plus_plus_baseline"))
+    centred = _to_tokens(scores - mean, mask, inputs)
     return masked_whiten(centred, mask), centred
 
 
@@ -144,23 +191,35 @@ def reinforce_plus_plus_baseline(
 def remax(
     rewards: torch.Tensor, mask: torch.Tensor, inputs: AdvantageInputs
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Returns-to-go minus the greedy response's reward (the baseline), per token."""
+    """Undiscounted returns-to-go minus the greedy response's reward (ReMax baseline)."""
     baselines = _require(inputs.reward_baselines, "reward_baselines (greedy rewards)", "remax")
-    returns = discounted_returns(rewards, mask, 1.0)
-    advantages = (returns - baselines.unsqueeze(-1)) * mask
-    return advantages, returns
+
+    def padded(r: torch.Tensor, m: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        returns = discounted_returns(r, m, 1.0)
+        shifted = returns - per_token(baselines.to(returns), returns)
+        return torch.where(m.bool(), shifted, torch.zeros_like(shifted)), returns
+
+    return _on_padded(padded, inputs.seq_ids, rewards, mask)
 
 
 def compute_advantages(
     name: str, token_level_rewards: torch.Tensor, response_mask: torch.Tensor, **inputs: Any
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Run estimator `name`; keyword arguments fill `AdvantageInputs`."""
+    """Run estimator `name` (`algorithm.adv_estimator`); keywords fill `AdvantageInputs`.
+
+    Args:
+        token_level_rewards: float [B, R], or [T] with `seq_ids=` for packed batches.
+        response_mask: same shape, bool or 0/1.
+
+    Returns:
+        (advantages, returns), each like `token_level_rewards`, zero on padding.
+    """
     estimator = get_advantage_estimator(name)
-    return estimator(
-        token_level_rewards, response_mask.to(token_level_rewards.dtype), AdvantageInputs(**inputs)
-    )
+    return estimator(token_level_rewards, response_mask, AdvantageInputs(**inputs))
 
 
-def normalize_advantages(advantages: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:
-    """Masked whitening of advantages over the whole batch."""
-    return masked_whiten(advantages, response_mask)
+def normalize_advantages(
+    advantages: torch.Tensor, response_mask: torch.Tensor, shift_mean: bool = True
+) -> torch.Tensor:
+    """Masked whitening of advantages over the whole batch: [B, R] or [T], padding 0."""
+    return masked_whiten(advantages, response_mask, shift_mean=shift_mean)

@@ -1,37 +1,57 @@
-"""Groups of responses to the same prompt, identified by prompt uid (not by position)."""
+"""Groups of responses to the same prompt, identified by prompt uid — never by position.
+
+Rollouts may be reordered (sequence balancing, async arrival, filtered groups), so
+"rows 0..n-1 belong to prompt 0" is not an assumption any estimator may make.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from typing import Any, Protocol
 
 import torch
 
 
-def group_index(uids: Sequence[object] | torch.Tensor) -> torch.Tensor:
-    """Dense group ids [B] (long) from per-row prompt uids of any hashable type."""
-    if isinstance(uids, torch.Tensor):
-        return torch.unique(uids, return_inverse=True)[1].long()
-    ids: dict[object, int] = {}
+class _ArrayLike(Protocol):
+    def tolist(self) -> Any: ...
+
+
+# A list of hashables (str, int, uuid), a numpy array, or a tensor of integer uids.
+PromptUids = Sequence[Hashable] | torch.Tensor | _ArrayLike
+
+
+def group_index(prompt_uid: PromptUids) -> torch.Tensor:
+    """Dense group ids, long [N], from per-sequence prompt uids of any hashable type.
+
+    Equal uids get equal ids; ids are 0..G-1. Tensors stay on their device.
+    """
+    if isinstance(prompt_uid, torch.Tensor):
+        return torch.unique(prompt_uid, return_inverse=True)[1].long().reshape(-1)
+    # numpy arrays become plain Python values, so np.str_("a") and "a" are one uid
+    uids = prompt_uid if isinstance(prompt_uid, Sequence) else prompt_uid.tolist()
+    ids: dict[Hashable, int] = {}
     return torch.tensor([ids.setdefault(uid, len(ids)) for uid in uids], dtype=torch.long)
 
 
 def group_sum_count(
     values: torch.Tensor, groups: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-group sum and size of `values` [B]: two tensors [num_groups]."""
-    num = int(groups.max()) + 1 if groups.numel() else 0
-    sums = torch.zeros(num, dtype=values.dtype, device=values.device).index_add_(0, groups, values)
-    counts = torch.zeros(num, dtype=values.dtype, device=values.device).index_add_(
-        0, groups, torch.ones_like(values)
-    )
+    """Per-group sum and size of `values` [N] for dense `groups` [N]: two tensors [G]."""
+    size = int(groups.max()) + 1 if groups.numel() else 0
+    sums = values.new_zeros(size).index_add(0, groups, values)
+    counts = values.new_zeros(size).index_add(0, groups, torch.ones_like(values))
     return sums, counts
 
 
 def group_mean_std(values: torch.Tensor, groups: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-row mean and unbiased std of its group [B]; a group of one has mean 0, std 1."""
+    """Each row's group mean and unbiased group std, both [N] in the dtype of `values`.
+
+    A group of one has no spread to compare against: it gets mean 0 and std 1, so its
+    score passes through unchanged (the convention of verl's GRPO).
+    """
     sums, counts = group_sum_count(values, groups)
     mean = sums / counts
-    squares = torch.zeros_like(sums).index_add_(0, groups, (values - mean[groups]) ** 2)
+    squares = torch.zeros_like(sums).index_add(0, groups, (values - mean[groups]) ** 2)
     std = torch.sqrt(squares / (counts - 1).clamp(min=1))
     single = counts[groups] < 2
     row_mean = torch.where(single, torch.zeros_like(values), mean[groups])

@@ -1,8 +1,13 @@
-"""Rollout-vs-trainer mismatch: truncated importance sampling and its metrics.
+"""Rollout-vs-trainer mismatch: truncated importance sampling (TIS) and its metrics.
 
 The rollout engine (vLLM, SGLang) and the trainer compute slightly different
-log-probs for the same tokens; TIS reweights each token's loss by the capped
-ratio p_trainer / p_rollout so the update stays on-policy in expectation.
+log-probs for the same tokens (kernels, precision, sampling tweaks), so the data is
+a little off-policy even on the first update. TIS reweights each token's loss by
+the capped ratio p_trainer / p_rollout, which keeps the gradient close to on-policy
+while the cap bounds its variance.
+
+`old_logprobs` are the trainer's log-probs of the rollout (before the update) and
+`rollout_logprobs` the engine's, both float [B, R] or packed [T].
 """
 
 from __future__ import annotations
@@ -11,26 +16,35 @@ import torch
 
 from rl.core.algorithms.masked import masked_mean
 
+_MAX_LOG_RATIO = 20.0
+
 
 def truncated_is_weights(
     old_logprobs: torch.Tensor, rollout_logprobs: torch.Tensor, cap: float
 ) -> torch.Tensor:
-    """min(p_trainer / p_rollout, cap) per token [B, R], without gradient."""
-    ratio = torch.exp((old_logprobs - rollout_logprobs).clamp(-20, 20))
-    return ratio.clamp(max=cap).detach()
+    """min(p_trainer / p_rollout, cap) per token, detached: the shape of `old_logprobs`."""
+    log_ratio = (old_logprobs - rollout_logprobs).clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO)
+    return log_ratio.exp().clamp(max=cap).detach()
 
 
 def mismatch_metrics(
-    old_logprobs: torch.Tensor, rollout_logprobs: torch.Tensor, mask: torch.Tensor
+    old_logprobs: torch.Tensor, rollout_logprobs: torch.Tensor, response_mask: torch.Tensor
 ) -> dict[str, float]:
-    """Mean |Δ log p|, KL(rollout || trainer) by k3, and the perplexity ratio trainer/rollout."""
-    delta = old_logprobs - rollout_logprobs
-    log_ratio = -delta.clamp(-20, 20)
-    k3 = log_ratio.exp() - log_ratio - 1
-    ppl_trainer = torch.exp(-masked_mean(old_logprobs, mask))
-    ppl_rollout = torch.exp(-masked_mean(rollout_logprobs, mask))
+    """How far the trainer is from the rollout engine, over valid tokens.
+
+    Returns:
+        mismatch/abs_logprob_diff: mean |log p_trainer - log p_rollout|.
+        mismatch/kl: KL(rollout || trainer), estimated with k3 on the tokens the rollout
+            engine sampled: mean(r - 1 - log r) with r = p_trainer / p_rollout.
+        mismatch/ppl_ratio: perplexity of the trainer over that of the rollout engine,
+            exp(mean(log p_rollout) - mean(log p_trainer)).
+    """
+    old, rollout = old_logprobs.detach(), rollout_logprobs.detach()
+    log_ratio = (old - rollout).clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO)
+    k3 = log_ratio.exp() - 1 - log_ratio
+    ppl_log_ratio = masked_mean(rollout, response_mask) - masked_mean(old, response_mask)
     return {
-        "mismatch/abs_logprob_diff": float(masked_mean(delta.abs(), mask)),
-        "mismatch/kl": float(masked_mean(k3, mask)),
-        "mismatch/ppl_ratio": float(ppl_trainer / ppl_rollout),
+        "mismatch/abs_logprob_diff": float(masked_mean((old - rollout).abs(), response_mask)),
+        "mismatch/kl": float(masked_mean(k3, response_mask)),
+        "mismatch/ppl_ratio": float(ppl_log_ratio.exp()),
     }

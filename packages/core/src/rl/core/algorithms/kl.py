@@ -1,95 +1,104 @@
-"""KL between the policy and the reference (`kl_loss_type`, `kl_penalty`) and its controllers."""
+"""KL between the policy and the reference: estimators and the KL loss term.
+
+Sampled-token estimators (Schulman, "Approximating KL divergence") take the
+log-probs of the sampled tokens under the policy (`logprobs`, log p) and the
+reference (`ref_logprobs`, log q), float [B, R] or packed [T], and return a per-token
+estimate of KL(p || q) of the same shape. They are selected by `actor.kl_loss_type`
+(KL as a loss) and `algorithm.kl_penalty` (KL in the reward; see `kl_control`).
+
+`full` is exact: it needs the full logits [..., V] of both models instead of log-probs,
+and sums over the vocabulary.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 
+from rl.core.algorithms.aggregation import agg_loss
+from rl.core.algorithms.masked import masked_mean
 from rl.core.algorithms.registry import Registry
 
 KLEstimator = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-KL_ESTIMATORS: Registry[KLEstimator] = Registry("KL estimator", "actor.kl_loss_type")
+KL_ESTIMATORS: Registry[KLEstimator] = Registry(
+    "KL estimator", "actor.kl_loss_type / algorithm.kl_penalty"
+)
+register_kl_estimator = KL_ESTIMATORS.register
+get_kl_estimator = KL_ESTIMATORS.get
+
+# log q - log p is clamped before exp() in k3 so a token the reference finds far more
+# likely cannot overflow; the result is clamped to [-10, 10] as verl does.
+_K3_LOG_RATIO_BOUND = 20.0
+_K3_BOUND = 10.0
 
 
-@KL_ESTIMATORS.register("kl", "k1")
+@register_kl_estimator("kl", "k1")
 def kl_k1(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
-    """log p - log q: unbiased, high variance, can be negative."""
+    """k1 = log p - log q: unbiased, high variance, can be negative."""
     return logprobs - ref_logprobs
 
 
-@KL_ESTIMATORS.register("abs")
+@register_kl_estimator("abs")
 def kl_abs(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
+    """|log p - log q|: a biased, non-negative proxy."""
     return (logprobs - ref_logprobs).abs()
 
 
-@KL_ESTIMATORS.register("mse", "k2")
+@register_kl_estimator("mse", "k2")
 def kl_k2(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
-    """0.5 (log p - log q)^2."""
+    """k2 = 0.5 (log p - log q)^2: biased, low variance, non-negative."""
     return 0.5 * (logprobs - ref_logprobs).square()
 
 
-@KL_ESTIMATORS.register("low_var_kl", "k3")
+@register_kl_estimator("low_var_kl", "k3")
 def kl_k3(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
-    """q/p - log(q/p) - 1 >= 0 (Schulman's k3), clamped to [-10, 10] for stability."""
-    log_ratio = (ref_logprobs - logprobs).clamp(-20, 20)
-    return (log_ratio.exp() - log_ratio - 1).clamp(-10, 10)
+    """k3 = q/p - log(q/p) - 1: unbiased for KL(p || q), low variance, >= 0; clamped."""
+    log_ratio = (ref_logprobs - logprobs).clamp(-_K3_LOG_RATIO_BOUND, _K3_LOG_RATIO_BOUND)
+    return (log_ratio.exp() - log_ratio - 1).clamp(-_K3_BOUND, _K3_BOUND)
 
 
-def kl_penalty(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, kind: str) -> torch.Tensor:
-    """Per-token KL estimate [B, R] of estimator `kind` (not `full`: see `full_kl`)."""
-    return KL_ESTIMATORS.get(kind)(logprobs, ref_logprobs)
-
-
+@register_kl_estimator("full")
 def full_kl(logits: torch.Tensor, ref_logits: torch.Tensor) -> torch.Tensor:
-    """Exact KL(p || q) per token from full logits [..., V]: sum_v p (log p - log q)."""
-    logp = torch.log_softmax(logits.float(), -1)
-    logq = torch.log_softmax(ref_logits.float(), -1)
+    """Exact KL(p || q) = sum_v p_v (log p_v - log q_v) from full logits [..., V] -> [...].
+
+    Computed in at least float32 whatever the logits' dtype (bf16 softmax is too coarse).
+    """
+    dtype = torch.promote_types(logits.dtype, torch.float32)
+    logp = torch.log_softmax(logits.to(dtype), -1)
+    logq = torch.log_softmax(ref_logits.to(dtype), -1)
     return (logp.exp() * (logp - logq)).sum(-1)
 
 
-@dataclass
-class FixedKLController:
-    value: float
+def kl_penalty(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, kl_type: str) -> torch.Tensor:
+    """Per-token KL estimate of estimator `kl_type`: the shape of `logprobs`.
 
-    def update(self, current_kl: float, n_steps: int) -> None:
-        return None
-
-
-@dataclass
-class AdaptiveKLController:
-    """The coefficient follows `target_kl` with proportional control (Ziegler et al.)."""
-
-    value: float
-    target_kl: float
-    horizon: int
-
-    def update(self, current_kl: float, n_steps: int) -> None:
-        error = max(min(current_kl / self.target_kl - 1.0, 0.2), -0.2)
-        self.value *= 1.0 + error * n_steps / self.horizon
+    For `full`, pass the full logits [..., V] of policy and reference instead; the
+    result is [...].
+    """
+    return get_kl_estimator(kl_type)(logprobs, ref_logprobs)
 
 
-def make_kl_controller(
-    kind: str, kl_coef: float, target_kl: float = 0.1, horizon: int = 10000
-) -> FixedKLController | AdaptiveKLController:
-    if kind == "fixed":
-        return FixedKLController(kl_coef)
-    if kind == "adaptive":
-        return AdaptiveKLController(kl_coef, target_kl, horizon)
-    raise ValueError(f"algorithm.kl_ctrl.type = {kind!r}; valid: adaptive, fixed")
-
-
-def apply_kl_in_reward(
-    token_level_scores: torch.Tensor,
+def kl_loss(
     logprobs: torch.Tensor,
     ref_logprobs: torch.Tensor,
     response_mask: torch.Tensor,
-    kind: str,
-    coef: float,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """rewards = scores - coef * KL per token; returns (rewards, mean per-sequence KL [B])."""
-    kld = kl_penalty(logprobs, ref_logprobs, kind) * response_mask
-    rewards = token_level_scores - coef * kld
-    seq_kl = kld.sum(-1) / response_mask.sum(-1).clamp(min=1)
-    return rewards, seq_kl
+    kl_loss_type: str,
+    loss_agg_mode: str = "token-mean",
+    denominator: float | None = None,
+    seq_ids: torch.Tensor | None = None,
+    loss_scale_factor: float | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The KL loss term (`actor.use_kl_loss`), aggregated like the policy loss.
+
+    Args:
+        logprobs, ref_logprobs: float [B, R] (or [T]); for `full`, logits [B, R, V].
+        response_mask: [B, R] (or [T]), bool or 0/1.
+        denominator, seq_ids, loss_scale_factor: as for `aggregation.agg_loss`.
+
+    Returns:
+        (scalar loss — multiply by `actor.kl_loss_coef` —, {"actor/kl_loss": mean KL/token}).
+    """
+    kl = kl_penalty(logprobs, ref_logprobs, kl_loss_type)
+    loss = agg_loss(kl, response_mask, loss_agg_mode, denominator, seq_ids, loss_scale_factor)
+    return loss, {"actor/kl_loss": float(masked_mean(kl.detach(), response_mask))}

@@ -1,40 +1,75 @@
-"""Policy losses (`actor.policy_loss`): PPO-clip (+dual-clip, asymmetric), GSPO, CISPO.
+"""Policy losses (`actor.policy_loss`): PPO clip (+ dual-clip, asymmetric clip), GSPO, CISPO.
 
-Each returns the per-token loss [B, R] and per-token masks for metrics; the
-caller aggregates with `aggregation.agg_loss`. Tokens removed by RLinf's
-`early_stop_imp_ratio` come back as a reduced `mask`.
+Each loss is per-token math, elementwise over padded [B, R] or packed [T] tensors;
+only GSPO reduces per sequence, through `segments` (so it takes `seq_ids` [T] when
+packed). A loss returns `PolicyLossTerms`: the per-token loss and the flags the
+metrics need. The caller aggregates with `aggregation.agg_loss` (see `actor_loss`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
 from rl.core.algorithms.registry import Registry
+from rl.core.algorithms.segments import per_token, sequence_sums
+
+# exp() of a log-ratio beyond this overflows float32 long before it means anything
+_MAX_LOG_RATIO = 20.0
 
 
 @dataclass(frozen=True)
 class PolicyLossConfig:
+    """Clip settings (`actor.*`).
+
+    clip_ratio: symmetric epsilon; `clip_ratio_low` / `clip_ratio_high` override one side
+        (DAPO clip-higher; ChatLearn `neg_clip_ratio` / `pos_clip_ratio`).
+    clip_ratio_c: dual-clip bound c > 1: for A < 0 the loss is at most -c * A (None: off).
+    early_stop_imp_ratio: tokens whose importance ratio exceeds it leave the loss (None: off).
+    """
+
     clip_ratio: float = 0.2
     clip_ratio_low: float | None = None
     clip_ratio_high: float | None = None
-    clip_ratio_c: float = 3.0  # dual-clip bound for negative advantages (> 1)
+    clip_ratio_c: float | None = 3.0
     early_stop_imp_ratio: float | None = None
+
+    def __post_init__(self) -> None:
+        _check(self.clip_ratio >= 0, "actor.clip_ratio", self.clip_ratio, ">= 0")
+        _check(self.low >= 0, "actor.clip_ratio_low", self.low, ">= 0")
+        _check(self.high >= 0, "actor.clip_ratio_high", self.high, ">= 0")
+        c = self.clip_ratio_c
+        _check(c is None or c > 1, "actor.clip_ratio_c", c, "> 1 or null")
+        stop = self.early_stop_imp_ratio
+        _check(stop is None or stop > 0, "actor.early_stop_imp_ratio", stop, "> 0 or null")
 
     @property
     def low(self) -> float:
+        """The lower clip epsilon: the ratio is kept >= 1 - low."""
         return self.clip_ratio if self.clip_ratio_low is None else self.clip_ratio_low
 
     @property
     def high(self) -> float:
+        """The upper clip epsilon: the ratio is kept <= 1 + high."""
         return self.clip_ratio if self.clip_ratio_high is None else self.clip_ratio_high
+
+
+def _check(ok: bool, key: str, value: object, allowed: str) -> None:
+    if not ok:
+        raise ValueError(f"{key} = {value!r}; allowed: {allowed}")
 
 
 @dataclass
 class PolicyLossTerms:
-    """loss: per-token loss [B, R]; mask: tokens that count; ratio and clip flags for metrics."""
+    """What a policy loss returns; every tensor has the shape of the log-probs.
+
+    loss: float per-token loss (not yet masked or aggregated).
+    mask: the tokens that count — `response_mask` minus early-stopped tokens.
+    ratio: detached importance ratio used by the loss (GSPO: the sequence ratio).
+    clipped_high / clipped_low / dual_clipped: bool, where each bound decided the loss.
+    """
 
     loss: torch.Tensor
     mask: torch.Tensor
@@ -44,85 +79,121 @@ class PolicyLossTerms:
     dual_clipped: torch.Tensor
 
 
-PolicyLoss = Callable[
-    [torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, PolicyLossConfig], PolicyLossTerms
-]
+class PolicyLoss(Protocol):
+    def __call__(
+        self,
+        old_logprobs: torch.Tensor,
+        logprobs: torch.Tensor,
+        advantages: torch.Tensor,
+        response_mask: torch.Tensor,
+        config: PolicyLossConfig,
+        seq_ids: torch.Tensor | None = None,
+    ) -> PolicyLossTerms: ...
+
+
 POLICY_LOSSES: Registry[PolicyLoss] = Registry("policy loss", "actor.policy_loss")
+register_policy_loss = POLICY_LOSSES.register
 get_policy_loss = POLICY_LOSSES.get
 
 
-def _early_stop(mask: torch.Tensor, ratio: torch.Tensor, config: PolicyLossConfig) -> torch.Tensor:
+def _ratio(logprobs: torch.Tensor, old_logprobs: torch.Tensor) -> torch.Tensor:
+    return torch.exp((logprobs - old_logprobs).clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO))
+
+
+def _early_stop(
+    response_mask: torch.Tensor, ratio: torch.Tensor, config: PolicyLossConfig
+) -> torch.Tensor:
+    """The response mask without tokens whose ratio exceeds `early_stop_imp_ratio`."""
+    mask = response_mask.to(ratio.dtype)
     if config.early_stop_imp_ratio is None:
         return mask
     return mask * (ratio.detach() <= config.early_stop_imp_ratio).to(mask.dtype)
 
 
 def _clipped_surrogate(
-    ratio: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, config: PolicyLossConfig
+    ratio: torch.Tensor,
+    advantages: torch.Tensor,
+    response_mask: torch.Tensor,
+    config: PolicyLossConfig,
 ) -> PolicyLossTerms:
+    """max(-A r, -A clip(r, 1-low, 1+high)), then for A < 0 at most -A c (dual clip)."""
     unclipped = -advantages * ratio
     clipped = -advantages * ratio.clamp(1 - config.low, 1 + config.high)
     loss = torch.maximum(unclipped, clipped)
-    dual = -advantages * config.clip_ratio_c
-    use_dual = (advantages < 0) & (dual < loss)
-    loss = torch.where(use_dual, dual, loss)
     clip_active = clipped > unclipped
+    if config.clip_ratio_c is None:
+        use_dual = torch.zeros_like(clip_active)
+    else:
+        # A very negative advantage times a huge ratio would give an unbounded loss
+        dual = -advantages * config.clip_ratio_c
+        use_dual = (advantages < 0) & (dual < loss)
+        loss = torch.where(use_dual, dual, loss)
+    ratio = ratio.detach()
     return PolicyLossTerms(
         loss=loss,
-        mask=_early_stop(mask, ratio, config),
-        ratio=ratio.detach(),
+        mask=_early_stop(response_mask, ratio, config),
+        ratio=ratio,
         clipped_high=clip_active & (ratio > 1),
         clipped_low=clip_active & (ratio < 1),
         dual_clipped=use_dual,
     )
 
 
-@POLICY_LOSSES.register("vanilla", "ppo")
+@register_policy_loss("vanilla", "ppo")
 def ppo_clip(
     old_logprobs: torch.Tensor,
     logprobs: torch.Tensor,
     advantages: torch.Tensor,
-    mask: torch.Tensor,
+    response_mask: torch.Tensor,
     config: PolicyLossConfig,
+    seq_ids: torch.Tensor | None = None,
 ) -> PolicyLossTerms:
-    """max(-A r, -A clip(r, 1-low, 1+high)), and for A < 0 at most -A * clip_ratio_c."""
-    ratio = torch.exp((logprobs - old_logprobs).clamp(-20, 20))
-    return _clipped_surrogate(ratio, advantages, mask, config)
+    """PPO's clipped surrogate per token, r = p / p_old; all inputs float [B, R] or [T]."""
+    ratio = _ratio(logprobs, old_logprobs)
+    return _clipped_surrogate(ratio, advantages, response_mask, config)
 
 
-@POLICY_LOSSES.register("gspo")
+@register_policy_loss("gspo")
 def gspo(
     old_logprobs: torch.Tensor,
     logprobs: torch.Tensor,
     advantages: torch.Tensor,
-    mask: torch.Tensor,
+    response_mask: torch.Tensor,
     config: PolicyLossConfig,
+    seq_ids: torch.Tensor | None = None,
 ) -> PolicyLossTerms:
-    """Sequence-level ratio s = exp(mean_t log(p/p_old)), applied per token with the
-    gradient of each token's own log-prob: s_t = sg(s) * p_t / sg(p_t)."""
-    log_ratio = (logprobs - old_logprobs) * mask
-    seq_log_ratio = log_ratio.sum(-1) / mask.sum(-1).clamp(min=1)
-    token_log_ratio = seq_log_ratio.detach().unsqueeze(-1) + logprobs - logprobs.detach()
-    ratio = torch.exp(token_log_ratio.clamp(max=10.0))
-    return _clipped_surrogate(ratio, advantages, mask, config)
+    """GSPO: the clipped surrogate with the sequence ratio s = exp(mean_t log(p_t / p_old,t)).
+
+    Each token carries s_t = sg(s) * p_t / sg(p_t): the value is the sequence ratio and
+    the gradient flows through the token's own log-prob, so d loss / d log p_t = -A s.
+    """
+    sums, counts = sequence_sums((logprobs - old_logprobs).detach(), response_mask, seq_ids)
+    seq_log_ratio = per_token(sums / counts.clamp(min=1), logprobs, seq_ids)
+    token_log_ratio = seq_log_ratio + logprobs - logprobs.detach()
+    ratio = torch.exp(token_log_ratio.clamp(max=10.0))  # GSPO's own overflow guard
+    return _clipped_surrogate(ratio, advantages, response_mask, config)
 
 
-@POLICY_LOSSES.register("cispo")
+@register_policy_loss("cispo")
 def cispo(
     old_logprobs: torch.Tensor,
     logprobs: torch.Tensor,
     advantages: torch.Tensor,
-    mask: torch.Tensor,
+    response_mask: torch.Tensor,
     config: PolicyLossConfig,
+    seq_ids: torch.Tensor | None = None,
 ) -> PolicyLossTerms:
-    """-sg(clip(r, 1-low, 1+high)) * A * log p: the IS weight is clipped, never the gradient."""
-    ratio = torch.exp((logprobs - old_logprobs).clamp(-20, 20))
-    weight = ratio.clamp(1 - config.low, 1 + config.high).detach()
-    loss = -weight * advantages * logprobs
+    """CISPO: -sg(clip(r, 1-low, 1+high)) * A * log p.
+
+    The importance weight is clipped and detached, so unlike PPO no token ever loses its
+    gradient: d loss / d log p = -clip(r) * A everywhere.
+    """
+    ratio = _ratio(logprobs, old_logprobs).detach()
+    weight = ratio.clamp(1 - config.low, 1 + config.high)
     return PolicyLossTerms(
-        loss=loss,
-        mask=_early_stop(mask, ratio, config),
-        ratio=ratio.detach(),
+        loss=-weight * advantages * logprobs,
+        mask=_early_stop(response_mask, ratio, config),
+        ratio=ratio,
         clipped_high=ratio > 1 + config.high,
         clipped_low=ratio < 1 - config.low,
         dual_clipped=torch.zeros_like(ratio, dtype=torch.bool),
