@@ -46,6 +46,19 @@ def metrics_rows(output_dir):
             ["algorithm.use_kl_in_reward=true", "algorithm.kl_ctrl.type=adaptive"],
         ),
         ("remax", ["actor.policy_loss=cispo"]),
+        (
+            "reinforce_plus_plus_baseline",
+            [
+                "actor.use_kl_loss=true",
+                "actor.kl_loss_type=k3+",
+                "actor.loss_agg_mode=token-sum",
+                "actor.loss_scale_factor=64",
+                "algorithm.rollout_correction.rollout_is=sequence",
+                "algorithm.rollout_correction.rollout_rs=geometric",
+                "algorithm.rollout_correction.rollout_rs_threshold=1.5",
+                "algorithm.rollout_correction.rollout_token_veto_threshold=1e-4",
+            ],
+        ),
     ],
 )
 def test_algorithms_run_through_the_same_controller(tmp_path, tiny_run, estimator, extra):
@@ -80,6 +93,15 @@ def test_algorithms_run_through_the_same_controller(tmp_path, tiny_run, estimato
         assert "actor/reward_kl_coef" in step
     if estimator == "remax":
         assert "timing/greedy_baseline" in step
+    if any("rollout_correction" in override for override in extra):
+        assert {
+            "actor/is_weight_mean",
+            "rollout_corr/rollout_is_mean",
+            "rollout_corr/rollout_is_eff_sample_size",
+            "rollout_corr/rollout_rs_masked_fraction",
+            "rollout_corr/rollout_is_veto_fraction",
+            "mismatch/kl",
+        } <= set(step)
     for name in ("config.yaml", "metrics.png", "val_generations.jsonl", "hf/config.json"):
         assert (tmp_path / name).exists(), name
     model = AutoModelForCausalLM.from_pretrained(tmp_path / "hf")
@@ -175,6 +197,22 @@ def run_cli(*args):
         (
             ["algorithm.adv_estimator=ppo2"],
             "algorithm.adv_estimator = 'ppo2' is not a known advantage estimator",
+        ),
+        (
+            ["actor.kl_loss_type=k4+"],
+            "actor.kl_loss_type / algorithm.kl_penalty = 'k4+' is not a known KL estimator",
+        ),
+        (
+            ["actor.loss_scale_factor=512"],
+            "actor.loss_scale_factor = 512.0 has no effect with loss_agg_mode 'token-mean'",
+        ),
+        (
+            ["algorithm.rollout_correction.rollout_rs=sequence"],
+            "algorithm.rollout_correction: rollout_rs_threshold = None; allowed: a number > 0",
+        ),
+        (
+            ["algorithm.rollout_correction.rollout_is=seq"],
+            "algorithm.rollout_correction.rollout_is = 'seq' is not allowed; choose one of",
         ),
     ],
 )

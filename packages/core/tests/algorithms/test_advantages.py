@@ -163,14 +163,19 @@ def test_reinforce_plus_plus_reference():
 def test_reinforce_plus_plus_baseline_reference():
     rewards, _, mask = random_case(6)
     uids = [1, 1, 2, 2, 2, 3]
-    adv, _ = compute_advantages("reinforce_plus_plus_baseline", rewards, mask, prompt_uid=uids)
+    adv, returns = compute_advantages(
+        "reinforce_plus_plus_baseline", rewards, mask, prompt_uid=uids
+    )
     scores = outcome(rewards.tolist(), mask.tolist())
     centred = []
     for s, u in zip(scores, uids, strict=True):
         group = group_of(scores, uids, u)
         centred.append(s - (statistics.fmean(group) if len(group) > 1 else 0.0))
     matrix = broadcast(centred, mask.tolist()).tolist()
-    assert torch.allclose(adv, torch.tensor(whiten_reference(matrix, mask.tolist())), atol=1e-10)
+    expected = torch.tensor(whiten_reference(matrix, mask.tolist()))
+    assert torch.allclose(adv, expected, atol=1e-10)
+    # returns are the whitened advantages, as in verl (not the centred scores)
+    assert torch.allclose(returns, expected, atol=1e-10)
 
 
 def test_remax_reference():

@@ -14,7 +14,15 @@ from hypothesis import strategies as st
 from rl.core import algorithms as alg
 from rl.core.algorithms import LOSS_AGG_MODES, LossAggMode, agg_loss, loss_denominator
 
-MODES = ["seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm", "token-mean"]
+MODES = [
+    "seq-mean-token-mean",
+    "seq-mean-token-sum",
+    "seq-mean-token-sum-norm",
+    "token-mean",
+    "token-sum",
+]
+# the modes that take a fixed normaliser (`loss_scale_factor`)
+SCALED = {"seq-mean-token-sum-norm", "token-sum"}
 
 
 def case(seed, rows=8, width=5):
@@ -38,6 +46,8 @@ def reference(loss, mask, mode, scale=None):
         return sum(sums) / seqs
     if mode == "seq-mean-token-mean":
         return sum(s / n for s, n in zip(sums, lens, strict=True) if n) / seqs
+    if mode == "token-sum":
+        return sum(sums) / (scale or 1)
     return sum(sums) / (seqs * (scale or len(loss[0])))
 
 
@@ -55,6 +65,29 @@ def test_dr_grpo_constant_normaliser():
     value = agg_loss(loss, mask, "seq-mean-token-sum-norm", loss_scale_factor=4096)
     expected = reference(loss.tolist(), mask.tolist(), "seq-mean-token-sum-norm", 4096)
     assert value.item() == pytest.approx(expected, rel=1e-12)
+
+
+def test_token_sum_is_the_plain_sum_divided_by_the_scale_factor():
+    loss, mask = case(6)
+    expected = reference(loss.tolist(), mask.tolist(), "token-sum")
+    assert agg_loss(loss, mask, "token-sum").item() == pytest.approx(expected, rel=1e-12)
+    halved = agg_loss(loss, mask, "token-sum", loss_scale_factor=2.0)
+    assert halved.item() == pytest.approx(expected / 2, rel=1e-12)
+    assert loss_denominator("token-sum", mask) == 1.0
+    assert loss_denominator("token-sum", torch.zeros(2, 3), loss_scale_factor=4.0) == 4.0
+
+
+@pytest.mark.parametrize("mode", ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"])
+def test_a_scale_factor_the_mode_ignores_is_refused(mode):
+    with pytest.raises(
+        ValueError,
+        match=rf"actor.loss_scale_factor = 8.0 has no effect with "
+        rf"loss_agg_mode '{mode}'.*applies to seq-mean-token-sum-norm, token-sum",
+    ):
+        alg.check_loss_scale_factor(mode, 8.0, "actor.loss_scale_factor")
+    alg.check_loss_scale_factor(mode, None, "actor.loss_scale_factor")
+    with pytest.raises(ValueError, match=r"critic.loss_scale_factor = -1.0; allowed: > 0"):
+        alg.check_loss_scale_factor("token-sum", -1.0, "critic.loss_scale_factor")
 
 
 def trim(loss, mask):
@@ -179,7 +212,9 @@ def test_unknown_mode():
     with pytest.raises(
         ValueError,
         match=r"actor.loss_agg_mode = 'sum' is not a known loss aggregation mode; "
-        r"valid: seq-mean-token-mean, seq-mean-token-sum, seq-mean-token-sum-norm, token-mean$",
+        r"valid: seq-mean-token-mean, seq-mean-token-sum, seq-mean-token-sum-norm, token-mean, "
+        r"token-sum$",
     ):
         agg_loss(torch.zeros(1, 1), torch.ones(1, 1), "sum")
     assert LOSS_AGG_MODES.names() == MODES
+    assert {name for name in MODES if LOSS_AGG_MODES.get(name).takes_scale_factor} == SCALED

@@ -28,6 +28,8 @@ FORMULAS = {
     "low_var_kl": lambda a, b: min(max(math.exp(b - a) - (b - a) - 1, -10), 10),
     "k3": lambda a, b: min(max(math.exp(b - a) - (b - a) - 1, -10), 10),
 }
+# the `+` estimators: the value of their base, the gradient of k2 (straight-through)
+FORMULAS |= {f"{name}+": formula for name, formula in list(FORMULAS.items())}
 
 
 def logprob_case(seed, shape=(3, 4)):
@@ -91,6 +93,35 @@ def test_gradcheck_float64(name):
     logp, ref, _ = logprob_case(2)
     logp.requires_grad_(True)
     assert torch.autograd.gradcheck(lambda x: kl_penalty(x, ref, name), (logp,))
+
+
+@pytest.mark.parametrize("name", sorted(n for n in FORMULAS if n.endswith("+")))
+def test_plus_estimators_have_the_gradient_of_k2(name):
+    """The defining gradient: d/d log p = log p - log q and d/d log q = log q - log p,
+    whatever the forward value (checked on inputs where k3's clamp would bind, too)."""
+    logp, ref, _ = logprob_case(5)
+    logp[0, 0], ref[0, 0] = -30.0, -0.1  # k3 clamped to 10 here; the gradient is still k2's
+    logp.requires_grad_(True)
+    ref.requires_grad_(True)
+    upstream = torch.randn(logp.shape, generator=torch.Generator().manual_seed(6))
+    value = kl_penalty(logp, ref, name)
+    assert torch.equal(value.detach(), kl_penalty(logp, ref, name[:-1]).detach())
+    (value * upstream).sum().backward()
+    difference = (logp - ref).detach()
+    assert torch.allclose(logp.grad, upstream * difference, atol=1e-12)
+    assert torch.allclose(ref.grad, -upstream * difference, atol=1e-12)
+
+
+def test_plus_estimator_as_the_kl_loss_term():
+    """`actor.kl_loss_type: k3+`: the loss value is k3's, the gradient k2's, aggregated."""
+    logp, ref, mask = logprob_case(7)
+    logp.requires_grad_(True)
+    loss, _ = kl_loss(logp, ref, mask, "k3+", "token-mean")
+    plain, _ = kl_loss(logp.detach(), ref, mask, "k3", "token-mean")
+    assert loss.item() == pytest.approx(plain.item(), rel=1e-12)
+    loss.backward()
+    expected = (logp.detach() - ref) * mask / mask.sum()
+    assert torch.allclose(logp.grad, expected, atol=1e-12)
 
 
 def test_gradcheck_full_kl():
@@ -183,7 +214,8 @@ def test_unknown_estimator_lists_valid_ones():
     with pytest.raises(
         ValueError,
         match=r"actor.kl_loss_type / algorithm.kl_penalty = 'k4' is not a known KL estimator; "
-        r"valid: abs, full, k1, k2, k3, kl, low_var_kl, mse$",
+        r"valid: abs, abs\+, full, k1, k1\+, k2, k2\+, k3, k3\+, kl, kl\+, low_var_kl, "
+        r"low_var_kl\+, mse, mse\+$",
     ):
         kl_penalty(torch.zeros(1), torch.zeros(1), "k4")
     assert "full" in KL_ESTIMATORS

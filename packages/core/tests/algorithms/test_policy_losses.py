@@ -59,16 +59,13 @@ def test_symmetric_clip_ratio_applies_to_both_sides():
     assert PolicyLossConfig(clip_ratio=0.3, clip_ratio_high=0.4).high == 0.4
 
 
-def gspo_reference(logp, old, adv, mask, low, high, c=3.0):
+def gspo_reference(logp, old, adv, mask, low, high):
+    """The GSPO paper's per-sequence term, on every token of the sequence: no dual clip."""
     out = []
     for lp_row, o_row, a_row, m_row in zip(logp, old, adv, mask, strict=True):
         valid = [lp - o for lp, o, m in zip(lp_row, o_row, m_row, strict=True) if m]
         s = math.exp(sum(valid) / len(valid))
-        row = []
-        for a in a_row:
-            loss = max(-a * s, -a * min(max(s, 1 - low), 1 + high))
-            row.append(min(loss, -a * c) if a < 0 else loss)
-        out.append(row)
+        out.append([max(-a * s, -a * min(max(s, 1 - low), 1 + high)) for a in a_row])
     return torch.tensor(out)
 
 
@@ -78,6 +75,30 @@ def test_gspo_uses_the_sequence_ratio():
     terms = get_policy_loss("gspo")(old, logp, adv, mask, config)
     expected = gspo_reference(logp.tolist(), old.tolist(), adv.tolist(), mask.tolist(), 3e-4, 4e-4)
     assert torch.allclose(terms.loss, expected, atol=1e-12)
+
+
+def test_gspo_has_no_dual_clip_for_negative_advantages_and_large_ratios():
+    """A < 0 and a sequence ratio of 5 (> clip_ratio_c = 3): vanilla PPO would cap the loss
+    at -A c; GSPO (paper, verl) does not, and its gradient is -A s on every valid token."""
+    old = torch.zeros(3, 4)
+    log_ratio = torch.tensor(
+        [[1.2, 2.0, 1.6, 9.9], [0.5, -0.5, 0.0, 0.0], [2.5, 0.7, 0.0, 0.0]]
+    )  # masked-out positions carry junk
+    mask = torch.tensor([[1.0, 1.0, 1.0, 0.0], [1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 0.0, 0.0]])
+    logp = (old + log_ratio).requires_grad_(True)
+    adv = torch.tensor([-2.0, -1.0, -0.5]).unsqueeze(-1).expand(3, 4)
+    config = PolicyLossConfig(clip_ratio=0.2, clip_ratio_c=3.0)
+    terms = get_policy_loss("gspo")(old, logp, adv, mask, config)
+    expected = gspo_reference(logp.tolist(), old.tolist(), adv.tolist(), mask.tolist(), 0.2, 0.2)
+    assert torch.allclose(terms.loss, expected, atol=1e-12)
+    assert terms.loss[0, 0].item() == pytest.approx(2.0 * math.exp(1.6))  # s = e^1.6 ≈ 4.95
+    assert not terms.dual_clipped.any()
+    vanilla = get_policy_loss("vanilla")(old, logp, adv, mask, config)
+    assert vanilla.dual_clipped[0, 1] and vanilla.loss[0, 1].item() == pytest.approx(6.0)
+    (terms.loss * mask).sum().backward()
+    seq_ratio = torch.tensor([math.exp(1.6), 1.0, math.exp(1.6)]).unsqueeze(-1)
+    # rows 0 and 2: the unclipped branch -A s decides; row 1 (s = 1): inside the clip range
+    assert torch.allclose(logp.grad, -adv * seq_ratio * mask, atol=1e-12)
 
 
 def test_gspo_on_packed_sequences_equals_padded():

@@ -66,6 +66,24 @@ def test_value_loss_matches_reference_with_metrics():
     )
 
 
+@pytest.mark.parametrize(
+    ("mode", "scale", "normaliser"),
+    [("token-sum", None, 1.0), ("token-sum", 8.0, 8.0), ("seq-mean-token-sum-norm", 8.0, 24.0)],
+)
+def test_value_loss_token_sum_and_scale_factor(mode, scale, normaliser):
+    """token-sum: the plain sum (/ loss_scale_factor); -norm: sum / (sequences x factor)."""
+    values, old, returns, mask = value_case(2)
+    loss, _ = value_loss(values, old, returns, mask, 0.2, mode, loss_scale_factor=scale)
+    rows = zip(values.tolist(), old.tolist(), returns.tolist(), mask.tolist(), strict=True)
+    total = sum(
+        value_reference(v, o, r, 0.2)[0]
+        for vr, orow, rr, mr in rows
+        for v, o, r, m in zip(vr, orow, rr, mr, strict=True)
+        if m
+    )
+    assert loss.item() == pytest.approx(total / normaliser, rel=1e-12)  # 3 rows x 8 for -norm
+
+
 def test_value_loss_without_clipping_is_half_the_squared_error():
     values, old, returns, _ = value_case(1)
     loss, clipped = clipped_value_loss(values, old, returns, None)

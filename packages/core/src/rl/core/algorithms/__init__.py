@@ -3,11 +3,16 @@
 - advantages (`algorithm.adv_estimator`): `compute_advantages` — gae, grpo, rloo,
   reinforce_plus_plus, reinforce_plus_plus_baseline, remax; `normalize_advantages`.
 - policy losses (`actor.policy_loss`): vanilla/ppo (clip, asymmetric clip, dual-clip),
-  gspo, cispo; the whole objective with entropy, KL loss and TIS in `actor_loss`.
-- aggregation (`actor.loss_agg_mode`): `agg_loss` with a global `loss_denominator`.
+  gspo, cispo; the whole objective with entropy, KL loss and rollout correction in
+  `actor_loss` (normaliser: `actor_loss_denominator`).
+- aggregation (`actor.loss_agg_mode`): token-mean, token-sum, seq-mean-token-sum,
+  seq-mean-token-mean, seq-mean-token-sum-norm; `agg_loss` with a global `loss_denominator`.
 - KL (`actor.kl_loss_type`, `algorithm.kl_penalty`): kl/k1, abs, mse/k2, low_var_kl/k3,
-  full; `kl_loss`; KL in the reward with fixed/adaptive controllers.
-- critic: `value_loss`; rollout mismatch: `truncated_is_weights`, `mismatch_metrics`.
+  each also with a `+` suffix (k2 gradient, straight-through), full; `kl_loss`; KL in the
+  reward with fixed/adaptive controllers.
+- critic: `value_loss`; rollout mismatch: `rollout_correction` (IS weights, rejection
+  sampling, veto: `algorithm.rollout_correction`), `truncated_is_weights`,
+  `mismatch_metrics`.
 
 Every per-token function works on padded [B, R] tensors with a `response_mask`, and on
 packed [T] tensors with `seq_ids` where it reduces per sequence. Each registry has a
@@ -15,7 +20,7 @@ packed [T] tensors with `seq_ids` where it reduces per sequence. Each registry h
 See packages/core/docs/algorithms.md for the names used by verl, ROLL, ChatLearn, RLinf.
 """
 
-from rl.core.algorithms.actor_loss import ActorLossConfig, actor_loss
+from rl.core.algorithms.actor_loss import ActorLossConfig, actor_loss, actor_loss_denominator
 from rl.core.algorithms.advantages import (
     ADVANTAGE_ESTIMATORS,
     AdvantageInputs,
@@ -28,6 +33,7 @@ from rl.core.algorithms.aggregation import (
     LOSS_AGG_MODES,
     LossAggMode,
     agg_loss,
+    check_loss_scale_factor,
     get_loss_agg_mode,
     loss_denominator,
     register_loss_agg_mode,
@@ -62,6 +68,11 @@ from rl.core.algorithms.policy_losses import (
 )
 from rl.core.algorithms.registry import Registry
 from rl.core.algorithms.returns import discounted_returns, gae_advantages_returns
+from rl.core.algorithms.rollout_correction import (
+    RolloutCorrection,
+    RolloutCorrectionConfig,
+    rollout_correction,
+)
 from rl.core.algorithms.segments import pad_packed, per_token, sequence_sums, unpad_packed
 from rl.core.algorithms.value_loss import clipped_value_loss, value_loss
 
@@ -80,11 +91,15 @@ __all__ = [
     "PolicyLossConfig",
     "PolicyLossTerms",
     "Registry",
+    "RolloutCorrection",
+    "RolloutCorrectionConfig",
     "actor_loss",
+    "actor_loss_denominator",
     "adaptive_kl_coef",
     "advantage_metrics",
     "agg_loss",
     "apply_kl_in_reward",
+    "check_loss_scale_factor",
     "clipped_value_loss",
     "compute_advantages",
     "discounted_returns",
@@ -113,6 +128,7 @@ __all__ = [
     "register_kl_estimator",
     "register_loss_agg_mode",
     "register_policy_loss",
+    "rollout_correction",
     "sequence_sums",
     "truncated_is_weights",
     "unpad_packed",

@@ -180,11 +180,16 @@ def reinforce_plus_plus(
 def reinforce_plus_plus_baseline(
     rewards: torch.Tensor, mask: torch.Tensor, inputs: AdvantageInputs
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Score minus its group mean on every token, whitened over the batch."""
+    """Score minus its group mean on every token, whitened over the batch.
+
+    Returns are the whitened advantages, as in verl (and as grpo and rloo return theirs):
+    an outcome estimator has no return-to-go of its own, and a critic trained on it, or
+    the `returns/*` metrics, see the same numbers a verl run shows.
+    """
     scores = _scores(rewards, mask, inputs)
     mean, _ = group_mean_std(scores, _groups(inputs, scores, "reinforce_plus_plus_baseline"))
-    centred = _to_tokens(scores - mean, mask, inputs)
-    return masked_whiten(centred, mask), centred
+    advantages = masked_whiten(_to_tokens(scores - mean, mask, inputs), mask)
+    return advantages, advantages
 
 
 @register_advantage_estimator("remax")

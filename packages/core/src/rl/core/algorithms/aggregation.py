@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 import torch.distributed as dist
@@ -33,15 +34,20 @@ class LossAggMode:
     """One aggregation mode.
 
     numerator(loss_mat, response_mask, seq_ids) -> scalar: the splittable sum.
-    unit: what the denominator counts — "tokens" (valid tokens) or "sequences"
-        (sequences with at least one valid token).
-    scaled: the denominator is also multiplied by `loss_scale_factor` (Dr.GRPO's
-        constant length).
+    unit: what the denominator counts — "tokens" (valid tokens), "sequences"
+        (sequences with at least one valid token) or "one" (nothing: a plain sum).
+    scale: what `loss_scale_factor` stands in for — "response_length" (the padded
+        width R, Dr.GRPO's constant), "one" (default 1) or None (the mode has its own
+        normaliser and takes no scale factor).
     """
 
     numerator: Numerator
-    unit: str
-    scaled: bool = False
+    unit: Literal["tokens", "sequences", "one"]
+    scale: Literal["response_length", "one"] | None = None
+
+    @property
+    def takes_scale_factor(self) -> bool:
+        return self.scale is not None
 
 
 LOSS_AGG_MODES: Registry[LossAggMode] = Registry("loss aggregation mode", "actor.loss_agg_mode")
@@ -62,13 +68,14 @@ def _sum_of_sequence_means(
     return (sums / counts.clamp(min=1)).sum()
 
 
-# seq-mean-token-sum and token-mean share a numerator: the sum of a sequence's token
-# sums is the sum of all tokens. Only what the denominator counts differs.
+# token-sum, seq-mean-token-sum, token-mean and seq-mean-token-sum-norm share a
+# numerator: the sum of all valid token losses. Only what the denominator counts differs.
 register_loss_agg_mode("token-mean")(LossAggMode(_token_sum, unit="tokens"))
+register_loss_agg_mode("token-sum")(LossAggMode(_token_sum, unit="one", scale="one"))
 register_loss_agg_mode("seq-mean-token-sum")(LossAggMode(_token_sum, unit="sequences"))
 register_loss_agg_mode("seq-mean-token-mean")(LossAggMode(_sum_of_sequence_means, unit="sequences"))
 register_loss_agg_mode("seq-mean-token-sum-norm")(
-    LossAggMode(_token_sum, unit="sequences", scaled=True)
+    LossAggMode(_token_sum, unit="sequences", scale="response_length")
 )
 
 
@@ -81,19 +88,45 @@ def _count(
     mask = response_mask.to(torch.float64)
     if agg.unit == "tokens":
         return mask.sum()
+    if agg.unit == "one":
+        return torch.ones((), dtype=torch.float64, device=mask.device)
     _, tokens = sequence_sums(mask, mask, seq_ids)
     return (tokens > 0).to(torch.float64).sum()
 
 
 def _scale(
-    mode: str, response_mask: torch.Tensor, seq_ids: torch.Tensor | None, factor: float | None
+    mode: str,
+    agg: LossAggMode,
+    response_mask: torch.Tensor,
+    seq_ids: torch.Tensor | None,
+    factor: float | None,
 ) -> float:
-    """Dr.GRPO's constant: `loss_scale_factor`, else the padded response length."""
+    """The fixed normaliser: `loss_scale_factor`, else the mode's default (R, or 1)."""
     if factor is not None:
         return factor
+    if agg.scale == "one":
+        return 1.0
     if seq_ids is not None:
         raise ValueError(f"loss_agg_mode {mode!r} on packed sequences needs loss_scale_factor")
     return float(response_mask.shape[-1])
+
+
+def check_loss_scale_factor(mode: str, factor: float | None, key: str) -> None:
+    """Refuse a `loss_scale_factor` that `mode` would ignore or that is not > 0.
+
+    `key` names the config key in the message (`actor.loss_scale_factor`).
+    """
+    if factor is None:
+        return
+    if factor <= 0:
+        raise ValueError(f"{key} = {factor!r}; allowed: > 0 or null")
+    if not get_loss_agg_mode(mode).takes_scale_factor:
+        takes = [name for name in LOSS_AGG_MODES.names() if LOSS_AGG_MODES.get(name).scale]
+        raise ValueError(
+            f"{key} = {factor!r} has no effect with loss_agg_mode {mode!r}, which normalises "
+            f"by its own count; it applies to {', '.join(takes)} — set it to null or change "
+            "the mode"
+        )
 
 
 def loss_denominator(
@@ -110,19 +143,22 @@ def loss_denominator(
         response_mask: this rank's mask for the mini-batch — all its micro-batches —
             [B, R] (or [T] packed with `seq_ids` [T]).
         group: data-parallel process group; counts are summed over its ranks.
-        loss_scale_factor: the constant of `seq-mean-token-sum-norm` (default: the padded
-            response length R; keep it fixed across training, e.g. the max response length).
+        loss_scale_factor: the fixed normaliser of the modes that take one: for
+            `seq-mean-token-sum-norm` it replaces the padded response length R (keep it
+            fixed across training, e.g. the max response length); `token-sum` divides by
+            it (default 1). The mean modes take none (see `check_loss_scale_factor`).
 
     Returns:
-        The denominator as a float: valid tokens, sequences, or sequences x scale factor.
+        The denominator as a float: valid tokens, sequences, sequences x scale factor
+        (`seq-mean-token-sum-norm`) or the scale factor alone (`token-sum`).
     """
     agg = get_loss_agg_mode(mode)
     count = _count(agg, response_mask, seq_ids)
-    if group is not None and dist.is_available() and dist.is_initialized():
+    if agg.unit != "one" and group is not None and dist.is_available() and dist.is_initialized():
         dist.all_reduce(count, group=group)
     total = float(count)
-    if agg.scaled:
-        total *= _scale(mode, response_mask, seq_ids, loss_scale_factor)
+    if agg.takes_scale_factor:
+        total *= _scale(mode, agg, response_mask, seq_ids, loss_scale_factor)
     return total
 
 
@@ -139,7 +175,7 @@ def agg_loss(
     Args:
         loss_mat: float [B, R], or [T] with `seq_ids` [T] (long) when packed.
         response_mask: same shape, bool or 0/1; padded positions never count.
-        mode: `token-mean`, `seq-mean-token-sum`, `seq-mean-token-mean`,
+        mode: `token-mean`, `token-sum`, `seq-mean-token-sum`, `seq-mean-token-mean`,
             `seq-mean-token-sum-norm`, or a registered one.
         denominator: the whole mini-batch's, from `loss_denominator`; default: this
             piece's own, which makes the piece its own mini-batch.

@@ -8,6 +8,12 @@ estimate of KL(p || q) of the same shape. They are selected by `actor.kl_loss_ty
 
 `full` is exact: it needs the full logits [..., V] of both models instead of log-probs,
 and sums over the vocabulary.
+
+Each sampled-token estimator also exists with a `+` suffix (`k1+`, `k3+`, `low_var_kl+`,
+...; verl's names): the value of the named estimator with the gradient of k2. The
+expected value of k1 or k3 is the KL, but the expected gradient of neither is the KL's
+gradient; k2's is (d k2 / d log p = log p - log q). A straight-through construction
+keeps one's value and the other's gradient.
 """
 
 from __future__ import annotations
@@ -56,6 +62,28 @@ def kl_k3(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
     """k3 = q/p - log(q/p) - 1: unbiased for KL(p || q), low variance, >= 0; clamped."""
     log_ratio = (ref_logprobs - logprobs).clamp(-_K3_LOG_RATIO_BOUND, _K3_LOG_RATIO_BOUND)
     return (log_ratio.exp() - log_ratio - 1).clamp(-_K3_BOUND, _K3_BOUND)
+
+
+def straight_through_k2(estimator: KLEstimator) -> KLEstimator:
+    """`estimator`'s value with the gradient of k2 = 0.5 (log p - log q)^2."""
+
+    def plus(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
+        value = estimator(logprobs, ref_logprobs)
+        k2 = kl_k2(logprobs, ref_logprobs)
+        return k2 - k2.detach() + value.detach()
+
+    plus.__doc__ = f"{estimator.__name__} in value, k2 in gradient (straight-through)."
+    return plus
+
+
+for _names, _estimator in (
+    (("kl+", "k1+"), kl_k1),
+    (("abs+",), kl_abs),
+    (("low_var_kl+", "k3+"), kl_k3),
+):
+    register_kl_estimator(*_names)(straight_through_k2(_estimator))
+# k2's own gradient is k2's: `mse+` / `k2+` are k2 itself
+register_kl_estimator("mse+", "k2+")(kl_k2)
 
 
 @register_kl_estimator("full")

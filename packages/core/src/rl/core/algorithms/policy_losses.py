@@ -115,13 +115,14 @@ def _clipped_surrogate(
     advantages: torch.Tensor,
     response_mask: torch.Tensor,
     config: PolicyLossConfig,
+    dual_clip: bool,
 ) -> PolicyLossTerms:
-    """max(-A r, -A clip(r, 1-low, 1+high)), then for A < 0 at most -A c (dual clip)."""
+    """max(-A r, -A clip(r, 1-low, 1+high)); with `dual_clip`, for A < 0 at most -A c."""
     unclipped = -advantages * ratio
     clipped = -advantages * ratio.clamp(1 - config.low, 1 + config.high)
     loss = torch.maximum(unclipped, clipped)
     clip_active = clipped > unclipped
-    if config.clip_ratio_c is None:
+    if not dual_clip or config.clip_ratio_c is None:
         use_dual = torch.zeros_like(clip_active)
     else:
         # A very negative advantage times a huge ratio would give an unbounded loss
@@ -148,9 +149,10 @@ def ppo_clip(
     config: PolicyLossConfig,
     seq_ids: torch.Tensor | None = None,
 ) -> PolicyLossTerms:
-    """PPO's clipped surrogate per token, r = p / p_old; all inputs float [B, R] or [T]."""
+    """PPO's clipped surrogate per token, r = p / p_old, with dual clip (`clip_ratio_c`);
+    all inputs float [B, R] or [T]."""
     ratio = _ratio(logprobs, old_logprobs)
-    return _clipped_surrogate(ratio, advantages, response_mask, config)
+    return _clipped_surrogate(ratio, advantages, response_mask, config, dual_clip=True)
 
 
 @register_policy_loss("gspo")
@@ -166,12 +168,14 @@ def gspo(
 
     Each token carries s_t = sg(s) * p_t / sg(p_t): the value is the sequence ratio and
     the gradient flows through the token's own log-prob, so d loss / d log p_t = -A s.
+    No dual clip: the GSPO paper (and verl) bound the sequence ratio by the clip range
+    alone, so `clip_ratio_c` does not apply and `dual_clipped` is all False.
     """
     sums, counts = sequence_sums((logprobs - old_logprobs).detach(), response_mask, seq_ids)
     seq_log_ratio = per_token(sums / counts.clamp(min=1), logprobs, seq_ids)
     token_log_ratio = seq_log_ratio + logprobs - logprobs.detach()
     ratio = torch.exp(token_log_ratio.clamp(max=10.0))  # GSPO's own overflow guard
-    return _clipped_surrogate(ratio, advantages, response_mask, config)
+    return _clipped_surrogate(ratio, advantages, response_mask, config, dual_clip=False)
 
 
 @register_policy_loss("cispo")

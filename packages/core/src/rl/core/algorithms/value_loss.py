@@ -47,17 +47,21 @@ def value_loss(
     loss_agg_mode: str = "token-mean",
     denominator: float | None = None,
     seq_ids: torch.Tensor | None = None,
+    loss_scale_factor: float | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """The critic's scalar loss for one (micro-)batch and its metrics.
 
-    Tensors as in `clipped_value_loss`; `response_mask` like `values`; `denominator` and
-    `seq_ids` as in `aggregation.agg_loss`.
+    Tensors as in `clipped_value_loss`; `response_mask` like `values`; `denominator`,
+    `seq_ids` and `loss_scale_factor` (`critic.loss_scale_factor`) as in
+    `aggregation.agg_loss`.
 
     Returns:
         (scalar loss, {critic/vf_loss, critic/vf_clipfrac, critic/vpred_mean}).
     """
     per_token, clipped = clipped_value_loss(values, old_values, returns, cliprange_value)
-    loss = agg_loss(per_token, response_mask, loss_agg_mode, denominator, seq_ids)
+    loss = agg_loss(
+        per_token, response_mask, loss_agg_mode, denominator, seq_ids, loss_scale_factor
+    )
     return loss, {
         "critic/vf_loss": float(loss.detach()),
         "critic/vf_clipfrac": float(masked_mean(clipped.to(values.dtype), response_mask)),

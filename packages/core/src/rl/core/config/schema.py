@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from rl.core.algorithms.rollout_correction import RolloutCorrectionConfig
 from rl.core.config.errors import ConfigError
 
 
@@ -115,6 +116,8 @@ class ActorConfig:
     shuffle: bool = False
     policy_loss: str = "vanilla"
     loss_agg_mode: str = "token-mean"
+    # fixed normaliser of token-sum / seq-mean-token-sum-norm (null: 1 / the response length)
+    loss_scale_factor: float | None = None
     clip_ratio: float = 0.2
     clip_ratio_low: float | None = None
     clip_ratio_high: float | None = None
@@ -125,7 +128,9 @@ class ActorConfig:
     kl_loss_type: str = "low_var_kl"
     early_stop_imp_ratio: float | None = None  # RLinf: drop tokens whose ratio exceeds it
     use_valid_token_scale: bool = False  # RLinf
-    tis_cap: float | None = None  # truncated IS vs rollout log-probs (None: off)
+    # truncated IS vs rollout log-probs (None: off); the simple case of
+    # algorithm.rollout_correction (rollout_is: token, rollout_is_threshold: tis_cap)
+    tis_cap: float | None = None
     # rl.kernels.fused_logprob_entropy; null = auto (no-grad passes everywhere, training on GPU)
     use_fused_kernels: bool | None = None
 
@@ -155,6 +160,7 @@ class CriticConfig:
     ppo_epochs: int = 1
     cliprange_value: float = 0.5
     loss_agg_mode: str = "token-mean"
+    loss_scale_factor: float | None = None
 
 
 @dataclass(frozen=True)
@@ -224,6 +230,8 @@ class AlgorithmConfig:
     use_kl_in_reward: bool = False
     kl_penalty: str = "kl"
     kl_ctrl: KLControlConfig = field(default_factory=KLControlConfig)
+    # IS weights / rejection sampling / veto against the rollout engine's log-probs
+    rollout_correction: RolloutCorrectionConfig = field(default_factory=RolloutCorrectionConfig)
 
 
 @dataclass(frozen=True)

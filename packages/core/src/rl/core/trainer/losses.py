@@ -25,10 +25,12 @@ def actor_loss_config(config: Config) -> alg.ActorLossConfig:
             early_stop_imp_ratio=actor.early_stop_imp_ratio,
         ),
         loss_agg_mode=actor.loss_agg_mode,
+        loss_scale_factor=actor.loss_scale_factor,
         entropy_coeff=actor.entropy_coeff,
         use_kl_loss=actor.use_kl_loss,
         kl_loss_coef=actor.kl_loss_coef,
         kl_loss_type=actor.kl_loss_type,
+        rollout_correction=config.algorithm.rollout_correction,
         tis_cap=actor.tis_cap,
         use_valid_token_scale=actor.use_valid_token_scale,
     )
@@ -37,10 +39,11 @@ def actor_loss_config(config: Config) -> alg.ActorLossConfig:
 def validate_algorithm_names(config: Config) -> None:
     """Fail before any model loads when a name is unknown (the error lists valid ones)."""
     alg.get_advantage_estimator(config.algorithm.adv_estimator)
-    alg.get_policy_loss(config.actor.policy_loss)
-    alg.agg_loss(torch.zeros(1, 1), torch.ones(1, 1), config.actor.loss_agg_mode)
-    alg.agg_loss(torch.zeros(1, 1), torch.ones(1, 1), config.critic.loss_agg_mode)
-    alg.KL_ESTIMATORS.get(config.actor.kl_loss_type)
+    actor_loss_config(config)  # policy loss, aggregation, KL type, scale factor, correction
+    alg.get_loss_agg_mode(config.critic.loss_agg_mode)
+    alg.check_loss_scale_factor(
+        config.critic.loss_agg_mode, config.critic.loss_scale_factor, "critic.loss_scale_factor"
+    )
     alg.KL_ESTIMATORS.get(config.algorithm.kl_penalty)
     make_kl_controller(config)
 
@@ -51,7 +54,9 @@ def actor_loss_fn(config: Config) -> LossFn:
     def loss_fn(
         output: LogprobOutput, micro: Mapping[str, torch.Tensor], mini: Mapping[str, torch.Tensor]
     ) -> tuple[torch.Tensor, dict[str, float]]:
-        denominator = alg.loss_denominator(loss_config.loss_agg_mode, mini["response_mask"])
+        denominator = alg.actor_loss_denominator(
+            loss_config, mini["old_logprobs"], mini["response_mask"], mini.get("rollout_logprobs")
+        )
         return alg.actor_loss(
             output.logprobs,
             output.entropy,
@@ -73,17 +78,20 @@ def critic_loss_fn(config: Config) -> LossFn:
     def loss_fn(
         values: torch.Tensor, micro: Mapping[str, torch.Tensor], mini: Mapping[str, torch.Tensor]
     ) -> tuple[torch.Tensor, dict[str, float]]:
-        mask = micro["response_mask"]
-        per_token, clipped = alg.clipped_value_loss(
-            values, micro["values"], micro["returns"], critic.cliprange_value
+        denominator = alg.loss_denominator(
+            critic.loss_agg_mode,
+            mini["response_mask"],
+            loss_scale_factor=critic.loss_scale_factor,
         )
-        denominator = alg.loss_denominator(critic.loss_agg_mode, mini["response_mask"])
-        loss = alg.agg_loss(per_token, mask, critic.loss_agg_mode, denominator)
-        return loss, {
-            "vf_loss": float(loss.detach()),
-            "vf_clipfrac": float(alg.masked_mean(clipped.float(), mask)),
-            "vpred_mean": float(alg.masked_mean(values.detach(), mask)),
-        }
+        return alg.value_loss(
+            values,
+            micro["values"],
+            micro["returns"],
+            micro["response_mask"],
+            critic.cliprange_value,
+            critic.loss_agg_mode,
+            denominator,
+        )
 
     return loss_fn
 
@@ -138,7 +146,12 @@ def assign_advantages(
     batch["advantages"], batch["returns"] = advantages, returns
 
 
-def rollout_mismatch_metrics(batch: Batch) -> dict[str, float]:
-    return alg.mismatch_metrics(
-        batch["old_logprobs"], batch["rollout_logprobs"], batch["response_mask"]
-    )
+def rollout_mismatch_metrics(config: Config, batch: Batch) -> dict[str, float]:
+    """Trainer-vs-rollout-engine mismatch over the whole batch, and what the configured
+    rollout correction does to it (IS weights, rejected and vetoed shares)."""
+    old, rollout, mask = batch["old_logprobs"], batch["rollout_logprobs"], batch["response_mask"]
+    metrics = alg.mismatch_metrics(old, rollout, mask)
+    correction = actor_loss_config(config).correction
+    if correction.enabled:
+        metrics |= alg.rollout_correction(old, rollout, mask, correction).metrics
+    return metrics

@@ -76,7 +76,7 @@ def _prepare(ctx: Any, batch: Batch, timer: PhaseTimer) -> dict[str, float]:
     with timer.phase("old_logprob"):
         old = ctx.actor.compute_logprobs(batch)
     batch["old_logprobs"] = old.logprobs
-    metrics = losses.rollout_mismatch_metrics(batch)
+    metrics = losses.rollout_mismatch_metrics(ctx.config, batch)
     if ctx.ref is not None:
         with timer.phase("ref"):
             batch["ref_logprobs"] = ctx.ref.compute_logprobs(batch).logprobs
