@@ -335,3 +335,26 @@ def test_odd_shapes_and_extreme_ratios(seed, rows, width, spread, cfg):
     assert torch.equal(result.mask, kept)
     assert torch.allclose(result.weights, weights, rtol=1e-12, atol=0)
     assert all(math.isfinite(v) for v in result.metrics.values())
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_gradcheck_float64_of_the_corrected_objective(mode):
+    """Away from the clip kinks the corrected loss is smooth in the log-probs (the weights
+    and the rejection depend only on old and rollout log-probs)."""
+    inputs, mask = actor_case(9)
+    config = ActorLossConfig(
+        loss_agg_mode=mode,
+        clip=PolicyLossConfig(clip_ratio=50.0, clip_ratio_c=None),
+        rollout_correction=RolloutCorrectionConfig(
+            rollout_is="sequence",
+            rollout_is_threshold=2.0,
+            rollout_rs="token",
+            rollout_rs_threshold=2.5,
+        ),
+    )
+
+    def objective(logprobs):
+        return run({**inputs, "logprobs": logprobs}, mask, config)[0]
+
+    leaf = inputs["logprobs"].clone().requires_grad_(True)
+    assert torch.autograd.gradcheck(objective, (leaf,))
