@@ -114,3 +114,12 @@ def build(session: nox.Session) -> None:
     expected = {f"rl_{p.split('-')[0]}" for p in PACKAGES}
     if names != expected:
         session.error(f"expected wheels for {sorted(expected)}, got {sorted(names)}")
+
+
+@nox.session
+def demo_seeds(session: nox.Session) -> None:
+    """The embedded demo over seeds 1-5 (~10 min on 2 cores): start/final validation
+    accuracy as mean ± sd; `nox --no-venv -s demo_seeds -- --seeds 1 2` for fewer."""
+    if session.venv_backend != "none":
+        session.run("bash", "scripts/install-dev.sh", external=True)
+    session.run("python", "scripts/demo_seeds.py", *session.posargs)

@@ -157,7 +157,13 @@ def test_sigkill_after_a_checkpoint_then_rerun_ends_bit_identical(
 
 @pytest.mark.slow
 def test_the_demo_learns(tmp_path, rl_executable):
-    """The embedded default, as `rl train` runs it: validation accuracy rises clearly."""
+    """The embedded default, as `rl train` runs it: validation accuracy rises clearly and
+    does not fall back at the end.
+
+    The bounds are margins, not a tuned threshold: over seeds 1-10 on one machine the gain
+    was at least 0.44 and the last validation within 0.02 of the best (benchmarks/demo/),
+    and other CPUs round differently, so the test asks for less than half of that.
+    """
     result = subprocess.run(
         [rl_executable, "train", f"trainer.output_dir={tmp_path}", "trainer.progress_bar=false"],
         capture_output=True,
@@ -167,8 +173,8 @@ def test_the_demo_learns(tmp_path, rl_executable):
     assert result.returncode == 0, result.stderr[-3000:]
     accuracy = [r["val/accuracy"] for r in metrics_rows(tmp_path) if "val/accuracy" in r]
     assert len(accuracy) >= 5
-    assert accuracy[-1] - accuracy[0] >= 0.15, accuracy
-    assert max(accuracy[-3:]) >= 0.4, accuracy
+    assert accuracy[-1] - accuracy[0] >= 0.20, accuracy
+    assert accuracy[-1] >= max(accuracy) - 0.10, accuracy
 
 
 def test_example_file_is_the_embedded_demo():
