@@ -161,8 +161,10 @@ def test_the_demo_learns(tmp_path, rl_executable):
     does not fall back at the end.
 
     The bounds are margins, not a tuned threshold: over seeds 1-10 on one machine the gain
-    was at least 0.44 and the last validation within 0.02 of the best (benchmarks/demo/),
-    and other CPUs round differently, so the test asks for less than half of that.
+    was 0.53 ± 0.12 (never below 0.23; seed 1, run here: 0.57, and 0.57 again on torch's
+    scalar kernels) and the last validation within 0.02 of the best (benchmarks/demo/).
+    Other CPUs round differently and follow other trajectories, so the test asks for a
+    gain of 0.15 and no fall-back of more than 0.10.
     """
     result = subprocess.run(
         [rl_executable, "train", f"trainer.output_dir={tmp_path}", "trainer.progress_bar=false"],
@@ -173,7 +175,7 @@ def test_the_demo_learns(tmp_path, rl_executable):
     assert result.returncode == 0, result.stderr[-3000:]
     accuracy = [r["val/accuracy"] for r in metrics_rows(tmp_path) if "val/accuracy" in r]
     assert len(accuracy) >= 5
-    assert accuracy[-1] - accuracy[0] >= 0.20, accuracy
+    assert accuracy[-1] - accuracy[0] >= 0.15, accuracy
     assert accuracy[-1] >= max(accuracy) - 0.10, accuracy
 
 
