@@ -72,6 +72,7 @@ from rl.core.algorithms.rollout_correction import (
     RolloutCorrection,
     RolloutCorrectionConfig,
     rollout_correction,
+    rollout_correction_metrics,
 )
 from rl.core.algorithms.segments import pad_packed, per_token, sequence_sums, unpad_packed
 from rl.core.algorithms.value_loss import clipped_value_loss, value_loss
@@ -129,6 +130,7 @@ __all__ = [
     "register_loss_agg_mode",
     "register_policy_loss",
     "rollout_correction",
+    "rollout_correction_metrics",
     "sequence_sums",
     "truncated_is_weights",
     "unpad_packed",

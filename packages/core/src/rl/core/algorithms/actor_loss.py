@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import torch
 import torch.distributed as dist
@@ -77,7 +78,7 @@ class ActorLossConfig:
                 "weights; keep one (tis_cap: X is rollout_is: token, rollout_is_threshold: X)"
             )
 
-    @property
+    @cached_property
     def correction(self) -> RolloutCorrectionConfig:
         """The rollout correction in force, `tis_cap` folded in as token-level IS."""
         if self.tis_cap is None:

@@ -16,15 +16,24 @@ import torch
 
 from rl.core.algorithms.masked import masked_mean
 
-_MAX_LOG_RATIO = 20.0
+# exp() of a log-ratio beyond this overflows float32 long before it means anything
+MAX_LOG_RATIO = 20.0
+
+
+def bounded_exp(log_ratio: torch.Tensor) -> torch.Tensor:
+    """exp(log_ratio) with the log-ratio clamped to [-MAX_LOG_RATIO, MAX_LOG_RATIO]: the one
+    guard every importance ratio (PPO, TIS, rollout correction, metrics) goes through."""
+    return log_ratio.clamp(-MAX_LOG_RATIO, MAX_LOG_RATIO).exp()
 
 
 def truncated_is_weights(
     old_logprobs: torch.Tensor, rollout_logprobs: torch.Tensor, cap: float
 ) -> torch.Tensor:
-    """min(p_trainer / p_rollout, cap) per token, detached: the shape of `old_logprobs`."""
-    log_ratio = (old_logprobs - rollout_logprobs).clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO)
-    return log_ratio.exp().clamp(max=cap).detach()
+    """min(p_trainer / p_rollout, cap) per token, detached: the shape of `old_logprobs`.
+
+    The token-level case of `rollout_correction` (rollout_is: token) without a mask.
+    """
+    return bounded_exp(old_logprobs - rollout_logprobs).clamp(max=cap).detach()
 
 
 def mismatch_metrics(
@@ -40,7 +49,7 @@ def mismatch_metrics(
             exp(mean(log p_rollout) - mean(log p_trainer)).
     """
     old, rollout = old_logprobs.detach(), rollout_logprobs.detach()
-    log_ratio = (old - rollout).clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO)
+    log_ratio = (old - rollout).clamp(-MAX_LOG_RATIO, MAX_LOG_RATIO)
     k3 = log_ratio.exp() - 1 - log_ratio
     ppl_log_ratio = masked_mean(rollout, response_mask) - masked_mean(old, response_mask)
     return {

@@ -13,11 +13,9 @@ from typing import Protocol
 
 import torch
 
+from rl.core.algorithms.importance import bounded_exp
 from rl.core.algorithms.registry import Registry
 from rl.core.algorithms.segments import per_token, sequence_sums
-
-# exp() of a log-ratio beyond this overflows float32 long before it means anything
-_MAX_LOG_RATIO = 20.0
 
 
 @dataclass(frozen=True)
@@ -97,7 +95,7 @@ get_policy_loss = POLICY_LOSSES.get
 
 
 def _ratio(logprobs: torch.Tensor, old_logprobs: torch.Tensor) -> torch.Tensor:
-    return torch.exp((logprobs - old_logprobs).clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO))
+    return bounded_exp(logprobs - old_logprobs)
 
 
 def _early_stop(

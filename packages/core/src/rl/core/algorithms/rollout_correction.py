@@ -28,11 +28,9 @@ from typing import Literal
 
 import torch
 
+from rl.core.algorithms.importance import bounded_exp
 from rl.core.algorithms.masked import masked_mean
 from rl.core.algorithms.segments import per_token, sequence_sums
-
-# exp() bound of a (token or summed) log-ratio, as for the PPO ratio
-_MAX_LOG_RATIO = 20.0
 
 IS_LEVELS = ("token", "sequence")
 RS_LEVELS = ("token", "sequence", "geometric")
@@ -111,12 +109,25 @@ class RolloutCorrection:
 
     weights: float, detached truncated IS weights (1 where IS is off, 0 on padding).
     mask: float, `response_mask` without rejected and vetoed tokens.
-    metrics: `rollout_corr/*` floats (see `rollout_correction`).
     """
 
     weights: torch.Tensor
     mask: torch.Tensor
-    metrics: dict[str, float]
+
+
+@dataclass
+class _Parts:
+    """The pieces both the loss and the metrics need, each like the log-probs.
+
+    raw: untruncated IS weights at `rollout_is` level (None when IS is off).
+    accepted: float, 1 where rejection sampling keeps the token (None when off).
+    not_vetoed: float, 1 on sequences without a catastrophic token (None when off).
+    """
+
+    mask: torch.Tensor
+    raw: torch.Tensor | None
+    accepted: torch.Tensor | None
+    not_vetoed: torch.Tensor | None
 
 
 def _sequence_log_ratio(
@@ -137,6 +148,44 @@ def _level_log_ratio(
     return per_token(seq, log_ratio, seq_ids)
 
 
+def _parts(
+    old_logprobs: torch.Tensor,
+    rollout_logprobs: torch.Tensor,
+    response_mask: torch.Tensor,
+    config: RolloutCorrectionConfig,
+    seq_ids: torch.Tensor | None,
+) -> _Parts:
+    """IS weights, rejection and veto of one batch, each only when configured."""
+    mask = response_mask.to(old_logprobs.dtype)
+    valid = mask.bool()
+    log_ratio = torch.where(valid, (old_logprobs - rollout_logprobs).detach(), 0.0)
+    parts = _Parts(mask, None, None, None)
+    if config.rollout_is is not None:
+        level_ratio = _level_log_ratio(config.rollout_is, log_ratio, mask, seq_ids)
+        parts.raw = bounded_exp(level_ratio) * mask
+    if config.rollout_rs is not None:
+        lower, upper = config.rs_bounds
+        level_ratio = _level_log_ratio(config.rollout_rs, log_ratio, mask, seq_ids)
+        accepted = level_ratio <= math.log(upper)
+        if lower > 0:
+            accepted &= level_ratio >= math.log(lower)
+        parts.accepted = accepted.to(mask.dtype)
+    if config.rollout_token_veto_threshold is not None:
+        catastrophic = valid & (log_ratio < math.log(config.rollout_token_veto_threshold))
+        vetoed, _ = sequence_sums(catastrophic.to(mask.dtype), mask, seq_ids)
+        parts.not_vetoed = per_token((vetoed == 0).to(mask.dtype), mask, seq_ids)
+    return parts
+
+
+def _combine(parts: _Parts, config: RolloutCorrectionConfig) -> RolloutCorrection:
+    kept = parts.mask
+    for factor in (parts.accepted, parts.not_vetoed):
+        if factor is not None:
+            kept = kept * factor
+    weights = parts.mask if parts.raw is None else parts.raw.clamp(max=config.rollout_is_threshold)
+    return RolloutCorrection(weights=weights * kept, mask=kept)
+
+
 def rollout_correction(
     old_logprobs: torch.Tensor,
     rollout_logprobs: torch.Tensor,
@@ -144,7 +193,8 @@ def rollout_correction(
     config: RolloutCorrectionConfig,
     seq_ids: torch.Tensor | None = None,
 ) -> RolloutCorrection:
-    """IS weights, the rejection mask and their metrics for one batch.
+    """IS weights and the rejection mask of one batch: tensor work only, no host syncs
+    (the loss calls it per micro-batch; `rollout_correction_metrics` reports on it).
 
     Args:
         old_logprobs: float [B, R] (or [T]), the trainer's log-probs of the rollout.
@@ -152,65 +202,58 @@ def rollout_correction(
         response_mask: like `old_logprobs`, bool or 0/1.
         config: which corrections apply.
         seq_ids: long [T] for packed inputs.
-
-    Returns:
-        A `RolloutCorrection`. Metrics (verl's names, prefixed `rollout_corr/`):
-        rollout_is_mean / rollout_is_max (before truncation) / rollout_is_eff_sample_size /
-        rollout_is_ratio_fraction_high (truncated share), rollout_rs_masked_fraction (tokens)
-        / rollout_rs_seq_masked_fraction (sequences), rollout_is_veto_fraction (sequences);
-        each only when its part is on.
     """
-    mask = response_mask.to(old_logprobs.dtype)
-    valid = mask.bool()
-    log_ratio = torch.where(valid, (old_logprobs - rollout_logprobs).detach(), 0.0)
-    weights, metrics = mask.clone(), dict[str, float]()
-    if config.rollout_is is not None:
-        weights, metrics = _is_weights(log_ratio, mask, config, seq_ids)
-    kept = mask
-    if config.rollout_rs is not None:
-        lower, upper = config.rs_bounds
-        level_ratio = _level_log_ratio(config.rollout_rs, log_ratio, mask, seq_ids)
-        accepted = level_ratio <= math.log(upper)
-        if lower > 0:
-            accepted &= level_ratio >= math.log(lower)
-        kept = kept * accepted.to(mask.dtype)
+    parts = _parts(old_logprobs, rollout_logprobs, response_mask, config, seq_ids)
+    return _combine(parts, config)
+
+
+def rollout_correction_metrics(
+    old_logprobs: torch.Tensor,
+    rollout_logprobs: torch.Tensor,
+    response_mask: torch.Tensor,
+    config: RolloutCorrectionConfig,
+    seq_ids: torch.Tensor | None = None,
+) -> dict[str, float]:
+    """What the correction does to a batch (arguments as for `rollout_correction`).
+
+    Returns verl's names, prefixed `rollout_corr/`, each only when its part is on:
+    rollout_is_mean / rollout_is_max (before truncation) / rollout_is_eff_sample_size /
+    rollout_is_ratio_fraction_high (truncated share), rollout_rs_masked_fraction (tokens)
+    / rollout_rs_seq_masked_fraction (sequences), rollout_is_veto_fraction (sequences).
+    """
+    parts = _parts(old_logprobs, rollout_logprobs, response_mask, config, seq_ids)
+    mask, metrics = parts.mask, dict[str, float]()
+    if parts.raw is not None:
+        weights = parts.raw.clamp(max=config.rollout_is_threshold)
+        metrics |= _is_metrics(parts.raw, weights, mask, config.rollout_is_threshold)
+    if parts.accepted is not None:
+        kept = mask * parts.accepted
         metrics["rollout_corr/rollout_rs_masked_fraction"] = _fraction_dropped(kept, mask)
         metrics["rollout_corr/rollout_rs_seq_masked_fraction"] = _seq_fraction_dropped(
             kept, mask, seq_ids
         )
-    if config.rollout_token_veto_threshold is not None:
-        catastrophic = valid & (log_ratio < math.log(config.rollout_token_veto_threshold))
-        vetoed, _ = sequence_sums(catastrophic.to(mask.dtype), mask, seq_ids)
-        kept = kept * per_token((vetoed == 0).to(mask.dtype), mask, seq_ids)
-        has_tokens = sequence_sums(mask, mask, seq_ids)[1] > 0
-        metrics["rollout_corr/rollout_is_veto_fraction"] = float(
-            ((vetoed > 0) & has_tokens).sum() / has_tokens.sum().clamp(min=1)
+    if parts.not_vetoed is not None:
+        metrics["rollout_corr/rollout_is_veto_fraction"] = _seq_fraction_dropped(
+            mask * parts.not_vetoed, mask, seq_ids
         )
-    return RolloutCorrection(weights=weights * kept, mask=kept, metrics=metrics)
+    return metrics
 
 
-def _is_weights(
-    log_ratio: torch.Tensor,
-    mask: torch.Tensor,
-    config: RolloutCorrectionConfig,
-    seq_ids: torch.Tensor | None,
-) -> tuple[torch.Tensor, dict[str, float]]:
-    """Truncated IS weights at `config.rollout_is` level (0 on padding) and their metrics."""
-    assert config.rollout_is is not None
-    level_ratio = _level_log_ratio(config.rollout_is, log_ratio, mask, seq_ids)
-    raw = level_ratio.clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO).exp() * mask
-    weights = raw.clamp(max=config.rollout_is_threshold)
+def _is_metrics(
+    raw: torch.Tensor, weights: torch.Tensor, mask: torch.Tensor, threshold: float
+) -> dict[str, float]:
+    """Mean, max (of `raw`, before truncation), effective sample size and truncated share."""
     mean = masked_mean(weights, mask)
     # Kish's effective sample size of the truncated weights, as a fraction of the tokens
     # (verl also clamps the weights from below at 1 / threshold first; we do not)
     ess = mean.square() / masked_mean(weights.square(), mask).clamp(min=1e-30)
     valid = mask.bool()
-    return weights, {
+    return {
         "rollout_corr/rollout_is_mean": float(mean),
         "rollout_corr/rollout_is_max": float(raw[valid].max()) if valid.any() else 0.0,
         "rollout_corr/rollout_is_eff_sample_size": float(ess) if valid.any() else 1.0,
         "rollout_corr/rollout_is_ratio_fraction_high": float(
-            masked_mean((raw > config.rollout_is_threshold).to(mask.dtype), mask)
+            masked_mean((raw > threshold).to(mask.dtype), mask)
         ),
     }
 

@@ -153,5 +153,5 @@ def rollout_mismatch_metrics(config: Config, batch: Batch) -> dict[str, float]:
     metrics = alg.mismatch_metrics(old, rollout, mask)
     correction = actor_loss_config(config).correction
     if correction.enabled:
-        metrics |= alg.rollout_correction(old, rollout, mask, correction).metrics
+        metrics |= alg.rollout_correction_metrics(old, rollout, mask, correction)
     return metrics
