@@ -6,8 +6,10 @@ import importlib
 import importlib.util
 from types import ModuleType
 
+from rl.core.errors import UserError
 
-class MissingDependencyError(ImportError):
+
+class MissingDependencyError(UserError, ImportError):
     """A heavy optional dependency is not installed; the message names the extra."""
 
 

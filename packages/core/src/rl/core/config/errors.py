@@ -1,5 +1,5 @@
-"""The one error type of configuration problems."""
+"""The one error type of configuration problems (defined with the other user errors)."""
 
+from rl.core.errors import ConfigError
 
-class ConfigError(ValueError):
-    """A bad key or value; the message names the key, the value and what is allowed."""
+__all__ = ["ConfigError"]

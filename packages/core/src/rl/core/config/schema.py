@@ -211,6 +211,11 @@ class RewardConfig:
     reward_scale: float | None = None
     num_workers: int = 0
     timeout_s: float = 10.0
+    # stop the run when more than this share of responses fail to score (errors, non-finite
+    # or wrong-typed results, timeouts) over the last `error_rate_window` scoring calls;
+    # 1.0 never stops
+    max_error_rate: float = 0.5
+    error_rate_window: int = 5
 
 
 @dataclass(frozen=True)
@@ -257,6 +262,8 @@ class TrainerConfig:
     test_freq: int = 5
     save_freq: int = -1
     max_ckpt_to_keep: int | None = 2
+    # stop when this many steps in a row skip their update (non-finite gradients)
+    max_skipped_steps: int = 5
     resume_mode: Literal["auto", "disable", "path"] = "auto"
     resume_from_path: str | None = None
     logger: tuple[str, ...] = ("console", "jsonl")
