@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
+from safetensors.torch import load_file as load_safetensors
+from safetensors.torch import save_file as save_safetensors
 from torch.distributed.checkpoint.state_dict import (
     StateDictOptions,
     get_model_state_dict,
@@ -183,9 +185,17 @@ class FSDPTrainEngine:
                 )
                 for key, value in self._optimizer_step(mini, loss_fn).items():
                     metrics[key].append(value)
+        prefix = "critic" if self.role == "critic" else "actor"
         metrics["lr"].append(self.lr_scheduler.get_last_lr()[0])
-        self.lr_scheduler.step()
+        if min(metrics[f"{prefix}/skipped_steps"]) < 1.0:  # the schedule follows real updates
+            self.lr_scheduler.step()
+        metrics[f"{prefix}/weight_norm"].append(self._weight_norm())
         return {key: sum(values) / len(values) for key, values in metrics.items()}
+
+    @torch.no_grad()
+    def _weight_norm(self) -> float:
+        norm = torch.nn.utils.get_total_norm(list(self.model.parameters()))
+        return float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
 
     def _optimizer_step(
         self, mini: Mapping[str, torch.Tensor], loss_fn: LossFn
@@ -226,20 +236,25 @@ class FSDPTrainEngine:
         set_model_state_dict(self.model, dict(named_tensors), options=FULL)
 
     def save(self, path: str) -> None:
-        """Model, optimizer and LR-scheduler state into `path`/engine.pt."""
-        state: dict[str, Any] = {
-            "model": get_model_state_dict(self.model, options=FULL),
-            "generator": self.generator.get_state(),
-        }
+        """Weights to `path`/model.safetensors; optimizer, LR-schedule and sampling-generator
+        state to `path`/state.pt (tensors and plain values only: it loads with
+        `weights_only=True`, so a crafted checkpoint cannot run code)."""
+        folder = Path(path)
+        folder.mkdir(parents=True, exist_ok=True)
+        weights = get_model_state_dict(self.model, options=FULL)
+        save_safetensors(_unshared(weights), str(folder / "model.safetensors"))
+        state: dict[str, Any] = {"generator": self.generator.get_state()}
         if self.optimizer is not None and self.lr_scheduler is not None:
             state["optimizer"] = get_optimizer_state_dict(self.model, self.optimizer, options=FULL)
             state["lr_scheduler"] = self.lr_scheduler.state_dict()
-        Path(path).mkdir(parents=True, exist_ok=True)
-        torch.save(state, Path(path) / "engine.pt")
+        torch.save(state, folder / "state.pt")
 
     def load(self, path: str) -> None:
-        state = torch.load(Path(path) / "engine.pt", weights_only=False)
-        set_model_state_dict(self.model, state["model"], options=FULL)
+        folder = Path(path)
+        set_model_state_dict(
+            self.model, load_safetensors(str(folder / "model.safetensors")), options=FULL
+        )
+        state = torch.load(folder / "state.pt", weights_only=True)
         self.generator.set_state(state["generator"])
         if self.optimizer is not None and self.lr_scheduler is not None:
             set_optimizer_state_dict(self.model, self.optimizer, state["optimizer"], options=FULL)
@@ -268,3 +283,14 @@ class FSDPTrainEngine:
                 for key, value in state.items():
                     if isinstance(value, torch.Tensor):
                         state[key] = value.to(device, non_blocking=True)
+
+
+def _unshared(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Contiguous tensors, tied ones copied: safetensors stores no shared storage."""
+    seen: set[int] = set()
+    out = {}
+    for name, tensor in weights.items():
+        pointer = tensor.untyped_storage().data_ptr()
+        out[name] = tensor.contiguous() if pointer not in seen else tensor.clone()
+        seen.add(pointer)
+    return out

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 from pathlib import Path
 from typing import Any, Protocol
 
 from rl.core.imports import require
+
+log = logging.getLogger(__name__)
 
 
 class Sink(Protocol):
@@ -33,15 +36,22 @@ class JsonlSink:
 
 
 def trim_metrics_file(output_dir: Path, last_step: int) -> None:
-    """Drop rows logged after `last_step` (a killed run got past its last checkpoint)."""
+    """Drop rows logged after `last_step` (a killed run got past its last checkpoint), and a
+    torn row (killed mid-write) with a warning: neither may block a resume."""
     path = output_dir / "metrics.jsonl"
     if not path.exists():
         return
-    kept = [
-        line
-        for line in path.read_text().splitlines()
-        if line.strip() and json.loads(line)["step"] <= last_step
-    ]
+    kept = []
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            step = json.loads(line)["step"]
+        except (json.JSONDecodeError, TypeError, KeyError):
+            log.warning("%s, line %d: dropped a torn or foreign row: %.80s", path, number, line)
+            continue
+        if isinstance(step, int) and step <= last_step:
+            kept.append(line)
     tmp = path.with_suffix(".jsonl.tmp")
     tmp.write_text("".join(line + "\n" for line in kept))
     tmp.replace(path)

@@ -12,7 +12,14 @@ from rl.core.logging import make_tracker
 from rl.core.logging.sinks import trim_metrics_file
 from rl.core.trainer import losses
 from rl.core.trainer.build import build_context, build_sft_engine
-from rl.core.trainer.checkpoint import checkpoint_dir, find_resume_checkpoint, save_checkpoint
+from rl.core.trainer.checkpoint import (
+    ResumePoint,
+    checkpoint_dir,
+    find_resume_checkpoint,
+    save_checkpoint,
+)
+from rl.core.trainer.health import TrainingHealth
+from rl.core.trainer.manifest import new_run_id
 from rl.core.trainer.rng import rng_state, seed_everything, set_rng_state
 from rl.core.trainer.sft import run_sft_steps
 from rl.core.trainer.step import rl_step
@@ -20,11 +27,13 @@ from rl.core.trainer.validate import validate
 from rl.core.weight_sync import sync_weights
 
 
-def prepare_output_dir(config: Config) -> Path:
-    output_dir = Path(config.trainer.output_dir)
+def write_run_config(output_dir: Path, config: Config) -> None:
+    """The run's resolved config, written (atomically) once the run is accepted: a run
+    refused at start-up leaves the previous run's config.yaml as it was."""
     output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "config.yaml").write_text(dump_config(config))
-    return output_dir
+    tmp = output_dir / ".config.yaml.tmp"
+    tmp.write_text(dump_config(config))
+    tmp.replace(output_dir / "config.yaml")
 
 
 def _roles(ctx: Any) -> dict[str, Any]:
@@ -35,7 +44,7 @@ def _roles(ctx: Any) -> dict[str, Any]:
     }
 
 
-def save_run(ctx: Any, step: int, kl_ctrl: Any) -> Path:
+def save_run(ctx: Any, step: int, kl_ctrl: Any, run_id: str) -> Path:
     def write(folder: Path) -> None:
         for name, engine in _roles(ctx).items():
             engine.save(str(folder / name))
@@ -50,13 +59,15 @@ def save_run(ctx: Any, step: int, kl_ctrl: Any) -> Path:
         )
 
     root = checkpoint_dir(ctx.output_dir)
-    return save_checkpoint(root, step, write, ctx.config.trainer.max_ckpt_to_keep)
+    return save_checkpoint(root, step, write, ctx.config.trainer.max_ckpt_to_keep, run_id)
 
 
-def load_run(ctx: Any, folder: Path, kl_ctrl: Any) -> int:
+def load_run(ctx: Any, point: ResumePoint, kl_ctrl: Any) -> int:
+    """Restore every role and the trainer state from a verified checkpoint (no pickled code:
+    everything loads with `weights_only=True`)."""
     for name, engine in _roles(ctx).items():
-        engine.load(str(folder / name))
-    state = torch.load(folder / "trainer_state.pt", weights_only=False)
+        engine.load(str(point.path / name))
+    state = torch.load(point.path / "trainer_state.pt", weights_only=True)
     ctx.sampler.load_state_dict(state["sampler"])
     losses.load_kl_state(kl_ctrl, state["kl_ctrl"])
     set_rng_state(state["rng"])
@@ -79,34 +90,39 @@ def warm_start(ctx: Any) -> dict[str, float]:
 
 def run_training(config: Config) -> dict[str, float]:
     """Train with RL as configured; returns the last validation metrics."""
-    output_dir = prepare_output_dir(config)
     seed_everything(config.trainer.seed)
     losses.validate_algorithm_names(config)
+    output_dir = Path(config.trainer.output_dir)
+    trainer = config.trainer
+    resume = find_resume_checkpoint(
+        checkpoint_dir(output_dir), trainer.resume_mode, trainer.resume_from_path
+    )
     ctx = build_context(config, output_dir)
     kl_ctrl = losses.make_kl_controller(config)
-    resume = find_resume_checkpoint(
-        checkpoint_dir(output_dir), config.trainer.resume_mode, config.trainer.resume_from_path
-    )
+    run_id = resume.run_id if resume is not None else new_run_id()
     step = load_run(ctx, resume, kl_ctrl) if resume is not None else 0
+    write_run_config(output_dir, config)
     # A resumed run drops rows logged past its checkpoint; a fresh one starts a new file.
     trim_metrics_file(output_dir, step if resume is not None else -1)
     tracker = make_tracker(config, output_dir, ctx.total_steps)
     warm_metrics = warm_start(ctx) if resume is None else {}
     sync_weights(ctx.actor.export_weights(), ctx.rollout)
+    health = TrainingHealth(trainer.max_skipped_steps)
     last_val: dict[str, float] = {}
-    if config.trainer.val_before_train and step == 0:
+    if trainer.val_before_train and step == 0:
         last_val = _validate(ctx, tracker, step, extra=warm_metrics)
     while step < ctx.total_steps:
         items = [ctx.train_data[i] for i in ctx.sampler.next_batch()]
         metrics = rl_step(ctx, items, step, kl_ctrl)
         step += 1
-        freq = config.trainer.test_freq
+        freq = trainer.test_freq
         if step == ctx.total_steps or (freq > 0 and step % freq == 0):
             last_val = _validate(ctx, tracker, step, log=False)
             metrics.update(last_val)
         tracker.log(metrics, step)
-        if config.trainer.save_freq > 0 and step % config.trainer.save_freq == 0:
-            save_run(ctx, step, kl_ctrl)
+        health.check(metrics, step)
+        if trainer.save_freq > 0 and step % trainer.save_freq == 0:
+            save_run(ctx, step, kl_ctrl, run_id)
     ctx.actor.save_hf(str(output_dir / "hf"), ctx.tokenizer)
     tracker.close()
     return last_val
@@ -124,9 +140,11 @@ def _validate(
 
 def run_sft(config: Config) -> list[float]:
     """`rl sft`: supervised fine-tuning only; the result is saved as a Hugging Face folder."""
-    output_dir = prepare_output_dir(config)
     seed_everything(config.trainer.seed)
+    losses.validate_algorithm_names(config)
+    output_dir = Path(config.trainer.output_dir)
     ctx = build_context(config, output_dir, with_rl_roles=False)
+    write_run_config(output_dir, config)
     engine = build_sft_engine(config, ctx.tokenizer)
     tracker = make_tracker(config, output_dir, config.sft.steps)
     result = run_sft_steps(engine, ctx.train_data, ctx.tokenizer, config, log=tracker.log)

@@ -1,6 +1,8 @@
 """Seeding and the RNG state that checkpoints carry, so resumed runs are bit-identical.
 
 numpy's legacy global generator is captured on purpose: user reward code may use it.
+The state is made of tensors and plain Python values only, so checkpoints load with
+`torch.load(weights_only=True)` (no pickled code).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ def seed_everything(seed: int) -> None:
 def rng_state() -> dict[str, Any]:
     state: dict[str, Any] = {
         "python": random.getstate(),
-        "numpy": np.random.get_state(),  # noqa: NPY002
+        "numpy": _numpy_state(),
         "torch": torch.get_rng_state(),
     }
     if torch.cuda.is_available():
@@ -31,7 +33,19 @@ def rng_state() -> dict[str, Any]:
 
 def set_rng_state(state: dict[str, Any]) -> None:
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])  # noqa: NPY002
+    kind, keys, position, has_gauss, cached = state["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), position, has_gauss, cached))  # noqa: NPY002
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _numpy_state() -> tuple[str, torch.Tensor, int, int, float]:
+    kind, keys, position, has_gauss, cached = np.random.get_state(legacy=True)  # noqa: NPY002
+    return (
+        str(kind),
+        torch.from_numpy(np.asarray(keys, dtype=np.int64)),
+        int(position),
+        int(has_gauss),
+        float(cached),
+    )
