@@ -7,6 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rl.core.data import PromptDataset, PromptSampler, SourcedRow, read_rows
+from rl.core.errors import ConfigError, DataError
 from rl.core.models import build_char_tokenizer
 
 ROWS = [
@@ -40,14 +41,29 @@ def test_every_format_reads_the_same_rows_with_provenance(tmp_path):
 
 
 def test_missing_file_and_unknown_format(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"data file .*nope.parquet does not exist"):
+    with pytest.raises(DataError, match=r"data file .*nope.parquet does not exist"):
         read_rows(str(tmp_path / "nope.parquet"))
     (tmp_path / "d.xlsx").write_text("x")
-    with pytest.raises(ValueError, match=r"unsupported data format '.xlsx'; use one of .parquet"):
+    with pytest.raises(DataError, match=r"unsupported data format '.xlsx'; use one of .parquet"):
         read_rows(str(tmp_path / "d.xlsx"))
     (tmp_path / "bad.jsonl").write_text('{"prompt": "1"}\n{oops\n')
-    with pytest.raises(ValueError, match=r"bad.jsonl, line 2: not valid JSON"):
+    with pytest.raises(DataError, match=r"bad.jsonl, line 2: not valid JSON"):
         read_rows(str(tmp_path / "bad.jsonl"))
+    (tmp_path / "list.jsonl").write_text("[1, 2]\n")
+    with pytest.raises(DataError, match=r"list.jsonl, line 1: expected a JSON object"):
+        read_rows(str(tmp_path / "list.jsonl"))
+    (tmp_path / "scalar.json").write_text("3")
+    with pytest.raises(DataError, match=r"scalar.json: expected a JSON list of objects, got int"):
+        read_rows(str(tmp_path / "scalar.json"))
+    (tmp_path / "mixed.json").write_text('[{"prompt": "1"}, 2]')
+    with pytest.raises(DataError, match=r"mixed.json, item 1: expected a JSON object, got int"):
+        read_rows(str(tmp_path / "mixed.json"))
+    (tmp_path / "broken.parquet").write_bytes(b"not parquet at all")
+    with pytest.raises(DataError, match=r"broken.parquet: not a readable parquet file"):
+        read_rows(str(tmp_path / "broken.parquet"))
+    (tmp_path / "latin1.jsonl").write_bytes(b'{"prompt": "caf\xe9"}\n')
+    with pytest.raises(DataError, match=r"latin1.jsonl: not UTF-8 text"):
+        read_rows(str(tmp_path / "latin1.jsonl"))
 
 
 def test_prompt_string_messages_and_chat_templates(tokenizer):
@@ -80,16 +96,18 @@ def test_missing_prompt_column_names_file_row_and_columns(tokenizer):
         SourcedRow("train.parquet", 1, {"question": "2="}),
     ]
     with pytest.raises(
-        ValueError,
+        DataError,
         match=r"train.parquet, row 1: no prompt column 'prompt' .*columns are \['question'\]",
     ):
         PromptDataset(rows, tokenizer)
+    with pytest.raises(DataError, match=r"f, row 0: the prompt must be a string or a list"):
+        PromptDataset([SourcedRow("f", 0, {"prompt": 3})], tokenizer)
 
 
 def test_truncation_modes(tokenizer):
     rows = [SourcedRow("f.jsonl", 3, {"prompt": "12345678+1="})]
     with pytest.raises(
-        ValueError,
+        DataError,
         match=r"f.jsonl, row 3: the prompt has 11 tokens, more than data.max_prompt_length = 4",
     ):
         PromptDataset(rows, tokenizer, max_prompt_length=4)
@@ -113,6 +131,8 @@ def test_filter_overlong_prompts_with_worker_processes(tokenizer):
     assert [it.prompt_text for it in serial] == [it.prompt_text for it in pooled]
     assert all(len(it.prompt_ids) <= 4 for it in serial)
     assert serial.num_filtered == sum(1 for i in range(40) if i % 7 + 1 > 4)
+    with pytest.raises(DataError, match=r"the dataset is empty \(after filtering overlong"):
+        PromptDataset(rows[5:7], tokenizer, max_prompt_length=1, filter_overlong_prompts=True)
 
 
 def test_sampler_resumes_exactly():
@@ -126,5 +146,7 @@ def test_sampler_resumes_exactly():
     assert seen == expected
     epoch0 = [i for batch in expected[:4] for i in batch]
     assert len(set(epoch0)) == 20 and expected[:4] != expected[4:8]
-    with pytest.raises(ValueError, match="resume with the same data"):
+    with pytest.raises(ConfigError, match="resume with the same data"):
         PromptSampler(24, 5).load_state_dict(first.state_dict())
+    with pytest.raises(ConfigError, match=r"3 prompts, fewer than data.train_batch_size = 5"):
+        PromptSampler(3, 5)

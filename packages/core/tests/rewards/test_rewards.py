@@ -5,6 +5,7 @@ import textwrap
 import pytest
 import torch
 
+from rl.core.errors import ConfigError
 from rl.core.rewards import (
     RewardManager,
     RewardModelScorer,
@@ -106,15 +107,45 @@ def test_reward_scale_gives_plus_minus_scale(tmp_path):
 
 def test_custom_file_errors(tmp_path):
     with pytest.raises(
-        FileNotFoundError,
+        ConfigError,
         match=r"reward.custom_reward_function.path = '.*missing.py' does not exist",
     ):
         load_custom_reward(str(tmp_path / "missing.py"))
     path = write_reward_file(tmp_path)
     with pytest.raises(
-        AttributeError, match=r"has no function 'score_it' .*functions found: compute_score, helper"
+        ConfigError, match=r"has no function 'score_it' .*functions found: compute_score, helper"
     ):
         load_custom_reward(str(path), "score_it")
+    text = tmp_path / "reward.txt"
+    text.write_text("x = 1")
+    with pytest.raises(ConfigError, match=r"reward.txt is not a Python \(.py\) file"):
+        load_custom_reward(str(text))
+
+
+def test_custom_file_that_fails_to_import_names_the_file_and_the_error(tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text("import no_such_module_here\n")
+    with pytest.raises(
+        ConfigError,
+        match=r"broken.py could not be imported \(reward.custom_reward_function.path\): "
+        r"ModuleNotFoundError: No module named 'no_such_module_here'",
+    ):
+        load_custom_reward(str(broken))
+    syntax = tmp_path / "syntax.py"
+    syntax.write_text("def compute_score(:\n")
+    with pytest.raises(ConfigError, match=r"syntax.py could not be imported .*SyntaxError"):
+        load_custom_reward(str(syntax))
+
+
+def test_custom_function_with_the_wrong_signature_fails_at_load(tmp_path):
+    path = tmp_path / "two_args.py"
+    path.write_text("def compute_score(solution_str, ground_truth):\n    return 1.0\n")
+    with pytest.raises(
+        ConfigError,
+        match=r"two_args.py: compute_score\(solution_str, ground_truth\) cannot be called as "
+        r"compute_score\(data_source, solution_str, ground_truth, extra_info\)",
+    ):
+        load_custom_reward(str(path))
 
 
 def test_reward_model_scorer_matches_a_manual_forward():

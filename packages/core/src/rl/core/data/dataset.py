@@ -9,6 +9,7 @@ from typing import Any
 
 from rl.core.data.prompts import PromptItem, PromptOptions, make_item, tokenize_prompt
 from rl.core.data.reader import SourcedRow
+from rl.core.errors import DataError
 
 
 def _prompt_lengths(
@@ -64,7 +65,7 @@ class PromptDataset:
             self.num_filtered = len(sourced) - len(kept)
             sourced = kept
         if not sourced:
-            raise ValueError("the dataset is empty (after filtering overlong prompts)")
+            raise DataError("the dataset is empty (after filtering overlong prompts)")
         self.items = [make_item(i, row, options, tokenizer) for i, row in enumerate(sourced)]
 
     def __len__(self) -> int:

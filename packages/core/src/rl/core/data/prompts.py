@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rl.core.data.reader import SourcedRow
+from rl.core.errors import DataError
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def _messages(row: SourcedRow, options: PromptOptions) -> list[dict[str, str]] |
     elif "messages" in data:
         value = data["messages"]
     else:
-        raise ValueError(
+        raise DataError(
             f"{row.source}, row {row.index}: no prompt column {options.prompt_key!r} (nor "
             f"'messages'); columns are {sorted(data)}. Set data.prompt_key to the right column."
         )
@@ -56,7 +57,7 @@ def _messages(row: SourcedRow, options: PromptOptions) -> list[dict[str, str]] |
         return value
     if isinstance(value, Sequence) and all(isinstance(m, dict) and "content" in m for m in value):
         return [{"role": str(m.get("role", "user")), "content": str(m["content"])} for m in value]
-    raise ValueError(
+    raise DataError(
         f"{row.source}, row {row.index}: the prompt must be a string or a list "
         f"of {{role, content}} messages, got {type(value).__name__}"
     )
@@ -82,7 +83,7 @@ def tokenize_prompt(
     limit = options.max_prompt_length
     if len(ids) > limit:
         if options.truncation == "error":
-            raise ValueError(
+            raise DataError(
                 f"{row.source}, row {row.index}: the prompt has {len(ids)} tokens, more than "
                 f"data.max_prompt_length = {limit}. Raise the limit, set data.truncation to "
                 "left or right, or set data.filter_overlong_prompts: true"

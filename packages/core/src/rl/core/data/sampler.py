@@ -6,6 +6,8 @@ from typing import Any
 
 import torch
 
+from rl.core.errors import ConfigError
+
 
 class PromptSampler:
     """A fresh permutation per epoch from (seed, epoch); the position is checkpointed, so a
@@ -20,7 +22,7 @@ class PromptSampler:
         drop_last: bool = True,
     ) -> None:
         if num_items < batch_size and drop_last:
-            raise ValueError(
+            raise ConfigError(
                 f"the training set has {num_items} prompts, fewer than data.train_batch_size "
                 f"= {batch_size}"
             )
@@ -58,7 +60,7 @@ class PromptSampler:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if (state["num_items"], state["batch_size"]) != (self.num_items, self.batch_size):
-            raise ValueError(
+            raise ConfigError(
                 f"the checkpoint's sampler saw {state['num_items']} prompts in batches of "
                 f"{state['batch_size']}, this run has {self.num_items} in batches of "
                 f"{self.batch_size}: resume with the same data and data.train_batch_size"

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rl.core.errors import ConfigError
 from rl.core.rewards import rule_based
 
 ScoreFn = Callable[..., Any]
@@ -30,7 +31,7 @@ def default_compute_score(
     try:
         scorer = SCORERS[data_source]
     except KeyError:
-        raise ValueError(
+        raise ConfigError(
             f"no rule-based reward for data_source {data_source!r} (known: "
             f"{', '.join(sorted(SCORERS))}); set reward.custom_reward_function.path"
         ) from None
@@ -39,16 +40,28 @@ def default_compute_score(
 
 def load_custom_reward(path: str, name: str = "compute_score") -> ScoreFn:
     """`name` from the Python file `path`: compute_score(data_source, solution_str,
-    ground_truth, extra_info=None) -> float | {"score": float, ...}."""
+    ground_truth, extra_info=None) -> float | {"score": float, ...}.
+
+    Everything the user can get wrong here (no file, not Python, an import that fails, no such
+    function, a signature that cannot take the four arguments) is a `ConfigError` at start-up,
+    not a failure on every response mid-run.
+    """
     file = Path(path).expanduser()
     if not file.is_file():
-        raise FileNotFoundError(
+        raise ConfigError(
             f"reward.custom_reward_function.path = {path!r} does not exist; point it at a .py file"
         )
     spec = importlib.util.spec_from_file_location(f"rl_custom_reward_{file.stem}", file)
-    assert spec is not None and spec.loader is not None
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"{file} is not a Python (.py) file (reward.custom_reward_function.path)")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except (Exception, SystemExit) as error:
+        raise ConfigError(
+            f"{file} could not be imported (reward.custom_reward_function.path): "
+            f"{type(error).__name__}: {error}"
+        ) from error
     fn = getattr(module, name, None)
     if not callable(fn):
         found = sorted(
@@ -56,8 +69,25 @@ def load_custom_reward(path: str, name: str = "compute_score") -> ScoreFn:
             for n, v in vars(module).items()
             if callable(v) and not n.startswith("_") and not inspect.isclass(v)
         )
-        raise AttributeError(
+        raise ConfigError(
             f"{file} has no function {name!r} (reward.custom_reward_function.name); "
             f"functions found: {', '.join(found) or 'none'}"
         )
+    _check_signature(file, name, fn)
     return fn
+
+
+def _check_signature(file: Path, name: str, fn: ScoreFn) -> None:
+    """Fail now if `fn` cannot take the four positional arguments every call passes."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or C callable: its call will tell
+        return
+    try:
+        signature.bind("data_source", "solution_str", "ground_truth", None)
+    except TypeError as error:
+        raise ConfigError(
+            f"{file}: {name}{signature} cannot be called as "
+            f"{name}(data_source, solution_str, ground_truth, extra_info) ({error}); "
+            "give it that signature (extra_info may default to None)"
+        ) from None
