@@ -1,17 +1,19 @@
 """Turn a plain nested dict into typed, frozen dataclasses, with errors that help.
 
 An unknown key names the closest valid key; a value of the wrong type names
-the key, the value and the type expected.
+the key, the value and the type expected. A section's own checks name its fields
+relative to it (`FieldError`); `from_dict` puts the section path in front.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import types
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
-from rl.core.config.errors import ConfigError
+from rl.core.config.errors import ConfigError, FieldError
 
 T = TypeVar("T")
 
@@ -29,6 +31,8 @@ def from_dict(cls: type[T], data: dict[str, Any] | None, prefix: str = "") -> T:
     values = {key: _convert(hints[key], value, prefix + key) for key, value in data.items()}
     try:
         return cls(**values)
+    except FieldError as error:
+        raise error.within(prefix.rstrip(".")) from None
     except ConfigError:
         raise
     except (TypeError, ValueError) as error:
@@ -90,19 +94,33 @@ def _convert_scalar(annotation: Any, value: Any, path: str) -> Any:
             return value
         raise ConfigError(f"{path} = {value!r}: expected an integer")
     if annotation is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value)  # YAML 1.1 reads 1e-5 as a string
-            except ValueError:
-                pass
-        raise ConfigError(f"{path} = {value!r}: expected a number")
+        number = _number(value)
+        if number is None:
+            raise ConfigError(f"{path} = {value!r}: expected a number")
+        if not math.isfinite(number):  # inf passes `> 0` checks, and nan poisons every update
+            raise ConfigError(f"{path} = {value!r}: expected a finite number")
+        return number
     if annotation is str:
         if isinstance(value, str):
             return value
         raise ConfigError(f"{path} = {value!r}: expected a string")
     return value
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond float range
+            return math.inf
+    if isinstance(value, str):
+        try:
+            return float(value)  # YAML 1.1 reads 1e-5 as a string
+        except ValueError:
+            return None
+    return None
 
 
 def _name(annotation: Any) -> str:

@@ -2,7 +2,11 @@
 
 Key names follow verl where the seed systems agree (actor.ppo_mini_batch_size,
 algorithm.adv_estimator, ...). Every value is checked when the config is built;
-an error names the key, the value and what is allowed.
+an error names the key, the value and what is allowed. A section checks its own
+fields by their names within it (`OptimConfig` is `actor.optim` and `critic.optim`);
+`convert.from_dict` adds the section path. `Config` checks keys across sections by
+their full names. What needs the machine (files, CUDA, installed engines, registered
+algorithm names) is checked by `rl.core.trainer.preflight`.
 """
 
 from __future__ import annotations
@@ -11,12 +15,33 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from rl.core.algorithms.rollout_correction import RolloutCorrectionConfig
-from rl.core.config.errors import ConfigError
+from rl.core.config.errors import FieldError
+from rl.core.config.rules import (
+    FILES,
+    FRACTION,
+    NON_NEGATIVE,
+    NOT_EMPTY,
+    POSITIVE,
+    POSITIVE_INT,
+    PROBABILITY,
+    SEED,
+    Rule,
+    above,
+    between,
+    check,
+    off_or_at_least_one,
+    optional,
+)
 
 
 def _check(condition: bool, key: str, value: object, allowed: str) -> None:
+    """Raise `FieldError` unless `condition`; `key` is relative to the dataclass checked."""
     if not condition:
-        raise ConfigError(f"{key} = {value!r} is not allowed: {allowed}")
+        raise FieldError(key, value, allowed)
+
+
+TOP_K = Rule(lambda value: value >= -1, "-1 or 0 (off) or >= 1")
+FREQUENCY = off_or_at_least_one((-1, 0))
 
 
 @dataclass(frozen=True)
@@ -30,13 +55,27 @@ class TinyModelConfig:
     intermediate_size: int = 256
 
     def __post_init__(self) -> None:
+        check(
+            self,
+            hidden_size=POSITIVE_INT,
+            num_hidden_layers=POSITIVE_INT,
+            num_attention_heads=POSITIVE_INT,
+            intermediate_size=POSITIVE_INT,
+        )
         head_dim, rest = divmod(self.hidden_size, self.num_attention_heads)
         _check(
             rest == 0 and head_dim in (32, 64, 128, 256),
-            "model.tiny.hidden_size",
+            "hidden_size",
             self.hidden_size,
             "hidden_size / num_attention_heads must be 32, 64, 128 or 256 "
             "(the head dims vLLM's CPU build serves)",
+        )
+        heads, kv_heads = self.num_attention_heads, self.num_key_value_heads
+        _check(
+            kv_heads >= 1 and heads % kv_heads == 0,
+            "num_key_value_heads",
+            kv_heads,
+            f">= 1 and a divisor of num_attention_heads ({heads})",
         )
 
 
@@ -47,6 +86,9 @@ class ModelConfig:
     tiny: TinyModelConfig = field(default_factory=TinyModelConfig)
     gradient_checkpointing: bool = False
     trust_remote_code: bool = False
+
+    def __post_init__(self) -> None:
+        check(self, path=NOT_EMPTY)
 
 
 @dataclass(frozen=True)
@@ -71,16 +113,34 @@ class DataConfig:
     builtin_max_operand: int = 9
 
     def __post_init__(self) -> None:
-        _check(self.train_batch_size >= 1, "data.train_batch_size", self.train_batch_size, ">= 1")
-        _check(
-            self.max_prompt_length >= 1, "data.max_prompt_length", self.max_prompt_length, ">= 1"
+        check(
+            self,
+            train_files=FILES,
+            val_files=FILES,
+            prompt_key=NOT_EMPTY,
+            answer_key=NOT_EMPTY,
+            data_source_key=NOT_EMPTY,
+            max_prompt_length=POSITIVE_INT,
+            max_response_length=POSITIVE_INT,
+            filter_num_workers=POSITIVE_INT,
+            train_batch_size=POSITIVE_INT,
+            val_batch_size=POSITIVE_INT,
+            seed=SEED,
+            builtin_train_size=POSITIVE_INT,
+            builtin_val_size=POSITIVE_INT,
+            builtin_max_operand=NON_NEGATIVE,
         )
-        _check(
-            self.max_response_length >= 1,
-            "data.max_response_length",
-            self.max_response_length,
-            ">= 1",
-        )
+
+    @property
+    def builtin_train(self) -> bool:
+        """Training prompts generated in code (the demo task), not read from files."""
+        return self.train_files == ("builtin:arithmetic",)
+
+
+BETAS = Rule(
+    lambda betas: len(betas) == 2 and all(0 <= beta < 1 for beta in betas),
+    "two numbers in [0, 1)",
+)
 
 
 @dataclass(frozen=True)
@@ -96,14 +156,27 @@ class OptimConfig:
     grad_clip: float = 1.0
 
     def __post_init__(self) -> None:
-        _check(self.lr > 0, "optim.lr", self.lr, "> 0")
-        _check(
-            0 <= self.lr_warmup_ratio < 1,
-            "optim.lr_warmup_ratio",
-            self.lr_warmup_ratio,
-            "in [0, 1)",
+        check(
+            self,
+            lr=POSITIVE,
+            weight_decay=NON_NEGATIVE,
+            betas=BETAS,
+            lr_warmup_steps=NON_NEGATIVE,
+            lr_warmup_ratio=FRACTION,
+            min_lr_ratio=PROBABILITY,
+            wsd_decay_ratio=PROBABILITY,
+            # clip_grad_norm_ scales gradients by grad_clip / norm: <= 0 flips or zeroes them
+            grad_clip=POSITIVE,
         )
-        _check(0 <= self.min_lr_ratio <= 1, "optim.min_lr_ratio", self.min_lr_ratio, "in [0, 1]")
+
+
+# Checks the actor and the critic share (each runs PPO mini-batch updates).
+PPO_UPDATE_RULES = {
+    "strategy": NOT_EMPTY,
+    "ppo_mini_batch_size": POSITIVE_INT,
+    "ppo_micro_batch_size_per_gpu": POSITIVE_INT,
+    "ppo_epochs": POSITIVE_INT,
+}
 
 
 @dataclass(frozen=True)
@@ -135,20 +208,20 @@ class ActorConfig:
     use_fused_kernels: bool | None = None
 
     def __post_init__(self) -> None:
-        _check(
-            self.ppo_mini_batch_size >= 1,
-            "actor.ppo_mini_batch_size",
-            self.ppo_mini_batch_size,
-            ">= 1",
+        check(self, **PPO_UPDATE_RULES)
+        check(
+            self,
+            loss_scale_factor=optional(POSITIVE),
+            # the ratio is kept in [1 - low, 1 + high]: low must leave it positive,
+            # high may be wide (DAPO clip-higher 0.28; CISPO-style bounds of several)
+            clip_ratio=between(0, 1, open_low=True, open_high=True),
+            clip_ratio_low=optional(FRACTION),
+            clip_ratio_high=optional(POSITIVE),
+            clip_ratio_c=above(1),  # dual clip bounds the loss at c * |A| for A < 0
+            kl_loss_coef=NON_NEGATIVE,
+            early_stop_imp_ratio=optional(POSITIVE),
+            tis_cap=optional(POSITIVE),
         )
-        _check(
-            self.ppo_micro_batch_size_per_gpu >= 1,
-            "actor.ppo_micro_batch_size_per_gpu",
-            self.ppo_micro_batch_size_per_gpu,
-            ">= 1",
-        )
-        _check(self.ppo_epochs >= 1, "actor.ppo_epochs", self.ppo_epochs, ">= 1")
-        _check(self.clip_ratio > 0, "actor.clip_ratio", self.clip_ratio, "> 0")
 
 
 @dataclass(frozen=True)
@@ -162,6 +235,19 @@ class CriticConfig:
     loss_agg_mode: str = "token-mean"
     loss_scale_factor: float | None = None
 
+    def __post_init__(self) -> None:
+        check(self, **PPO_UPDATE_RULES)
+        check(self, cliprange_value=POSITIVE, loss_scale_factor=optional(POSITIVE))
+
+
+# -1 and 0 both mean "no top-k": vLLM reads -1 (verl's default), Hugging Face generate() 0.
+SAMPLING_RULES = {
+    "n": POSITIVE_INT,
+    "temperature": NON_NEGATIVE,
+    "top_p": between(0, 1, open_low=True),
+    "top_k": TOP_K,
+}
+
 
 @dataclass(frozen=True)
 class ValKwargs:
@@ -171,6 +257,9 @@ class ValKwargs:
     temperature: float = 0.0
     top_p: float = 1.0
     top_k: int = -1
+
+    def __post_init__(self) -> None:
+        check(self, **SAMPLING_RULES)
 
 
 @dataclass(frozen=True)
@@ -184,15 +273,17 @@ class RolloutConfig:
     val_kwargs: ValKwargs = field(default_factory=ValKwargs)
 
     def __post_init__(self) -> None:
-        _check(self.n >= 1, "rollout.n", self.n, ">= 1")
-        _check(self.temperature >= 0, "rollout.temperature", self.temperature, ">= 0")
-        _check(0 < self.top_p <= 1, "rollout.top_p", self.top_p, "in (0, 1]")
+        check(self, name=NOT_EMPTY, **SAMPLING_RULES)
+        check(self, min_new_tokens=NON_NEGATIVE)
 
 
 @dataclass(frozen=True)
 class CustomRewardConfig:
     path: str | None = None
     name: str = "compute_score"
+
+    def __post_init__(self) -> None:
+        check(self, path=optional(NOT_EMPTY), name=NOT_EMPTY)
 
 
 @dataclass(frozen=True)
@@ -202,6 +293,9 @@ class RewardModelConfig:
     path: str | None = None
     batch_size: int = 16
     max_length: int = 2048
+
+    def __post_init__(self) -> None:
+        check(self, path=optional(NOT_EMPTY), batch_size=POSITIVE_INT, max_length=POSITIVE_INT)
 
 
 @dataclass(frozen=True)
@@ -217,6 +311,16 @@ class RewardConfig:
     max_error_rate: float = 0.5
     error_rate_window: int = 5
 
+    def __post_init__(self) -> None:
+        check(
+            self,
+            reward_scale=optional(POSITIVE),  # scores become +-reward_scale: < 0 flips them
+            num_workers=NON_NEGATIVE,  # 0: score in the trainer process
+            timeout_s=POSITIVE,
+            max_error_rate=between(0, 1, open_low=True),
+            error_rate_window=POSITIVE_INT,
+        )
+
 
 @dataclass(frozen=True)
 class KLControlConfig:
@@ -224,6 +328,9 @@ class KLControlConfig:
     kl_coef: float = 0.001
     target_kl: float = 0.1
     horizon: int = 10000
+
+    def __post_init__(self) -> None:
+        check(self, kl_coef=NON_NEGATIVE, target_kl=POSITIVE, horizon=POSITIVE_INT)
 
 
 @dataclass(frozen=True)
@@ -238,6 +345,9 @@ class AlgorithmConfig:
     # IS weights / rejection sampling / veto against the rollout engine's log-probs
     rollout_correction: RolloutCorrectionConfig = field(default_factory=RolloutCorrectionConfig)
 
+    def __post_init__(self) -> None:
+        check(self, gamma=PROBABILITY, lam=PROBABILITY)
+
 
 @dataclass(frozen=True)
 class SFTConfig:
@@ -247,6 +357,12 @@ class SFTConfig:
     steps: int = 0
     batch_size: int = 32
     lr: float = 1e-3
+
+    def __post_init__(self) -> None:
+        check(self, steps=NON_NEGATIVE, batch_size=POSITIVE_INT, lr=POSITIVE)
+
+
+LOGGERS = ("console", "jsonl", "tensorboard", "wandb", "mlflow")
 
 
 @dataclass(frozen=True)
@@ -271,12 +387,26 @@ class TrainerConfig:
     progress_bar: bool = True
 
     def __post_init__(self) -> None:
-        _check(self.total_epochs >= 1, "trainer.total_epochs", self.total_epochs, ">= 1")
-        if self.resume_mode == "path" and not self.resume_from_path:
-            raise ConfigError("trainer.resume_mode = 'path' needs trainer.resume_from_path")
-        allowed = {"console", "jsonl", "tensorboard", "wandb", "mlflow"}
+        check(
+            self,
+            output_dir=NOT_EMPTY,
+            seed=SEED,
+            total_epochs=POSITIVE_INT,
+            total_training_steps=optional(POSITIVE_INT),
+            test_freq=FREQUENCY,  # the loop validates / saves when freq > 0
+            save_freq=FREQUENCY,
+            max_ckpt_to_keep=optional(POSITIVE_INT),
+            max_skipped_steps=POSITIVE_INT,
+            log_val_generations=NON_NEGATIVE,
+        )
+        _check(
+            self.resume_mode != "path" or bool(self.resume_from_path),
+            "resume_from_path",
+            self.resume_from_path,
+            "a checkpoint folder when resume_mode is 'path'",
+        )
         for name in self.logger:
-            _check(name in allowed, "trainer.logger", name, f"one of {sorted(allowed)}")
+            _check(name in LOGGERS, "logger", name, f"one of {sorted(LOGGERS)}")
 
 
 @dataclass(frozen=True)
@@ -292,11 +422,30 @@ class Config:
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
 
     def __post_init__(self) -> None:
-        if self.data.train_batch_size % self.actor.ppo_mini_batch_size:
-            raise ConfigError(
-                f"data.train_batch_size ({self.data.train_batch_size}) must be a multiple of "
-                f"actor.ppo_mini_batch_size ({self.actor.ppo_mini_batch_size})"
+        """Checks across sections; keys are full here (the root has no path to add)."""
+        data = self.data
+        updaters = [("actor", self.actor.ppo_mini_batch_size)]
+        if self.uses_critic:
+            updaters.append(("critic", self.critic.ppo_mini_batch_size))
+        for role, mini_batch in updaters:  # a short last mini-batch would weigh as a full one
+            _check(
+                data.train_batch_size % mini_batch == 0,
+                "data.train_batch_size",
+                data.train_batch_size,
+                f"a multiple of {role}.ppo_mini_batch_size ({mini_batch})",
             )
+        _check(
+            self.rollout.min_new_tokens <= data.max_response_length,
+            "rollout.min_new_tokens",
+            self.rollout.min_new_tokens,
+            f"<= data.max_response_length ({data.max_response_length})",
+        )
+        _check(
+            not data.builtin_train or data.builtin_train_size >= data.train_batch_size,
+            "data.builtin_train_size",
+            data.builtin_train_size,
+            f">= data.train_batch_size ({data.train_batch_size})",
+        )
 
     @property
     def uses_critic(self) -> bool:

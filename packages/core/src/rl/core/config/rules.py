@@ -1,0 +1,69 @@
+"""What a config value may be, as data: a test and the words that describe it.
+
+`check(instance, field=rule, ...)` raises `FieldError` naming the field relative to the
+dataclass; `convert.from_dict` adds the section path. Non-finite floats never get here
+(`convert` refuses them), so the rules only compare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rl.core.config.errors import FieldError
+
+
+@dataclass(frozen=True)
+class Rule:
+    test: Callable[[Any], bool]
+    allowed: str
+
+
+def check(instance: Any, **rules: Rule) -> None:
+    """Raise `FieldError` for the first field of `instance` that breaks its rule."""
+    for name, rule in rules.items():
+        value = getattr(instance, name)
+        if not rule.test(value):
+            raise FieldError(name, value, rule.allowed)
+
+
+def at_least(low: int | float) -> Rule:
+    return Rule(lambda value: value >= low, f">= {low}")
+
+
+def above(low: int | float) -> Rule:
+    return Rule(lambda value: value > low, f"> {low}")
+
+
+def between(low: float, high: float, *, open_low: bool = False, open_high: bool = False) -> Rule:
+    """`in [low, high]`; `open_low` / `open_high` exclude an end."""
+
+    def test(value: Any) -> bool:
+        above_low = value > low if open_low else value >= low
+        below_high = value < high if open_high else value <= high
+        return above_low and below_high
+
+    brackets = ("(" if open_low else "[", ")" if open_high else "]")
+    return Rule(test, f"in {brackets[0]}{low}, {high}{brackets[1]}")
+
+
+def optional(rule: Rule) -> Rule:
+    """`rule`, or null."""
+    return Rule(lambda value: value is None or rule.test(value), f"{rule.allowed} or null")
+
+
+def off_or_at_least_one(off: tuple[int, ...]) -> Rule:
+    """One of the `off` values (the feature is disabled), or >= 1."""
+    names = " or ".join(str(v) for v in off)
+    return Rule(lambda value: value in off or value >= 1, f"{names} (off) or >= 1")
+
+
+POSITIVE_INT = at_least(1)
+NON_NEGATIVE = at_least(0)
+POSITIVE = above(0)
+PROBABILITY = between(0, 1)
+FRACTION = between(0, 1, open_high=True)
+NOT_EMPTY = Rule(lambda value: len(value) > 0, "not empty")
+SEED = Rule(lambda value: 0 <= value < 2**32, "in [0, 2**32)")
+FILES = Rule(lambda value: len(value) > 0, "at least one file")
