@@ -114,13 +114,16 @@ def _scale(
 def check_loss_scale_factor(mode: str, factor: float | None, key: str) -> None:
     """Refuse a `loss_scale_factor` that `mode` would ignore or that is not > 0.
 
-    `key` names the config key in the message (`actor.loss_scale_factor`).
+    `key` names the config key in the message (`actor.loss_scale_factor`); an unknown
+    `mode` is named as the `loss_agg_mode` beside it (`actor.loss_agg_mode`).
     """
+    section, dot, _ = key.rpartition(".")
+    agg = get_loss_agg_mode(mode, key=f"{section}{dot}loss_agg_mode" if dot else None)
     if factor is None:
         return
     if factor <= 0:
         raise ValueError(f"{key} = {factor!r}; allowed: > 0 or null")
-    if not get_loss_agg_mode(mode).takes_scale_factor:
+    if not agg.takes_scale_factor:
         takes = [name for name in LOSS_AGG_MODES.names() if LOSS_AGG_MODES.get(name).scale]
         raise ValueError(
             f"{key} = {factor!r} has no effect with loss_agg_mode {mode!r}, which normalises "

@@ -41,13 +41,17 @@ class Registry(Generic[T]):
 
         return add
 
-    def get(self, name: str) -> T:
-        """The implementation registered as `name`; ValueError listing valid names if none."""
+    def get(self, name: str, key: str | None = None) -> T:
+        """The implementation registered as `name`; ValueError listing valid names if none.
+
+        `key` names the config key holding `name` in that message, for a registry that
+        serves several keys (`critic.loss_agg_mode`); default: the registry's `config_key`.
+        """
         try:
             return self._items[name]
         except KeyError:
             raise ValueError(
-                f"{self.config_key} = {name!r} is not a known {self.kind}; "
+                f"{key or self.config_key} = {name!r} is not a known {self.kind}; "
                 f"valid: {', '.join(self.names())}"
             ) from None
 

@@ -9,7 +9,7 @@ import torch
 
 from rl.core import algorithms as alg
 from rl.core.batch import Batch
-from rl.core.config import Config
+from rl.core.config import Config, ConfigError
 from rl.core.engines import LogprobOutput, LossFn
 
 
@@ -37,15 +37,33 @@ def actor_loss_config(config: Config) -> alg.ActorLossConfig:
 
 
 def validate_algorithm_names(config: Config) -> None:
-    """Fail before any model loads when a name is unknown (the error lists valid ones)."""
-    alg.get_advantage_estimator(config.algorithm.adv_estimator)
-    actor_loss_config(config)  # policy loss, aggregation, KL type, scale factor, correction
-    alg.get_loss_agg_mode(config.critic.loss_agg_mode)
-    alg.check_loss_scale_factor(
-        config.critic.loss_agg_mode, config.critic.loss_scale_factor, "critic.loss_scale_factor"
-    )
-    alg.KL_ESTIMATORS.get(config.algorithm.kl_penalty)
-    make_kl_controller(config)
+    """Fail before any model loads when a name is unknown (the error lists valid ones).
+
+    Names are looked up in the registries only now, not in the schema, so a plugin may
+    register its own before training starts. Raises `ConfigError` naming the key.
+    """
+    actor, critic, algorithm = config.actor, config.critic, config.algorithm
+    names: list[tuple[alg.Registry[Any], str, str]] = [
+        (alg.ADVANTAGE_ESTIMATORS, "algorithm.adv_estimator", algorithm.adv_estimator),
+        (alg.POLICY_LOSSES, "actor.policy_loss", actor.policy_loss),
+        (alg.LOSS_AGG_MODES, "actor.loss_agg_mode", actor.loss_agg_mode),
+        (alg.LOSS_AGG_MODES, "critic.loss_agg_mode", critic.loss_agg_mode),
+        (alg.KL_ESTIMATORS, "actor.kl_loss_type", actor.kl_loss_type),
+        (alg.KL_ESTIMATORS, "algorithm.kl_penalty", algorithm.kl_penalty),
+        (alg.KL_CONTROLLERS, "algorithm.kl_ctrl.type", algorithm.kl_ctrl.type),
+    ]
+    try:
+        for registry, key, name in names:
+            registry.get(name, key=key)
+        for section, agg in (("actor", actor), ("critic", critic)):
+            key = f"{section}.loss_scale_factor"
+            alg.check_loss_scale_factor(agg.loss_agg_mode, agg.loss_scale_factor, key)
+        actor_loss_config(config)  # clip settings, tis_cap against rollout correction
+        make_kl_controller(config)
+    except ConfigError:
+        raise
+    except ValueError as error:  # the algorithm library's own checks name their keys
+        raise ConfigError(str(error)) from error
 
 
 def actor_loss_fn(config: Config) -> LossFn:
