@@ -29,6 +29,7 @@ from rl.core.config import Config, OptimConfig
 from rl.core.engines import LogprobOutput, LossFn
 from rl.core.models import load_causal_lm, load_value_model
 from rl.core.optim import make_lr_scheduler
+from rl.core.safe_load import load_state
 from rl.fsdp.distributed import data_parallel_mesh
 from rl.fsdp.forward import (
     fused_logprobs_and_entropy,
@@ -254,7 +255,7 @@ class FSDPTrainEngine:
         set_model_state_dict(
             self.model, load_safetensors(str(folder / "model.safetensors")), options=FULL
         )
-        state = torch.load(folder / "state.pt", weights_only=True)
+        state = load_state(folder / "state.pt")
         self.generator.set_state(state["generator"])
         if self.optimizer is not None and self.lr_scheduler is not None:
             set_optimizer_state_dict(self.model, self.optimizer, state["optimizer"], options=FULL)

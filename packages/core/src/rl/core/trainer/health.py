@@ -32,6 +32,7 @@ class TrainingHealth:
         self.skipped_in_a_row: dict[str, int] = defaultdict(int)
         self.first_weight_norm: dict[str, float] = {}
         self.grad_norms: dict[str, list[float]] = defaultdict(list)
+        self.warned_weight_norm: dict[str, float] = {}
 
     def check(self, metrics: dict[str, float], step: int) -> list[str]:
         """Warnings for this step (also logged); raises `TrainingError` when stuck."""
@@ -64,7 +65,10 @@ class TrainingHealth:
         if weight is None:
             return None
         first = self.first_weight_norm.setdefault(role, weight)
-        if not math.isfinite(weight) or weight > WEIGHT_GROWTH * first:
+        # once past the bound, warn again only each time the norm doubles
+        bound = max(WEIGHT_GROWTH * first, 2 * self.warned_weight_norm.get(role, 0.0))
+        if not math.isfinite(weight) or weight > bound:
+            self.warned_weight_norm[role] = weight
             return (
                 f"weight norm {weight:.3g} is over {WEIGHT_GROWTH:g}x its first value "
                 f"{first:.3g}: training is diverging (lower {role}.optim.lr?)"

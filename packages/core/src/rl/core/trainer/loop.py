@@ -10,6 +10,7 @@ import torch
 from rl.core.config import Config, dump_config
 from rl.core.logging import make_tracker
 from rl.core.logging.sinks import trim_metrics_file
+from rl.core.safe_load import load_state
 from rl.core.trainer import losses
 from rl.core.trainer.build import build_context, build_sft_engine
 from rl.core.trainer.checkpoint import (
@@ -67,7 +68,7 @@ def load_run(ctx: Any, point: ResumePoint, kl_ctrl: Any) -> int:
     everything loads with `weights_only=True`)."""
     for name, engine in _roles(ctx).items():
         engine.load(str(point.path / name))
-    state = torch.load(point.path / "trainer_state.pt", weights_only=True)
+    state = load_state(point.path / "trainer_state.pt")
     ctx.sampler.load_state_dict(state["sampler"])
     losses.load_kl_state(kl_ctrl, state["kl_ctrl"])
     set_rng_state(state["rng"])
