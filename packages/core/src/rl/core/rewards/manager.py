@@ -1,23 +1,22 @@
-"""`RewardManager`: scores a batch in a process pool; a crash or a hang never kills the run.
+"""`RewardManager`: scores a batch, in-process or in a process pool, and never hides a failure.
 
-Requests are scored in chunks by worker processes. Inside a worker each sample
-has `timeout_s` (SIGALRM); a worker stuck where the alarm cannot reach it (in
-C code) is caught by a chunk deadline in the parent, which kills the pool and
-starts a new one. Errors and timeouts score 0 and are counted in the metrics.
+A response whose reward function fails (raises, returns something that is not a finite number,
+exits, times out, kills its worker) scores 0 (or -reward_scale) and its failure is counted in
+`reward/errors`, `reward/timeouts` and `reward/error_rate`; each distinct failure text is
+shown once, and the run stops with a `RewardError` when failures pass `reward.max_error_rate`.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 from collections import defaultdict
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
+from rl.core.rewards.failures import FailureTracker
+from rl.core.rewards.pool import ScoringPool
 from rl.core.rewards.registry import default_compute_score, load_custom_reward
-from rl.core.rewards.types import RewardRequest, RewardResult
-from rl.core.rewards.worker import ERROR, OK, TIMEOUT, init_worker, score_chunk
+from rl.core.rewards.types import ERROR, OK, TIMEOUT, RewardRequest, RewardResult, ScoreOutcome
+from rl.core.rewards.worker import score_chunk
 
 
 class RewardManager:
@@ -28,94 +27,66 @@ class RewardManager:
         num_workers: int = 0,
         timeout_s: float = 10.0,
         reward_scale: float | None = None,
+        max_error_rate: float = 0.5,
+        error_rate_window: int = 5,
     ) -> None:
-        self.custom_path, self.custom_name = custom_path, custom_name
         self.num_workers, self.timeout_s, self.reward_scale = num_workers, timeout_s, reward_scale
         # Loaded here too, so a missing file or function fails at start-up, not mid-run.
         self.fn = (
             load_custom_reward(custom_path, custom_name) if custom_path else default_compute_score
         )
-        self.pool: ProcessPoolExecutor | None = None
-
-    def _new_pool(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(
-            max_workers=self.num_workers,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=init_worker,
-            initargs=(self.custom_path, self.custom_name),
+        self.failures = FailureTracker(max_error_rate, error_rate_window)
+        self.pool = (
+            ScoringPool(num_workers, timeout_s, custom_path, custom_name)
+            if num_workers > 0
+            else None
         )
 
     def score(self, requests: Sequence[RewardRequest]) -> RewardResult:
-        if self.num_workers <= 0:
-            outcomes = score_chunk(requests, 0.0, self.fn)
+        """One score per request; raises RewardError when too many failed (see FailureTracker)."""
+        requests = list(requests)
+        if self.pool is None:
+            outcomes = score_chunk(requests, self.timeout_s, self.fn)
         else:
-            outcomes = self._score_in_pool(list(requests))
-        return self._result(outcomes)
+            outcomes = self.pool.score(requests)
+        error_rate = self.failures.record(requests, outcomes)
+        return self._result(outcomes, error_rate)
 
-    def _score_in_pool(
-        self, requests: list[RewardRequest]
-    ) -> list[tuple[float, str, dict[str, float]]]:
-        size = max(1, -(-len(requests) // (self.num_workers * 4)))
-        chunks = [requests[i : i + size] for i in range(0, len(requests), size)]
-        if self.pool is None:
-            self.pool = self._new_pool()
-        futures = [self.pool.submit(score_chunk, chunk, self.timeout_s) for chunk in chunks]
-        deadline = self.timeout_s * (size + 1) + 30.0
-        outcomes: list[tuple[float, str, dict[str, float]]] = []
-        broken = False
-        for chunk, future in zip(chunks, futures, strict=True):
-            if broken and not future.done():  # behind a stuck worker: do not wait again
-                outcomes += [(0.0, TIMEOUT, {}) for _ in chunk]
-                continue
-            try:
-                outcomes += future.result(timeout=deadline)
-            except FutureTimeout:
-                broken = True
-                outcomes += [(0.0, TIMEOUT, {}) for _ in chunk]
-            except Exception:  # a worker died (e.g. the user's code crashed the process)
-                broken = True
-                outcomes += [(0.0, ERROR, {}) for _ in chunk]
-        if broken:
-            self._kill_pool()
-        return outcomes
-
-    def _kill_pool(self) -> None:
-        if self.pool is None:
-            return
-        for process in list(getattr(self.pool, "_processes", {}).values()):
-            process.kill()
-        self.pool.shutdown(wait=False, cancel_futures=True)
-        self.pool = None
-
-    def _result(self, outcomes: list[tuple[float, str, dict[str, float]]]) -> RewardResult:
-        scores = [self._scaled(score, status) for score, status, _ in outcomes]
+    def _result(self, outcomes: list[ScoreOutcome], error_rate: float) -> RewardResult:
+        scores = [self._scaled(outcome) for outcome in outcomes]
         extras: dict[str, list[float]] = defaultdict(list)
-        for _, _, extra in outcomes:
-            for key, value in extra.items():
+        for outcome in outcomes:
+            for key, value in outcome.extras.items():
                 extras[key].append(value)
-        count = max(len(scores), 1)
         metrics = {
-            "reward/mean": sum(scores) / count,
-            "reward/errors": float(sum(s == ERROR for _, s, _ in outcomes)),
-            "reward/timeouts": float(sum(s == TIMEOUT for _, s, _ in outcomes)),
+            "reward/mean": sum(scores) / max(len(scores), 1),
+            "reward/errors": float(sum(o.status == ERROR for o in outcomes)),
+            "reward/timeouts": float(sum(o.status == TIMEOUT for o in outcomes)),
+            "reward/error_rate": error_rate,
         }
         metrics.update({f"reward/{k}": sum(v) / len(v) for k, v in extras.items()})
-        return RewardResult(scores, metrics)
+        return RewardResult(scores, metrics, [outcome.error for outcome in outcomes])
 
-    def _scaled(self, score: float, status: str) -> float:
+    def _scaled(self, outcome: ScoreOutcome) -> float:
         if self.reward_scale is None:
-            return score
-        return self.reward_scale if status == OK and score > 0 else -self.reward_scale
+            return outcome.score
+        good = outcome.status == OK and outcome.score > 0
+        return self.reward_scale if good else -self.reward_scale
 
     def close(self) -> None:
         if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
-            self.pool = None
+            self.pool.close()
 
 
 def make_reward_manager(config: Any) -> RewardManager:
     """From the `reward` config section."""
     custom = config.custom_reward_function
     return RewardManager(
-        custom.path, custom.name, config.num_workers, config.timeout_s, config.reward_scale
+        custom.path,
+        custom.name,
+        num_workers=config.num_workers,
+        timeout_s=config.timeout_s,
+        reward_scale=config.reward_scale,
+        max_error_rate=config.max_error_rate,
+        error_rate_window=config.error_rate_window,
     )

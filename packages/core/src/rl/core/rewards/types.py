@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
+
+OK, ERROR, TIMEOUT = "ok", "error", "timeout"
 
 
 @dataclass(frozen=True)
@@ -15,9 +17,21 @@ class RewardRequest:
     prompt_str: str = ""
 
 
+class ScoreOutcome(NamedTuple):
+    """One response's score; a failed one (`status` ERROR or TIMEOUT) scores 0 and `error` says
+    why, e.g. "ValueError: boom (my_reward.py, line 7)" or "returned nan"."""
+
+    score: float
+    status: str  # OK | ERROR | TIMEOUT
+    extras: dict[str, float]
+    error: str = ""
+
+
 @dataclass
 class RewardResult:
-    """One score per request, and metrics (`reward/mean`, `reward/errors`, `reward/timeouts`)."""
+    """One score per request, and metrics (`reward/mean`, `reward/errors`, `reward/timeouts`,
+    `reward/error_rate`); `errors` holds each request's failure text ("" when it scored)."""
 
     scores: list[float]
     metrics: dict[str, float] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)

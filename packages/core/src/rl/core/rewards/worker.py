@@ -1,25 +1,32 @@
-"""Scoring inside a worker process: per-sample timeout by SIGALRM, errors become 0."""
+"""Scoring one chunk of responses, in a pool worker or in the trainer's own process.
+
+Every way the user's function can fail becomes a `ScoreOutcome` with status ERROR or TIMEOUT,
+score 0 and a one-line text saying what happened: an exception (with its file and line), a
+result that is not a finite number, a call of sys.exit or os._exit, or a timeout.
+"""
 
 from __future__ import annotations
 
-import math
-import signal
+import os
+import traceback
 from collections.abc import Sequence
-from typing import Any
 
+from rl.core.rewards.guards import (
+    ExitCalled,
+    SampleTimeout,
+    alarm,
+    alarm_handler,
+    alarm_possible,
+    exits_trapped,
+)
 from rl.core.rewards.registry import ScoreFn, default_compute_score, load_custom_reward
-from rl.core.rewards.types import RewardRequest
+from rl.core.rewards.types import ERROR, OK, TIMEOUT, RewardRequest, ScoreOutcome
+from rl.core.rewards.values import BadRewardValue, read_reward
 
-OK, ERROR, TIMEOUT = "ok", "error", "timeout"
+__all__ = ["ERROR", "OK", "TIMEOUT", "init_worker", "score_chunk", "score_one"]
+
 _SCORE_FN: ScoreFn = default_compute_score
-
-
-class _SampleTimeout(Exception):
-    pass
-
-
-def _on_alarm(signum: int, frame: Any) -> None:
-    raise _SampleTimeout
+_MAX_TEXT = 300
 
 
 def init_worker(custom_path: str | None, custom_name: str) -> None:
@@ -30,43 +37,47 @@ def init_worker(custom_path: str | None, custom_name: str) -> None:
     )
 
 
-def score_one(fn: ScoreFn, request: RewardRequest) -> tuple[float, dict[str, float]]:
-    """(score, extra metrics) of one request; a dict result carries its own metrics."""
-    result = fn(request.data_source, request.solution_str, request.ground_truth, request.extra_info)
-    if isinstance(result, dict):
-        extras = {
-            k: float(v) for k, v in result.items() if k != "score" and isinstance(v, (int, float))
-        }
-        return float(result["score"]), extras
-    score = float(result)
-    if not math.isfinite(score):
-        raise ValueError(f"reward is not finite: {score}")
-    return score, {}
-
-
 def score_chunk(
     requests: Sequence[RewardRequest], timeout_s: float, fn: ScoreFn | None = None
-) -> list[tuple[float, str, dict[str, float]]]:
-    """Score requests one by one; each gets `timeout_s` (enforced with SIGALRM when > 0)."""
+) -> list[ScoreOutcome]:
+    """Score requests one by one, each within `timeout_s` (0: no limit).
+
+    The limit is a SIGALRM, so it holds only on the main thread (always so in a pool worker);
+    elsewhere responses are scored without one. An alarm cannot interrupt C code that does not
+    return to Python: with `reward.num_workers > 0` the pool's chunk deadline covers that.
+    """
     fn = fn or _SCORE_FN
-    use_alarm = timeout_s > 0 and hasattr(signal, "setitimer")
-    previous = signal.signal(signal.SIGALRM, _on_alarm) if use_alarm else None
-    out: list[tuple[float, str, dict[str, float]]] = []
+    timed = timeout_s > 0 and alarm_possible()
+    with alarm_handler(timed), exits_trapped():
+        return [score_one(fn, request, timeout_s if timed else 0.0) for request in requests]
+
+
+def score_one(fn: ScoreFn, request: RewardRequest, timeout_s: float = 0.0) -> ScoreOutcome:
+    """One response's outcome; call inside `alarm_handler` when `timeout_s` > 0."""
     try:
-        for request in requests:
-            try:
-                if use_alarm:
-                    signal.setitimer(signal.ITIMER_REAL, timeout_s)
-                score, extras = score_one(fn, request)
-                out.append((score, OK, extras))
-            except _SampleTimeout:
-                out.append((0.0, TIMEOUT, {}))
-            except Exception:
-                out.append((0.0, ERROR, {}))
-            finally:
-                if use_alarm:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
-    finally:
-        if use_alarm:
-            signal.signal(signal.SIGALRM, previous)
-    return out
+        with alarm(timeout_s):
+            result = fn(
+                request.data_source, request.solution_str, request.ground_truth, request.extra_info
+            )
+        score, extras = read_reward(result)
+    except SampleTimeout:
+        return ScoreOutcome(0.0, TIMEOUT, {}, f"timed out after {timeout_s:g} s (reward.timeout_s)")
+    except ExitCalled as exit_:
+        return ScoreOutcome(0.0, ERROR, {}, f"called os._exit({exit_.code!r})")
+    except SystemExit as exit_:
+        code = "" if exit_.code is None else repr(exit_.code)
+        return ScoreOutcome(0.0, ERROR, {}, f"called sys.exit({code})")
+    except BadRewardValue as bad:
+        return ScoreOutcome(0.0, ERROR, {}, str(bad))
+    except Exception as error:
+        return ScoreOutcome(0.0, ERROR, {}, describe_exception(error))
+    return ScoreOutcome(score, OK, extras)
+
+
+def describe_exception(error: BaseException) -> str:
+    """`Type: message (file.py, line N)`, the place being the innermost frame of the traceback."""
+    text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    frames = traceback.extract_tb(error.__traceback__)
+    if frames and frames[-1].filename != __file__:
+        text += f" ({os.path.basename(frames[-1].filename)}, line {frames[-1].lineno})"
+    return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "..."
