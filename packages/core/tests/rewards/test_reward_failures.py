@@ -239,3 +239,25 @@ def test_the_error_rate_settings_come_from_the_config_and_are_checked(bad_reward
         RewardManager(max_error_rate=1.5)
     with pytest.raises(ConfigError, match=r"reward.error_rate_window = 0 must be >= 1"):
         RewardManager(error_rate_window=0)
+
+
+POOL_CASES = [c for c in CASES if c[0] in ("raise", "nan-dict", "sleep", "sys-exit", "os-exit")]
+
+
+@pytest.mark.timeout(120)
+def test_failures_in_a_worker_pool_carry_the_same_texts_and_a_dead_worker_its_exit_code(
+    bad_reward,
+):
+    manager = RewardManager(bad_reward, num_workers=1, timeout_s=0.3, max_error_rate=1.0)
+    try:
+        responses = [c[0] for c in POOL_CASES]
+        result = manager.score(requests(*responses, "ok"))
+        assert result.errors == [c[2] for c in POOL_CASES] + [""]
+        assert result.scores == [0.0] * len(POOL_CASES) + [1.0]
+        assert result.metrics["reward/timeouts"] == 1.0 and result.metrics["reward/errors"] == 4.0
+        killed = manager.score(requests("kill"))
+        assert killed.errors == ["a reward worker process died (exit code -9: killed by SIGKILL)"]
+        assert killed.metrics["reward/errors"] == 1.0
+        assert manager.score(requests("ok")).scores == [1.0]  # a new pool took over
+    finally:
+        manager.close()

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import torch
-
 from rl.core.rewards.types import RewardRequest, RewardResult
+
+# torch is imported where it is used: reward pool workers import this package, and with torch
+# each would take a second longer to start and hold a few hundred MB more.
 
 
 class RewardModelScorer:
@@ -25,9 +26,21 @@ class RewardModelScorer:
         self.tokenizer, self.batch_size = tokenizer, batch_size
         self.max_length, self.device = max_length, device
 
-    @torch.no_grad()
     def score(self, requests: Sequence[RewardRequest]) -> RewardResult:
-        texts = [r.prompt_str + r.solution_str for r in requests]
+        import torch
+
+        with torch.no_grad():
+            scores = self._logits([r.prompt_str + r.solution_str for r in requests])
+        mean = sum(scores) / max(len(scores), 1)
+        metrics = {
+            "reward/mean": mean,
+            "reward/errors": 0.0,
+            "reward/timeouts": 0.0,
+            "reward/error_rate": 0.0,
+        }
+        return RewardResult(scores, metrics, [""] * len(scores))
+
+    def _logits(self, texts: list[str]) -> list[float]:
         scores: list[float] = []
         for start in range(0, len(texts), self.batch_size):
             encoded = self.tokenizer(
@@ -39,7 +52,4 @@ class RewardModelScorer:
             ).to(self.device)
             logits = self.model(**encoded).logits
             scores += logits[:, 0].float().cpu().tolist()
-        mean = sum(scores) / max(len(scores), 1)
-        return RewardResult(
-            scores, {"reward/mean": mean, "reward/errors": 0.0, "reward/timeouts": 0.0}
-        )
+        return scores
