@@ -17,6 +17,7 @@ import importlib.metadata
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from rl.core.errors import ConfigError
 from rl.core.imports import MissingDependencyError, is_installed
 
 ENTRY_POINT_GROUP = "rl.engines"
@@ -73,6 +74,10 @@ class InstalledEngine:
         return is_installed(self.spec.factory.partition(":")[0])
 
 
+class EngineNotFoundError(ConfigError, LookupError):
+    """No installed engine has the name the config asks for (a `LookupError` as before)."""
+
+
 def installed_engines(role: Role | None = None) -> list[InstalledEngine]:
     """Every engine registered under `rl.engines`, sorted by (role, name)."""
     found = []
@@ -92,8 +97,16 @@ def installed_engines(role: Role | None = None) -> list[InstalledEngine]:
     return [engine for engine in found if role is None or engine.spec.role == role]
 
 
-def find_engine(name: str, role: Role) -> InstalledEngine:
-    """The installed engine `name` of `role`; the error says what is installed and how to add it."""
+def _named(key: str | None, name: str) -> str:
+    """The message prefix naming the config key that chose the engine, if known."""
+    return f"{key} = {name!r}: " if key else ""
+
+
+def find_engine(name: str, role: Role, key: str | None = None) -> InstalledEngine:
+    """The installed engine `name` of `role`; the error says what is installed and how to add it.
+
+    `key` is the config key that names the engine (`actor.strategy`), for the message.
+    """
     engines = installed_engines(role)
     for engine in engines:
         if engine.spec.name == name:
@@ -102,25 +115,44 @@ def find_engine(name: str, role: Role) -> InstalledEngine:
     hint = (
         f" Install it with: pip install '{KNOWN_ENGINES[name]}'." if name in KNOWN_ENGINES else ""
     )
-    raise LookupError(
-        f"no {role} engine named {name!r} is installed (installed: {installed}).{hint}"
+    raise EngineNotFoundError(
+        f"{_named(key, name)}no {role} engine named {name!r} is installed "
+        f"(installed: {installed}).{hint}"
     )
 
 
-def load_engine_class(name: str, role: Role) -> Any:
-    """Import and return the class of engine `name`, checking its dependencies first."""
-    engine = find_engine(name, role)
+def check_engine(name: str, role: Role, key: str | None = None) -> InstalledEngine:
+    """The engine `name` of `role` if it can be built here, found without importing it.
+
+    Raises `EngineNotFoundError` (not installed), `ConfigError` (registered, but its
+    distribution does not provide it) or `MissingDependencyError` (it needs a package).
+    """
+    engine = find_engine(name, role, key)
+    if not engine.implemented:
+        module = engine.spec.factory.partition(":")[0]
+        raise ConfigError(
+            f"{_named(key, name)}{engine.distribution} {engine.version} registers the {name} "
+            f"{role} engine but does not provide it ({module} is missing); choose another "
+            f"{role} engine or upgrade {engine.distribution}"
+        )
     if engine.missing:
         raise MissingDependencyError(
-            f"the {name} {role} engine needs {', '.join(engine.missing)}: "
+            f"{_named(key, name)}the {name} {role} engine needs {', '.join(engine.missing)}: "
             f"pip install '{engine.spec.install or engine.distribution}'"
         )
+    return engine
+
+
+def load_engine_class(name: str, role: Role, key: str | None = None) -> Any:
+    """Import and return the class of engine `name`, checking it first (`check_engine`)."""
+    engine = check_engine(name, role, key)
     module_name, _, attribute = engine.spec.factory.partition(":")
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as error:
-        raise ImportError(
-            f"{engine.distribution} {engine.version} registers the {name} {role} engine as "
-            f"{engine.spec.factory}, which does not import ({error}); upgrade {engine.distribution}"
+        raise MissingDependencyError(
+            f"{_named(key, name)}{engine.distribution} {engine.version} registers the {name} "
+            f"{role} engine as {engine.spec.factory}, which does not import ({error}); "
+            f"upgrade {engine.distribution}"
         ) from error
     return getattr(module, attribute)

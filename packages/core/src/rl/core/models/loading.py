@@ -1,8 +1,16 @@
-"""Build the policy, reference and critic models and the tokenizer from `model.*` config."""
+"""Build the policy, reference and critic models and the tokenizer from `model.*` config.
+
+`model.path` is the built-in tiny model, a local Hugging Face folder (`~` expands) or a
+Hub id; `check_model_path` refuses one that cannot load without loading anything.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
 import torch
 
@@ -11,13 +19,71 @@ from rl.core.models.tiny import build_char_tokenizer, tiny_qwen2_config
 
 BUILTIN_TINY = "builtin:tiny-qwen2"
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+# What the Hub accepts as a repo id: `name` or `org/name`.
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+T = TypeVar("T")
+
+
+def _hub_offline() -> bool:
+    """huggingface_hub's rule, read now (its constant is fixed when it is imported)."""
+    flags = (os.environ.get("HF_HUB_OFFLINE"), os.environ.get("TRANSFORMERS_OFFLINE"))
+    return any((flag or "").upper() in {"1", "ON", "YES", "TRUE"} for flag in flags)
+
+
+def _in_hub_cache(repo_id: str) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+
+    return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+
+
+def check_model_path(path: str, key: str, builtins: tuple[str, ...] = (BUILTIN_TINY,)) -> None:
+    """Refuse a model path that cannot load, naming `key`; loads nothing, reaches no network.
+
+    Allowed: one of `builtins`; a local folder holding config.json (`~` expands); a Hub id
+    (`org/name`) that is no local path — online it may download, offline (HF_HUB_OFFLINE)
+    it must be in the Hugging Face cache.
+    """
+    if path.startswith("builtin:"):
+        if path in builtins:
+            return
+        only = f"the only built-in model is {builtins[0]!r}" if builtins else "no built-in model"
+        raise ConfigError(f"{key} = {path!r} is not allowed: {only}")
+    local = Path(path).expanduser()
+    if local.is_dir():
+        if not (local / "config.json").is_file():
+            raise ConfigError(
+                f"{key} = {path!r} has no config.json: not a Hugging Face model folder"
+            )
+        return
+    if local.exists():
+        raise ConfigError(f"{key} = {path!r} is a file; point it at a Hugging Face model folder")
+    if not _HUB_ID.fullmatch(path):
+        raise ConfigError(f"{key} = {path!r} does not exist")
+    if _hub_offline() and not _in_hub_cache(path):
+        raise ConfigError(
+            f"{key} = {path!r} is not a local folder, and with HF_HUB_OFFLINE set it must be "
+            "in the Hugging Face cache, which lacks it"
+        )
+
+
+def _source(config: ModelConfig) -> str:
+    """Where `from_pretrained` reads the model: the local folder with `~` expanded, else the id."""
+    local = Path(config.path).expanduser()
+    return str(local) if local.is_dir() else config.path
+
+
+def _pretrained(config: ModelConfig, load: Callable[[str], T]) -> T:
+    """`load(source)`, its OSError (no such repo, missing files) as a ConfigError on model.path."""
+    try:
+        return load(_source(config))
+    except OSError as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        raise ConfigError(f"model.path = {config.path!r} could not be loaded: {reason}") from error
 
 
 def _check_path(config: ModelConfig) -> None:
-    if config.path.startswith("builtin:") and config.path != BUILTIN_TINY:
-        raise ConfigError(
-            f"model.path = {config.path!r}: the only built-in model is {BUILTIN_TINY!r}"
-        )
+    if config.path.startswith("builtin:"):
+        check_model_path(config.path, "model.path")
 
 
 def load_tokenizer(config: ModelConfig) -> Any:
@@ -27,8 +93,11 @@ def load_tokenizer(config: ModelConfig) -> Any:
         return build_char_tokenizer()
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(
-        config.path, trust_remote_code=config.trust_remote_code, padding_side="left"
+    tokenizer = _pretrained(
+        config,
+        lambda source: AutoTokenizer.from_pretrained(
+            source, trust_remote_code=config.trust_remote_code, padding_side="left"
+        ),
     )
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -42,7 +111,12 @@ def _model_config(config: ModelConfig, tokenizer: Any) -> Any:
         )
     from transformers import AutoConfig
 
-    return AutoConfig.from_pretrained(config.path, trust_remote_code=config.trust_remote_code)
+    return _pretrained(
+        config,
+        lambda source: AutoConfig.from_pretrained(
+            source, trust_remote_code=config.trust_remote_code
+        ),
+    )
 
 
 def load_causal_lm(config: ModelConfig, tokenizer: Any, seed: int = 0) -> torch.nn.Module:
@@ -56,8 +130,11 @@ def load_causal_lm(config: ModelConfig, tokenizer: Any, seed: int = 0) -> torch.
             torch.manual_seed(seed)
             model = AutoModelForCausalLM.from_config(_model_config(config, tokenizer), dtype=dtype)
     else:
-        model = AutoModelForCausalLM.from_pretrained(
-            config.path, dtype=dtype, trust_remote_code=config.trust_remote_code
+        model = _pretrained(
+            config,
+            lambda source: AutoModelForCausalLM.from_pretrained(
+                source, dtype=dtype, trust_remote_code=config.trust_remote_code
+            ),
         )
     if config.gradient_checkpointing:
         model.gradient_checkpointing_enable()
@@ -76,9 +153,12 @@ def load_value_model(config: ModelConfig, tokenizer: Any, seed: int = 0) -> torc
         torch.manual_seed(seed + 1)
         if config.path == BUILTIN_TINY:
             return AutoModelForTokenClassification.from_config(model_config, dtype=dtype)
-        return AutoModelForTokenClassification.from_pretrained(
-            config.path,
-            config=model_config,
-            dtype=dtype,
-            trust_remote_code=config.trust_remote_code,
+        return _pretrained(
+            config,
+            lambda source: AutoModelForTokenClassification.from_pretrained(
+                source,
+                config=model_config,
+                dtype=dtype,
+                trust_remote_code=config.trust_remote_code,
+            ),
         )

@@ -1,0 +1,146 @@
+"""Checks that need the machine, run after the config loads and before any model loads.
+
+The schema (`rl.core.config`) checks what a value may be; this checks that the machine
+can run it: CUDA when `trainer.device=cuda`, the engines and logger packages installed,
+model, reward and data paths that exist, the checkpoint to resume from, and the
+algorithm names registered. Each failure is one line naming the key: a `ConfigError`,
+or a `MissingDependencyError` when a package is to be installed. Nothing here loads a
+model, reads a data file or reaches the network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from rl.core.config import Config, ConfigError
+from rl.core.data.reader import SUPPORTED
+from rl.core.imports import MissingDependencyError, is_installed
+from rl.core.models.loading import check_model_path
+from rl.core.registry import check_engine
+from rl.core.trainer.losses import validate_algorithm_names
+
+BUILTIN_DATA = "builtin:arithmetic"
+# trainer.logger backends that need a package of their own: (module, pip extra)
+LOGGER_PACKAGES = {
+    "tensorboard": ("tensorboard", "rl-core[tensorboard]"),
+    "wandb": ("wandb", "rl-core[wandb]"),
+    "mlflow": ("mlflow", "rl-core[mlflow]"),
+}
+
+
+def preflight(config: Config, *, with_rl_roles: bool = True) -> None:
+    """Raise a one-line `UserError` naming the key if this machine cannot run `config`.
+
+    `with_rl_roles=False` is `rl sft`: no rollout engine, critic or RL algorithm.
+    """
+    checks: list[Callable[[Config], None]] = [
+        _device,
+        _loggers,
+        _model,
+        _reward,
+        _data,
+        _output_dir,
+        _resume,
+        _train_engines,
+    ]
+    if with_rl_roles:
+        checks += [_rl_engines, validate_algorithm_names]
+    for check in checks:
+        check(config)
+
+
+def _device(config: Config) -> None:
+    if config.trainer.device != "cuda":
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ConfigError(
+            "trainer.device = 'cuda' is not allowed here: torch.cuda.is_available() is False "
+            "(no GPU visible, or a CPU-only torch build); use trainer.device=cpu"
+        )
+
+
+def _loggers(config: Config) -> None:
+    for name in config.trainer.logger:
+        if name not in LOGGER_PACKAGES:
+            continue
+        module, extra = LOGGER_PACKAGES[name]
+        if not is_installed(module):
+            raise MissingDependencyError(
+                f"trainer.logger includes {name!r}, but {module} is not installed: "
+                f"pip install '{extra}'"
+            )
+
+
+def _model(config: Config) -> None:
+    check_model_path(config.model.path, "model.path")
+
+
+def _reward(config: Config) -> None:
+    reward_model = config.reward.reward_model.path
+    if reward_model is not None:
+        check_model_path(reward_model, "reward.reward_model.path", builtins=())
+    path = config.reward.custom_reward_function.path
+    if path is None:
+        return
+    key, file = "reward.custom_reward_function.path", Path(path).expanduser()
+    if not file.is_file():
+        raise ConfigError(f"{key} = {path!r} does not exist; point it at a .py file")
+    if file.suffix != ".py":
+        raise ConfigError(f"{key} = {path!r} is not a Python (.py) file")
+
+
+def _data(config: Config) -> None:
+    for key, files in (
+        ("data.train_files", config.data.train_files),
+        ("data.val_files", config.data.val_files),
+    ):
+        if files == (BUILTIN_DATA,):
+            continue  # generated in code
+        for index, name in enumerate(files):
+            _data_file(f"{key}[{index}]", name)
+
+
+def _data_file(key: str, name: str) -> None:
+    if name == BUILTIN_DATA:
+        raise ConfigError(
+            f"{key} = {name!r} is not allowed: the built-in data set must be the only file"
+        )
+    if name.startswith("builtin:"):
+        raise ConfigError(
+            f"{key} = {name!r} is not allowed: the only built-in data set is {BUILTIN_DATA!r}"
+        )
+    path = Path(name).expanduser()
+    if not path.exists():
+        raise ConfigError(f"{key} = {name!r} does not exist")
+    if not path.is_file():
+        raise ConfigError(f"{key} = {name!r} is a folder; list the data files in it")
+    if path.suffix.lower() not in SUPPORTED:
+        raise ConfigError(
+            f"{key} = {name!r} is not a file type the reader knows: {', '.join(SUPPORTED)}"
+        )
+
+
+def _output_dir(config: Config) -> None:
+    output_dir = config.trainer.output_dir
+    if Path(output_dir).exists() and not Path(output_dir).is_dir():
+        raise ConfigError(f"trainer.output_dir = {output_dir!r} is a file, not a folder")
+
+
+def _resume(config: Config) -> None:
+    """Only that the folder exists: the checkpoint's content is verified when resuming."""
+    path = config.trainer.resume_from_path
+    if config.trainer.resume_mode == "path" and path and not Path(path).expanduser().exists():
+        raise ConfigError(f"trainer.resume_from_path = {path!r} does not exist")
+
+
+def _train_engines(config: Config) -> None:
+    check_engine(config.actor.strategy, "train", "actor.strategy")
+
+
+def _rl_engines(config: Config) -> None:
+    if config.uses_critic:
+        check_engine(config.critic.strategy, "train", "critic.strategy")
+    check_engine(config.rollout.name, "rollout", "rollout.name")
