@@ -50,17 +50,26 @@ class SamplingParams:
     seed: int | None = None
 
     def __post_init__(self) -> None:
-        if self.n < 1:
-            raise ValueError(f"rollout.n must be >= 1, got {self.n}")
-        if self.temperature < 0:
-            raise ValueError(f"rollout.temperature must be >= 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"rollout.top_p must be in (0, 1], got {self.top_p}")
-        if self.min_new_tokens > self.max_new_tokens:
-            raise ValueError(
-                f"rollout.min_new_tokens ({self.min_new_tokens}) exceeds "
-                f"max_new_tokens ({self.max_new_tokens})"
-            )
+        # The schema refuses bad `rollout.*` values by key first; these guard engines and
+        # callers that build SamplingParams in code. top_k -1 and 0 both mean "off".
+        checks = (
+            ("n", self.n >= 1, ">= 1"),
+            ("temperature", self.temperature >= 0, ">= 0"),
+            ("top_p", 0 < self.top_p <= 1, "in (0, 1]"),
+            ("top_k", self.top_k >= -1, "-1 or 0 (off) or >= 1"),
+            ("max_new_tokens", self.max_new_tokens >= 1, ">= 1"),
+            ("min_new_tokens", self.min_new_tokens >= 0, ">= 0"),
+            (
+                "min_new_tokens",
+                self.min_new_tokens <= self.max_new_tokens,
+                f"<= max_new_tokens ({self.max_new_tokens})",
+            ),
+        )
+        for name, ok, allowed in checks:
+            if not ok:
+                raise ValueError(
+                    f"SamplingParams.{name} = {getattr(self, name)!r}; allowed: {allowed}"
+                )
 
 
 @dataclass
