@@ -7,7 +7,14 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from typing import Any
 
-from rl.core.data.prompts import PromptItem, PromptOptions, make_item, tokenize_prompt
+from rl.core.data.prompts import (
+    PromptItem,
+    PromptOptions,
+    answer_of,
+    data_source_of,
+    make_item,
+    tokenize_prompt,
+)
 from rl.core.data.reader import SourcedRow
 from rl.core.errors import DataError
 
@@ -31,7 +38,12 @@ def _lengths_in_pool(
 
 
 class PromptDataset:
-    """Indexable prompts (`PromptItem`) built from rows and a tokenizer."""
+    """Indexable prompts (`PromptItem`) built from rows and a tokenizer.
+
+    For checks that name a file and row before training (`rl.core.rewards.inputs`) it keeps
+    `rows_by_data_source` (the first row of each data_source value), `num_without_answer` and
+    `first_row_without_answer` (rows whose answer column is missing or null), and `options`.
+    """
 
     def __init__(
         self,
@@ -67,6 +79,13 @@ class PromptDataset:
         if not sourced:
             raise DataError("the dataset is empty (after filtering overlong prompts)")
         self.items = [make_item(i, row, options, tokenizer) for i, row in enumerate(sourced)]
+        self.options = options
+        self.rows_by_data_source: dict[str, SourcedRow] = {}
+        for row in sourced:
+            self.rows_by_data_source.setdefault(data_source_of(row, options), row)
+        missing = [row for row in sourced if answer_of(row, options) is None]
+        self.num_without_answer = len(missing)
+        self.first_row_without_answer = missing[0] if missing else None
 
     def __len__(self) -> int:
         return len(self.items)

@@ -92,18 +92,27 @@ def tokenize_prompt(
     return text, ids
 
 
+def answer_of(row: SourcedRow, options: PromptOptions) -> Any:
+    """The row's ground truth, or None when the answer column is missing (the reward decides
+    whether that is an error: see `rl.core.rewards.inputs`)."""
+    try:
+        return lookup(row.data, options.answer_key)
+    except KeyError:
+        return None
+
+
+def data_source_of(row: SourcedRow, options: PromptOptions) -> str:
+    return str(row.data.get(options.data_source_key, "unknown"))
+
+
 def make_item(index: int, row: SourcedRow, options: PromptOptions, tokenizer: Any) -> PromptItem:
     text, ids = tokenize_prompt(row, options, tokenizer)
-    try:
-        answer = lookup(row.data, options.answer_key)
-    except KeyError:
-        answer = None
     skip = {options.prompt_key, "messages", options.data_source_key}
     return PromptItem(
         index=index,
         prompt_ids=ids,
         prompt_text=text,
-        ground_truth=answer,
-        data_source=str(row.data.get(options.data_source_key, "unknown")),
+        ground_truth=answer_of(row, options),
+        data_source=data_source_of(row, options),
         extra={k: v for k, v in row.data.items() if k not in skip},
     )

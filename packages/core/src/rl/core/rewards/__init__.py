@@ -1,6 +1,7 @@
 """Rewards: rule-based scorers, custom functions from a file, a process pool with timeouts,
 and a reward-model hook, all answering `score(requests) -> RewardResult`."""
 
+from rl.core.rewards.inputs import check_reward_inputs
 from rl.core.rewards.manager import RewardManager, make_reward_manager
 from rl.core.rewards.model_scorer import RewardModelScorer
 from rl.core.rewards.registry import SCORERS, default_compute_score, load_custom_reward
@@ -14,6 +15,7 @@ __all__ = [
     "RewardRequest",
     "RewardResult",
     "arithmetic",
+    "check_reward_inputs",
     "default_compute_score",
     "gsm8k",
     "last_boxed",

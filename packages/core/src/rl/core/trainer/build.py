@@ -39,7 +39,7 @@ def build_dataset(
 
     data = config.data
     return PromptDataset(
-        load_rows(files, size, seed),
+        load_rows(files, size, seed, data.builtin_max_operand),
         tokenizer,
         prompt_key=data.prompt_key,
         answer_key=data.answer_key,
@@ -76,6 +76,7 @@ def build_reward(config: Config) -> Any:
 
 def build_context(config: Config, output_dir: Path, with_rl_roles: bool = True) -> RunContext:
     from rl.core.data import PromptSampler
+    from rl.core.rewards import check_reward_inputs
 
     data = config.data
     tokenizer = load_tokenizer(config.model)
@@ -84,6 +85,8 @@ def build_context(config: Config, output_dir: Path, with_rl_roles: bool = True) 
     val = build_dataset(
         config, data.val_files, data.builtin_val_size, data.seed + 10_000, tokenizer
     )
+    # Before the reward and the engines are built: data the reward cannot score fails now.
+    check_reward_inputs(config, train, val)
     sampler = PromptSampler(len(train), data.train_batch_size, shuffle=data.shuffle, seed=data.seed)
     total = total_training_steps(config, sampler.steps_per_epoch)
     ctx = RunContext(

@@ -1,0 +1,89 @@
+"""Before training: can the configured reward score these datasets at all?
+
+Rule-based scoring (no `reward.custom_reward_function.path`, no `reward.reward_model.path`)
+picks a scorer by each row's data_source and compares with its ground truth, so every
+data_source must be in `SCORERS` and every row needs an answer. A custom function or a reward
+model decides for itself (a format or length reward needs no ground truth; any data_source may
+mean something to it), so then nothing is checked here: its failures are counted while scoring.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rl.core.data.reader import SourcedRow
+from rl.core.errors import ConfigError, DataError
+from rl.core.rewards.registry import SCORERS
+
+_OR_CUSTOM = "or set reward.custom_reward_function.path"
+
+
+def check_reward_inputs(config: Any, train: Any, val: Any) -> None:
+    """Raise ConfigError for a data_source with no rule-based scorer and DataError for a row
+    with no answer, naming the file, row, key and what there is instead.
+
+    `train` and `val` are `PromptDataset`s; their columns are the ones they were built with
+    (`data.data_source_key`, `data.answer_key`).
+    """
+    reward = config.reward
+    if reward.custom_reward_function.path or reward.reward_model.path:
+        return
+    for dataset in (train, val):
+        _check_data_sources(dataset)
+    for dataset in (train, val):
+        _check_answers(dataset)
+
+
+def _check_data_sources(dataset: Any) -> None:
+    key, known = dataset.options.data_source_key, ", ".join(sorted(SCORERS))
+    for value, row in dataset.rows_by_data_source.items():
+        if value in SCORERS:
+            continue
+        if key not in row.data:
+            raise ConfigError(
+                f"{row.source}, row {row.index}: no data_source column {key!r} "
+                f"(data.data_source_key) to choose the rule-based reward by; columns are "
+                f"{sorted(row.data)}; known data_source values: {known}. Fix the column or "
+                f"data.data_source_key, {_OR_CUSTOM}"
+            )
+        raise ConfigError(
+            f"{row.source}, row {row.index}: data_source {value!r} (column {key!r}, "
+            f"data.data_source_key) has no rule-based reward; known: {known}. Fix the column "
+            f"or data.data_source_key, {_OR_CUSTOM}"
+        )
+
+
+def _check_answers(dataset: Any) -> None:
+    key = dataset.options.answer_key
+    row: SourcedRow | None = dataset.first_row_without_answer
+    if row is None:
+        return
+    where = _missing_place(row.data, key)
+    what = (
+        f"the answer column {key!r} (data.answer_key) is empty (null)"
+        if where is None
+        else f"no answer column {key!r} (data.answer_key); {where}"
+    )
+    source = row.data.get(dataset.options.data_source_key, "unknown")
+    raise DataError(
+        f"{row.source}, row {row.index}: {what} ({dataset.num_without_answer} of "
+        f"{len(dataset)} rows lack it). The rule-based reward for data_source {source!r} needs "
+        "the ground truth: set data.answer_key to the right column (dotted for a nested one, "
+        f"e.g. reward_model.ground_truth), {_OR_CUSTOM}"
+    )
+
+
+def _missing_place(data: dict[str, Any], dotted: str) -> str | None:
+    """What there is where `dotted` stops resolving; None when it resolves (to null)."""
+    value: Any = data
+    parents: list[str] = []
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            if not parents:
+                return f"columns are {sorted(value)}"
+            keys = sorted(value) if isinstance(value, dict) else []
+            name = ".".join(parents)
+            return f"{name!r} has keys {keys}" if keys else f"{name!r} is not a mapping"
+        parents.append(part)
+        value = value[part]
+    return None
