@@ -131,8 +131,6 @@ def test_filter_overlong_prompts_with_worker_processes(tokenizer):
     assert [it.prompt_text for it in serial] == [it.prompt_text for it in pooled]
     assert all(len(it.prompt_ids) <= 4 for it in serial)
     assert serial.num_filtered == sum(1 for i in range(40) if i % 7 + 1 > 4)
-    with pytest.raises(DataError, match=r"the dataset is empty \(after filtering overlong"):
-        PromptDataset(rows[5:7], tokenizer, max_prompt_length=1, filter_overlong_prompts=True)
 
 
 def test_sampler_resumes_exactly():
@@ -150,3 +148,29 @@ def test_sampler_resumes_exactly():
         PromptSampler(24, 5).load_state_dict(first.state_dict())
     with pytest.raises(ConfigError, match=r"3 prompts, fewer than data.train_batch_size = 5"):
         PromptSampler(3, 5)
+
+
+def test_an_empty_file_or_dataset_says_so(tmp_path, tokenizer):
+    (tmp_path / "empty.jsonl").write_text("\n")
+    with pytest.raises(DataError, match=r"empty.jsonl: no rows; check data.train_files"):
+        read_rows(str(tmp_path / "empty.jsonl"))
+    with pytest.raises(DataError, match=r"the dataset is empty: no rows"):
+        PromptDataset([], tokenizer)
+    rows = [SourcedRow("f", i, {"prompt": "123="}) for i in range(3)]
+    with pytest.raises(
+        DataError,
+        match=r"the dataset is empty: all 3 prompts are longer than data.max_prompt_length = 2 "
+        r"and data.filter_overlong_prompts dropped them",
+    ):
+        PromptDataset(rows, tokenizer, max_prompt_length=2, filter_overlong_prompts=True)
+
+
+def test_a_native_chat_template_needs_a_tokenizer_with_one():
+    plain = build_char_tokenizer()
+    plain.chat_template = None
+    with pytest.raises(
+        ConfigError,
+        match=r"data.chat_template = 'native', but the tokenizer has no chat template; set "
+        r"data.chat_template: none",
+    ):
+        PromptDataset([SourcedRow("f", 0, {"prompt": "1="})], plain, chat_template="native")

@@ -16,7 +16,7 @@ from rl.core.data.prompts import (
     tokenize_prompt,
 )
 from rl.core.data.reader import SourcedRow
-from rl.core.errors import DataError
+from rl.core.errors import ConfigError, DataError
 
 
 def _prompt_lengths(
@@ -62,11 +62,18 @@ class PromptDataset:
         options = PromptOptions(
             prompt_key, answer_key, data_source_key, chat_template, max_prompt_length, truncation
         )
+        if chat_template == "native" and getattr(tokenizer, "chat_template", None) is None:
+            raise ConfigError(
+                "data.chat_template = 'native', but the tokenizer has no chat template; set "
+                "data.chat_template: none, or use a model whose tokenizer has one"
+            )
         sourced = [
             r if isinstance(r, SourcedRow) else SourcedRow("<memory>", i, r)
             for i, r in enumerate(rows)
         ]
         self.num_filtered = 0
+        if not sourced:
+            raise DataError("the dataset is empty: no rows")
         if filter_overlong_prompts:
             lengths = (
                 _lengths_in_pool(sourced, options, tokenizer, filter_num_workers)
@@ -77,7 +84,11 @@ class PromptDataset:
             self.num_filtered = len(sourced) - len(kept)
             sourced = kept
         if not sourced:
-            raise DataError("the dataset is empty (after filtering overlong prompts)")
+            raise DataError(
+                f"the dataset is empty: all {self.num_filtered} prompts are longer than "
+                f"data.max_prompt_length = {max_prompt_length} and data.filter_overlong_prompts "
+                "dropped them"
+            )
         self.items = [make_item(i, row, options, tokenizer) for i, row in enumerate(sourced)]
         self.options = options
         self.rows_by_data_source: dict[str, SourcedRow] = {}

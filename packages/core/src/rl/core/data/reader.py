@@ -37,6 +37,8 @@ def read_rows(files: str | Sequence[str]) -> list[SourcedRow]:
             records = _read(path)
         except UnicodeDecodeError as error:
             raise DataError(f"{path}: not UTF-8 text ({error})") from None
+        if not records:
+            raise DataError(f"{path}: no rows; check data.train_files / data.val_files")
         rows += [SourcedRow(str(path), i, record) for i, record in enumerate(records)]
     return rows
 
