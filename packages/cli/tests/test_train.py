@@ -196,7 +196,7 @@ def run_cli(*args):
         (["rollout.temperature=hot"], "rollout.temperature = 'hot': expected a number"),
         (
             ["data.train_files=[/nope/train.parquet]"],
-            "data file /nope/train.parquet does not exist",
+            "data.train_files[0] = '/nope/train.parquet' does not exist",
         ),
         (
             ["reward.custom_reward_function.path=/nope/reward.py"],
@@ -208,7 +208,7 @@ def run_cli(*args):
         ),
         (
             ["actor.kl_loss_type=k4+"],
-            "actor.kl_loss_type / algorithm.kl_penalty = 'k4+' is not a known KL estimator",
+            "actor.kl_loss_type = 'k4+' is not a known KL estimator",
         ),
         (
             ["actor.loss_scale_factor=512"],

@@ -1,25 +1,49 @@
-"""Turn user errors (bad config, missing files, bad rows) into one clear line and exit 2."""
+"""How a command ends on an error: the user's mistake in one line, a bug with its traceback.
+
+`rl.core.errors.UserError` (a bad config value, a missing file, a bad data row, a
+package to install, ...) prints `error: <message>` on one line and exits 2. Anything
+else is a bug in rl: the full traceback, a line asking for a report, exit 1. Ctrl-C
+exits 130, as shells expect.
+"""
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import click
 import typer
 
-USER_ERRORS: tuple[type[BaseException], ...] = (
-    ValueError,
-    FileNotFoundError,
-    LookupError,
-    ImportError,
-    AttributeError,
+from rl.core.errors import UserError
+
+BUG_NOTE = (
+    "This is a bug in rl, not in your config or data: please report it, with the command "
+    "you ran and the traceback above."
 )
+# How typer/click end a command on purpose; never a bug.
+_EXITS = (typer.Exit, typer.Abort, click.exceptions.Exit, click.ClickException, click.Abort)
+
+
+def one_line(message: str) -> str:
+    """`message` with its lines joined by spaces."""
+    return " ".join(line.strip() for line in message.splitlines() if line.strip())
 
 
 @contextmanager
-def exit_on_user_error() -> Iterator[None]:
+def exit_on_error() -> Iterator[None]:
+    """Run a command's body: user errors exit 2 in one line, bugs 1 with a traceback."""
     try:
         yield
-    except USER_ERRORS as error:
-        typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(code=2) from error
+    except _EXITS:
+        raise
+    except UserError as error:
+        typer.secho(f"error: {one_line(str(error))}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(code=2) from None
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        raise typer.Exit(code=130) from None
+    except Exception:
+        traceback.print_exc()
+        typer.secho(BUG_NOTE, fg=typer.colors.RED, err=True)
+        raise typer.Exit(code=1) from None

@@ -6,7 +6,18 @@ from pathlib import Path
 
 import typer
 
-from rl.cli.errors import exit_on_user_error
+from rl.cli.errors import exit_on_error
+
+CONFIG_AND_OVERRIDES = "[CONFIG.yaml] [KEY=VALUE ...]"
+
+
+CONFIG_OPTION = typer.Option(
+    None,
+    "--config",
+    "-c",
+    help="The YAML config file (this form also takes a file name with '=' in it).",
+    dir_okay=False,
+)
 
 
 def _split(config_and_overrides: list[str] | None) -> tuple[Path | None, list[str]]:
@@ -17,35 +28,62 @@ def _split(config_and_overrides: list[str] | None) -> tuple[Path | None, list[st
     return None, items
 
 
+def config_and_overrides(
+    config: Path | None, arguments: list[str] | None
+) -> tuple[Path | None, list[str]]:
+    """(config file, overrides) from `--config` and the positional arguments.
+
+    Without `--config` the first argument is the file unless it contains '='; with it,
+    every argument is an override.
+    """
+    if config is None:
+        return _split(arguments)
+    from rl.core.config import ConfigError
+
+    overrides = list(arguments or [])
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(
+                f"{item!r} is not an override (key.sub=value); --config {config} already "
+                "names the config file"
+            )
+    return config, overrides
+
+
 def train(
-    config_and_overrides: list[str] | None = typer.Argument(
+    arguments: list[str] | None = typer.Argument(
         None,
-        metavar="[CONFIG.yaml] [KEY=VALUE ...]",
+        metavar=CONFIG_AND_OVERRIDES,
         help="A config file and/or dotted overrides; none runs the built-in CPU demo.",
     ),
+    config: Path | None = CONFIG_OPTION,
 ) -> None:
     """Train with RL (GRPO, PPO, ...). With no config file: the embedded demo on the CPU."""
-    from rl.core.config import load_config
-    from rl.core.demo import DEMO_CONFIG
-    from rl.core.trainer import run_training
+    with exit_on_error():
+        from rl.core.config import load_config
+        from rl.core.demo import DEMO_CONFIG
+        from rl.core.trainer import run_training
+        from rl.core.trainer.preflight import preflight
 
-    path, overrides = _split(config_and_overrides)
-    path = path or DEMO_CONFIG
-    with exit_on_user_error():
-        config = load_config(path, overrides)
-        run_training(config)
+        path, overrides = config_and_overrides(config, arguments)
+        loaded = load_config(path or DEMO_CONFIG, overrides)
+        preflight(loaded)
+        run_training(loaded)
 
 
 def sft(
-    config_and_overrides: list[str] | None = typer.Argument(
-        None, metavar="[CONFIG.yaml] [KEY=VALUE ...]", help="A config file and/or overrides."
+    arguments: list[str] | None = typer.Argument(
+        None, metavar=CONFIG_AND_OVERRIDES, help="A config file and/or overrides."
     ),
+    config: Path | None = CONFIG_OPTION,
 ) -> None:
     """Supervised fine-tuning (full-parameter) of the actor on prompt/answer pairs."""
-    from rl.core.config import load_config
-    from rl.core.trainer import run_sft
+    with exit_on_error():
+        from rl.core.config import load_config
+        from rl.core.trainer import run_sft
+        from rl.core.trainer.preflight import preflight
 
-    path, overrides = _split(config_and_overrides)
-    with exit_on_user_error():
-        config = load_config(path, ["sft.enable=true", *overrides])
-        run_sft(config)
+        path, overrides = config_and_overrides(config, arguments)
+        loaded = load_config(path, ["sft.enable=true", *overrides])
+        preflight(loaded, with_rl_roles=False)
+        run_sft(loaded)
