@@ -163,7 +163,7 @@ def test_each_distinct_failure_text_is_shown_once(bad_reward, caplog):
     with caplog.at_level(logging.WARNING, logger="rl"):
         manager.score(requests("raise", "ok", "raise", "nan"))
         manager.score(requests("nan", "raise", "ok"))
-    shown = [r.getMessage() for r in caplog.records if r.name == "rl"]
+    shown = [r.getMessage() for r in caplog.records if r.name.startswith("rl.")]
     assert len(shown) == 2
     assert shown[0].startswith(
         "reward failed (data_source 'custom', response 'raise'): "

@@ -1,6 +1,6 @@
 """Failed responses are shown (once per distinct text), counted, and bounded.
 
-The texts go to the `rl` logger at WARNING. With no logging configured (a plain `rl train`)
+The texts go to the `rl.core.rewards.failures` logger at WARNING. With no logging configured (a plain `rl train`)
 Python's last-resort handler prints them on stderr, which the console's progress bar keeps
 above itself; an application that configures logging routes them like any other warning.
 """
@@ -15,7 +15,7 @@ from rl.core.errors import ConfigError, RewardError
 from rl.core.rewards.types import OK, RewardRequest, ScoreOutcome
 from rl.core.rewards.values import short_repr
 
-logger = logging.getLogger("rl")
+logger = logging.getLogger(__name__)  # under "rl", like every rl logger
 # A function whose error text varies with the input (say a KeyError naming the answer) must
 # not flood the console: after this many distinct texts the rest are only counted.
 MAX_SHOWN = 20

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import signal
+import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -90,7 +91,7 @@ def death_text(workers: list[Any]) -> str:
     Once one worker dies the pool ends the others with SIGTERM, so an exit code other than
     that one names the worker that died on its own.
     """
-    codes = [worker.exitcode for worker in workers if worker.exitcode not in (None, 0)]
+    codes = [code for code in _exit_codes(workers) if code not in (None, 0)]
     own = [code for code in codes if code != -signal.SIGTERM] or codes
     if not own:
         return "a reward worker process died (exit code unknown)"
@@ -100,3 +101,14 @@ def death_text(workers: list[Any]) -> str:
     except ValueError:  # a signal number with no name
         cause = ""
     return f"a reward worker process died (exit code {code}{cause})"
+
+
+def _exit_codes(workers: list[Any], wait_s: float = 2.0) -> list[int | None]:
+    """The workers' exit codes, waiting a little: when the pool reports itself broken, its
+    manager thread may still be reaping the dead worker (its code reads None until then)."""
+    deadline = time.monotonic() + wait_s
+    codes = [worker.exitcode for worker in workers]
+    while None in codes and time.monotonic() < deadline:
+        time.sleep(0.01)
+        codes = [worker.exitcode for worker in workers]
+    return codes
