@@ -197,7 +197,7 @@ def test_the_run_stops_when_the_failed_share_over_the_window_passes_the_bound(ba
     with pytest.raises(RewardError) as stopped:
         manager.score(fails(3, 4))  # 7 of 12
     assert str(stopped.value) == (
-        "the reward failed on 7 of 12 responses over the last 3 scoring calls (rate 0.58), "
+        "the reward failed on 7 of 12 responses in the last 3 scoring calls (rate 0.58), "
         "more than reward.max_error_rate = 0.5; first error: ValueError: boom (bad_reward.py, "
         "line 10). Fix the reward function, or raise reward.max_error_rate (1.0 never stops)"
     )
@@ -207,12 +207,12 @@ def test_the_window_slides(bad_reward):
     manager = RewardManager(bad_reward, max_error_rate=0.5, error_rate_window=2)
     manager.score(fails(0, 4))
     manager.score(fails(3, 4))  # 3 of 8
-    with pytest.raises(RewardError, match=r"on 6 of 8 responses over the last 2 scoring calls"):
+    with pytest.raises(RewardError, match=r"on 6 of 8 responses in the last 2 scoring calls"):
         manager.score(fails(3, 4))  # the first call has left the window: 6 of 8, not 6 of 12
 
 
 def test_a_first_call_that_fails_entirely_stops_at_once(bad_reward):
-    with pytest.raises(RewardError, match=r"on 2 of 2 responses over the last 1 scoring calls"):
+    with pytest.raises(RewardError, match=r"on 2 of 2 responses in the last scoring call "):
         RewardManager(bad_reward).score(requests("nan-dict", "str"))
 
 

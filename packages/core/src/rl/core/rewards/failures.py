@@ -1,8 +1,9 @@
 """Failed responses are shown (once per distinct text), counted, and bounded.
 
-The texts go to the `rl.core.rewards.failures` logger at WARNING. With no logging configured (a plain `rl train`)
-Python's last-resort handler prints them on stderr, which the console's progress bar keeps
-above itself; an application that configures logging routes them like any other warning.
+The texts go to the `rl.core.rewards.failures` logger at WARNING. With no logging configured
+(a plain `rl train`) Python's last-resort handler prints them on stderr, which the console's
+progress bar keeps above itself; an application that configures logging routes them like any
+other warning.
 """
 
 from __future__ import annotations
@@ -80,10 +81,12 @@ class FailureTracker:
         scored = sum(call[1] for call in self.calls)
         if scored == 0 or failed / scored <= self.max_error_rate:
             return
-        first = next(text for count, _, text in self.calls if count)
+        first = next(text for n_failed, _, text in self.calls if n_failed)
+        count = len(self.calls)
+        calls = "the last scoring call" if count == 1 else f"the last {count} scoring calls"
         raise RewardError(
-            f"the reward failed on {failed} of {scored} responses over the last "
-            f"{len(self.calls)} scoring calls (rate {failed / scored:.2f}), more than "
+            f"the reward failed on {failed} of {scored} responses in {calls} "
+            f"(rate {failed / scored:.2f}), more than "
             f"reward.max_error_rate = {self.max_error_rate:g}; first error: {first}. Fix the "
             "reward function, or raise reward.max_error_rate (1.0 never stops)"
         )
