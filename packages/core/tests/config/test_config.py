@@ -86,3 +86,42 @@ def test_dump_round_trips(tmp_path):
     path.write_text(dump_config(config))
     assert load_config(path) == config
     assert config.data.train_files == ("a.parquet", "b.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("model=[]", "model = [] is not allowed: expected a mapping"),
+        ("data.train_files={a: 1}", "data.train_files = {'a': 1} is not allowed: expected a list"),
+        (
+            "model.path=\x1f",
+            "override 'model.path=\\x1f' could not be read: unacceptable character",
+        ),
+        ("model.path={_:[]}", "override 'model.path={_:[]}' could not be read"),
+        ("=5", "override '=5': the key '' has an empty part"),
+        ("actor..lr=1", "override 'actor..lr=1': the key 'actor..lr' has an empty part"),
+        ("trainer.seed=${nope}", "config could not be resolved: Interpolation key 'nope' not"),
+        ("trainer.seed=${nope}", "(at trainer.seed)"),
+    ],
+)
+def test_what_the_fuzzer_found_in_overrides(override, message):
+    with pytest.raises(ConfigError) as error:
+        load_config(overrides=[override])
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("false\n", "could not be read"),
+        ("- 1\n- 2\n", "must be a mapping of sections, got [1, 2]"),
+        ('"a\\nb": 1\n', "unknown config key 'a\\nb'"),
+        ('model:\n  path: "a\\0b"\n', "model.path = 'a\\x00b': expected a string without NUL"),
+    ],
+)
+def test_what_the_fuzzer_found_in_files(tmp_path, text, message):
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    assert message in str(error.value) and "\n" not in str(error.value)

@@ -169,3 +169,9 @@ def test_loggers_that_are_not_installed(monkeypatch):
 def test_algorithm_names():
     message = refused(["critic.loss_agg_mode=sum"])
     assert message.startswith("critic.loss_agg_mode = 'sum' is not a known loss aggregation mode")
+
+
+def test_an_unknown_home_folder_is_a_path_that_does_not_exist():
+    assert refused(["model.path=~nobody_here/m"]) == "model.path = '~nobody_here/m' does not exist"
+    message = refused(["reward.custom_reward_function.path=~nobody_here/r.py"])
+    assert message.startswith("reward.custom_reward_function.path = '~nobody_here/r.py' does not")

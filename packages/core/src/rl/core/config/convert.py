@@ -42,7 +42,8 @@ def from_dict(cls: type[T], data: dict[str, Any] | None, prefix: str = "") -> T:
 def _unknown_key_message(prefix: str, key: str, names: list[str]) -> str:
     close = difflib.get_close_matches(key, names, n=1, cutoff=0.5)
     hint = f" Did you mean '{prefix}{close[0]}'?" if close else ""
-    return f"unknown config key '{prefix}{key}'.{hint} Valid keys here: {', '.join(sorted(names))}"
+    valid = ", ".join(sorted(names))
+    return f"unknown config key {prefix + key!r}.{hint} Valid keys here: {valid}"
 
 
 def _convert(annotation: Any, value: Any, path: str) -> Any:
@@ -101,9 +102,11 @@ def _convert_scalar(annotation: Any, value: Any, path: str) -> Any:
             raise ConfigError(f"{path} = {value!r}: expected a finite number")
         return number
     if annotation is str:
-        if isinstance(value, str):
-            return value
-        raise ConfigError(f"{path} = {value!r}: expected a string")
+        if not isinstance(value, str):
+            raise ConfigError(f"{path} = {value!r}: expected a string")
+        if "\x00" in value:  # no name, path or id holds one; the OS refuses such paths
+            raise ConfigError(f"{path} = {value!r}: expected a string without NUL characters")
+        return value
     return value
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from rl.core.config.convert import from_dict, to_dict
@@ -36,25 +36,83 @@ def _register_resolvers() -> None:
 def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> Config:
     """The resolved, validated config from an optional YAML file and `key.sub=value` overrides."""
     _register_resolvers()
-    layers = [OmegaConf.create(to_dict(Config()))]
+    merged = OmegaConf.create(to_dict(Config()))
     if path is not None:
-        path = Path(path)
-        if not path.is_file():
-            raise ConfigError(f"config file {path} does not exist")
-        try:
-            layers.append(OmegaConf.load(path))
-        except (yaml.YAMLError, OmegaConfBaseException) as error:
-            raise ConfigError(f"config file {path} is not valid YAML: {error}") from error
+        merged = _merge(merged, _load_file(Path(path)), f"config file {path}")
     for override in overrides:
-        if "=" not in override:
-            raise ConfigError(f"override {override!r} must look like key.sub=value")
+        merged = _merge(merged, _parse_override(override), f"override {override!r}")
     try:
-        layers.append(OmegaConf.from_dotlist(list(overrides)))
-        merged = OmegaConf.merge(*layers)
         plain: Any = OmegaConf.to_container(merged, resolve=True)
     except OmegaConfBaseException as error:
-        raise ConfigError(f"config could not be resolved: {error}") from error
+        raise ConfigError(f"config could not be resolved: {_one_line(error)}") from None
     return from_dict(Config, plain)
+
+
+def _load_file(path: Path) -> Any:
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist")
+    try:
+        return OmegaConf.load(path)
+    except (yaml.YAMLError, OmegaConfBaseException, UnicodeDecodeError) as error:
+        raise ConfigError(f"config file {path} is not valid YAML: {_one_line(error)}") from None
+    except OSError as error:  # unreadable, or a document that is a bare scalar
+        raise ConfigError(f"config file {path} could not be read: {_one_line(error)}") from None
+
+
+def _parse_override(override: str) -> Any:
+    key, equals, _ = override.partition("=")
+    if not equals:
+        raise ConfigError(f"override {override!r} must look like key.sub=value")
+    if not all(key.split(".")):
+        raise ConfigError(f"override {override!r}: the key {key!r} has an empty part")
+    try:
+        return OmegaConf.from_dotlist([override])
+    except (yaml.YAMLError, OmegaConfBaseException, ValueError) as error:
+        raise ConfigError(f"override {override!r} could not be read: {_one_line(error)}") from None
+
+
+def _merge(base: Any, layer: Any, source: str) -> Any:
+    """`layer` over `base`; a list where a section is (or the reverse) names the key."""
+    if not isinstance(layer, DictConfig):
+        raise ConfigError(f"{source} must be a mapping of sections, got {_plain(layer)!r}")
+    try:
+        return OmegaConf.merge(base, layer)
+    except (OmegaConfBaseException, TypeError, ValueError) as error:
+        conflict = _container_conflict(_plain(base), _plain(layer))
+        if conflict is None:
+            raise ConfigError(f"{source} could not be merged: {_one_line(error)}") from None
+        key, value, expected = conflict
+        raise ConfigError(f"{key} = {value!r} is not allowed: expected {expected}") from None
+
+
+def _container_conflict(base: Any, layer: Any, prefix: str = "") -> tuple[str, Any, str] | None:
+    """The first key where `layer` puts a list over a mapping of `base`, or the reverse."""
+    if not isinstance(base, dict) or not isinstance(layer, dict):
+        return None
+    for name, value in layer.items():
+        key, default = f"{prefix}{name}", base.get(name)
+        if isinstance(default, dict) and isinstance(value, list):
+            return key, value, "a mapping"
+        if isinstance(default, list) and isinstance(value, dict):
+            return key, value, "a list"
+        found = _container_conflict(default, value, f"{key}.")
+        if found is not None:
+            return found
+    return None
+
+
+def _plain(node: Any) -> Any:
+    if isinstance(node, (DictConfig, ListConfig)):
+        return OmegaConf.to_container(node, resolve=False)
+    return node
+
+
+def _one_line(error: BaseException) -> str:
+    """An OmegaConf/YAML message in one line (they add `full_key: ...` lines), naming the key."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    text = " ".join(line for line in lines if not line.startswith(("full_key:", "object_type=")))
+    full_key = getattr(error, "full_key", None)
+    return f"{text} (at {full_key})" if full_key else text or type(error).__name__
 
 
 def dump_config(config: Config) -> str:

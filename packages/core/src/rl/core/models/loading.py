@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import torch
 
 from rl.core.config import ConfigError, ModelConfig
+from rl.core.config.paths import user_path
 from rl.core.models.tiny import build_char_tokenizer, tiny_qwen2_config
 
 BUILTIN_TINY = "builtin:tiny-qwen2"
@@ -48,7 +48,7 @@ def check_model_path(path: str, key: str, builtins: tuple[str, ...] = (BUILTIN_T
             return
         only = f"the only built-in model is {builtins[0]!r}" if builtins else "no built-in model"
         raise ConfigError(f"{key} = {path!r} is not allowed: {only}")
-    local = Path(path).expanduser()
+    local = user_path(path)
     if local.is_dir():
         if not (local / "config.json").is_file():
             raise ConfigError(
@@ -68,7 +68,7 @@ def check_model_path(path: str, key: str, builtins: tuple[str, ...] = (BUILTIN_T
 
 def _source(config: ModelConfig) -> str:
     """Where `from_pretrained` reads the model: the local folder with `~` expanded, else the id."""
-    local = Path(config.path).expanduser()
+    local = user_path(config.path)
     return str(local) if local.is_dir() else config.path
 
 

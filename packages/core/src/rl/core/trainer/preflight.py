@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rl.core.config import Config, ConfigError
+from rl.core.config.paths import user_path
 from rl.core.data.reader import SUPPORTED
 from rl.core.imports import MissingDependencyError, is_installed
 from rl.core.models.loading import check_model_path
@@ -85,7 +86,7 @@ def _reward(config: Config) -> None:
     path = config.reward.custom_reward_function.path
     if path is None:
         return
-    key, file = "reward.custom_reward_function.path", Path(path).expanduser()
+    key, file = "reward.custom_reward_function.path", user_path(path)
     if not file.is_file():
         raise ConfigError(f"{key} = {path!r} does not exist; point it at a .py file")
     if file.suffix != ".py":
@@ -112,7 +113,7 @@ def _data_file(key: str, name: str) -> None:
         raise ConfigError(
             f"{key} = {name!r} is not allowed: the only built-in data set is {BUILTIN_DATA!r}"
         )
-    path = Path(name).expanduser()
+    path = user_path(name)
     if not path.exists():
         raise ConfigError(f"{key} = {name!r} does not exist")
     if not path.is_file():
@@ -132,7 +133,7 @@ def _output_dir(config: Config) -> None:
 def _resume(config: Config) -> None:
     """Only that the folder exists: the checkpoint's content is verified when resuming."""
     path = config.trainer.resume_from_path
-    if config.trainer.resume_mode == "path" and path and not Path(path).expanduser().exists():
+    if config.trainer.resume_mode == "path" and path and not user_path(path).exists():
         raise ConfigError(f"trainer.resume_from_path = {path!r} does not exist")
 
 
