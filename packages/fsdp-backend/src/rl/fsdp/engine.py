@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
-from safetensors.torch import load_file as load_safetensors
-from safetensors.torch import save_file as save_safetensors
 from torch.distributed.checkpoint.state_dict import (
     StateDictOptions,
     get_model_state_dict,
@@ -25,11 +23,11 @@ from torch.distributed.checkpoint.state_dict import (
 )
 
 from rl.core.batch import batch_size, select, split, to_device
+from rl.core.checkpoint_io import load_state, load_weights, save_state, save_weights
 from rl.core.config import Config, OptimConfig
 from rl.core.engines import LogprobOutput, LossFn
 from rl.core.models import load_causal_lm, load_value_model
 from rl.core.optim import make_lr_scheduler
-from rl.core.safe_load import load_state
 from rl.fsdp.distributed import data_parallel_mesh
 from rl.fsdp.forward import (
     fused_logprobs_and_entropy,
@@ -243,18 +241,16 @@ class FSDPTrainEngine:
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
         weights = get_model_state_dict(self.model, options=FULL)
-        save_safetensors(_unshared(weights), str(folder / "model.safetensors"))
+        save_weights(weights, folder / "model.safetensors")
         state: dict[str, Any] = {"generator": self.generator.get_state()}
         if self.optimizer is not None and self.lr_scheduler is not None:
             state["optimizer"] = get_optimizer_state_dict(self.model, self.optimizer, options=FULL)
             state["lr_scheduler"] = self.lr_scheduler.state_dict()
-        torch.save(state, folder / "state.pt")
+        save_state(state, folder / "state.pt")
 
     def load(self, path: str) -> None:
         folder = Path(path)
-        set_model_state_dict(
-            self.model, load_safetensors(str(folder / "model.safetensors")), options=FULL
-        )
+        set_model_state_dict(self.model, load_weights(folder / "model.safetensors"), options=FULL)
         state = load_state(folder / "state.pt")
         self.generator.set_state(state["generator"])
         if self.optimizer is not None and self.lr_scheduler is not None:
@@ -284,14 +280,3 @@ class FSDPTrainEngine:
                 for key, value in state.items():
                     if isinstance(value, torch.Tensor):
                         state[key] = value.to(device, non_blocking=True)
-
-
-def _unshared(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Contiguous tensors, tied ones copied: safetensors stores no shared storage."""
-    seen: set[int] = set()
-    out = {}
-    for name, tensor in weights.items():
-        pointer = tensor.untyped_storage().data_ptr()
-        out[name] = tensor.contiguous() if pointer not in seen else tensor.clone()
-        seen.add(pointer)
-    return out

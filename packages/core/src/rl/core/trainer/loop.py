@@ -5,12 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import torch
-
+from rl.core.checkpoint_io import load_state, save_state
 from rl.core.config import Config, dump_config
 from rl.core.logging import make_tracker
 from rl.core.logging.sinks import trim_metrics_file
-from rl.core.safe_load import load_state
 from rl.core.trainer import losses
 from rl.core.trainer.build import build_context, build_sft_engine
 from rl.core.trainer.checkpoint import (
@@ -21,6 +19,7 @@ from rl.core.trainer.checkpoint import (
 )
 from rl.core.trainer.health import TrainingHealth
 from rl.core.trainer.manifest import new_run_id
+from rl.core.trainer.preflight import preflight
 from rl.core.trainer.rng import rng_state, seed_everything, set_rng_state
 from rl.core.trainer.sft import run_sft_steps
 from rl.core.trainer.step import rl_step
@@ -49,7 +48,7 @@ def save_run(ctx: Any, step: int, kl_ctrl: Any, run_id: str) -> Path:
     def write(folder: Path) -> None:
         for name, engine in _roles(ctx).items():
             engine.save(str(folder / name))
-        torch.save(
+        save_state(
             {
                 "step": step,
                 "rng": rng_state(),
@@ -92,7 +91,7 @@ def warm_start(ctx: Any) -> dict[str, float]:
 def run_training(config: Config) -> dict[str, float]:
     """Train with RL as configured; returns the last validation metrics."""
     seed_everything(config.trainer.seed)
-    losses.validate_algorithm_names(config)
+    preflight(config)
     output_dir = Path(config.trainer.output_dir)
     trainer = config.trainer
     resume = find_resume_checkpoint(
@@ -142,7 +141,7 @@ def _validate(
 def run_sft(config: Config) -> list[float]:
     """`rl sft`: supervised fine-tuning only; the result is saved as a Hugging Face folder."""
     seed_everything(config.trainer.seed)
-    losses.validate_algorithm_names(config)
+    preflight(config, with_rl_roles=False)
     output_dir = Path(config.trainer.output_dir)
     ctx = build_context(config, output_dir, with_rl_roles=False)
     write_run_config(output_dir, config)

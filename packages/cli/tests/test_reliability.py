@@ -1,0 +1,376 @@
+"""Reliability campaign: each failure a user can meet, as a real `rl train` process on the tiny
+model, asserting the exit code and the message (issue 9). User errors exit 2 with one line on
+stderr and no traceback; nothing written before is lost."""
+
+import json
+import os
+import pickle
+import random
+import resource
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from rl.core.errors import CheckpointError
+from rl.core.trainer.manifest import verify_checkpoint, write_manifest
+
+
+def rl_train(rl_executable, tiny_run, output_dir, *extra, preexec_fn=None, timeout=600):
+    args = [
+        rl_executable,
+        "train",
+        *tiny_run,
+        f"trainer.output_dir={output_dir}",
+        "trainer.save_freq=1",
+        *extra,
+    ]
+    return subprocess.run(
+        args, capture_output=True, text=True, timeout=timeout, preexec_fn=preexec_fn
+    )
+
+
+def user_error(result):
+    """The one-line message of a run refused with a user error (exit code 2)."""
+    assert result.returncode == 2, (result.returncode, result.stderr[-3000:])
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, result.stderr[-3000:]
+    return errors[0]
+
+
+def completed(result):
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def steps(output_dir):
+    root = Path(output_dir) / "checkpoints"
+    return sorted(int(p.name.split("_")[-1]) for p in root.glob("global_step_*"))
+
+
+def final_weights(output_dir):
+    return load_file(str(Path(output_dir) / "hf" / "model.safetensors"))
+
+
+# --- checkpoints -------------------------------------------------------------------------
+
+
+def test_a_fresh_run_never_prunes_nor_resumes_an_earlier_runs_checkpoints(
+    tmp_path, rl_executable, tiny_run
+):
+    """The reported failure: an earlier run left global_step_12; a new run with
+    resume_mode=disable deleted each of its own checkpoints right after writing it, and the
+    next run resumed the old global_step_12 with exit code 0. Now the new run is refused
+    before it writes anything, config.yaml included."""
+    out = tmp_path / "out"
+    completed(rl_train(rl_executable, tiny_run, out, "trainer.max_ckpt_to_keep=1"))
+    old = out / "checkpoints" / "global_step_3"
+    old.rename(out / "checkpoints" / "global_step_12")  # an earlier, longer run
+    (out / "checkpoints" / "latest").write_text("global_step_12")
+    config_before = (out / "config.yaml").read_text()
+    result = rl_train(rl_executable, tiny_run, out, "trainer.resume_mode=disable", "trainer.seed=7")
+    message = user_error(result)
+    assert "global_step_12" in message and "trainer.resume_mode=auto" in message
+    assert steps(out) == [12]
+    assert (out / "config.yaml").read_text() == config_before
+
+
+def test_a_corrupt_newest_checkpoint_falls_back_to_the_newest_good_one(
+    tmp_path, rl_executable, tiny_run
+):
+    out = tmp_path / "out"
+    completed(rl_train(rl_executable, tiny_run, out, "trainer.total_training_steps=2"))
+    assert steps(out) == [1, 2]
+    weights = out / "checkpoints" / "global_step_2" / "actor" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-100])  # truncated
+    result = completed(rl_train(rl_executable, tiny_run, out))
+    assert f"not resuming from {weights.parent.parent}" in result.stderr
+    assert "has " in result.stderr and "the manifest says" in result.stderr
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == [0, 1, 2, 3]  # step 2 was redone from step 1
+
+
+def test_resume_from_a_bad_path_is_one_line_naming_the_file(tmp_path, rl_executable, tiny_run):
+    out = tmp_path / "out"
+    completed(rl_train(rl_executable, tiny_run, out, "trainer.total_training_steps=1"))
+    state = out / "checkpoints" / "global_step_1" / "trainer_state.pt"
+    state.write_bytes(b"garbage")
+    result = rl_train(
+        rl_executable,
+        tiny_run,
+        tmp_path / "other",
+        "trainer.resume_mode=path",
+        f"trainer.resume_from_path={state.parent}",
+    )
+    message = user_error(result)
+    assert str(state) in message and "trainer.resume_from_path" in message
+
+
+class _Payload:
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (exec, (f"open({self.marker!r}, 'w').write('pwned')",))
+
+
+def test_a_crafted_checkpoint_cannot_run_code(tmp_path, rl_executable, tiny_run):
+    """trainer_state.pt replaced by a pickle that runs code when unpickled, with a manifest
+    rewritten to match (whoever can write the file can write the manifest)."""
+    out = tmp_path / "out"
+    completed(rl_train(rl_executable, tiny_run, out, "trainer.total_training_steps=1"))
+    folder = out / "checkpoints" / "global_step_1"
+    marker = tmp_path / "pwned"
+    torch.save({"step": 1, "payload": _Payload(marker)}, folder / "trainer_state.pt")
+    run_id = json.loads((folder / "manifest.json").read_text())["run_id"]
+    write_manifest(folder, run_id, 1)
+    with open(folder / "trainer_state.pt", "rb") as handle:  # the payload is live under pickle
+        assert b"exec" in handle.read()
+    result = rl_train(
+        rl_executable,
+        tiny_run,
+        out,
+        "trainer.resume_mode=path",
+        f"trainer.resume_from_path={folder}",
+    )
+    message = user_error(result)
+    assert "trainer_state.pt cannot be loaded safely" in message
+    assert not marker.exists()
+    pickle.dumps(_Payload(marker))  # (the payload itself is a valid pickle)
+
+
+def _small_file_limit():
+    # Every file may hold at most 64 KiB: the checkpoint's weights cannot be written (EFBIG,
+    # as on a full disk), the logs and metrics can.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, 64 << 10))
+
+
+def test_a_failed_checkpoint_write_stops_the_run_clearly_and_keeps_what_was_there(
+    tmp_path, rl_executable, tiny_run
+):
+    out = tmp_path / "out"
+    completed(rl_train(rl_executable, tiny_run, out, "trainer.total_training_steps=1"))
+    before = verify_checkpoint(out / "checkpoints" / "global_step_1")
+    result = rl_train(rl_executable, tiny_run, out, preexec_fn=_small_file_limit)
+    message = user_error(result)
+    assert "could not write checkpoint" in message and "global_step_2" in message
+    assert "global_step_1 is intact" in message
+    assert steps(out) == [1]
+    assert verify_checkpoint(out / "checkpoints" / "global_step_1") == before
+    assert not list((out / "checkpoints").glob(".tmp-*"))
+    completed(rl_train(rl_executable, tiny_run, out))  # space back: it resumes and finishes
+    assert steps(out) == [2, 3]
+
+
+def test_a_torn_metrics_row_does_not_block_resume(tmp_path, rl_executable, tiny_run):
+    out = tmp_path / "out"
+    completed(rl_train(rl_executable, tiny_run, out, "trainer.total_training_steps=2"))
+    with (out / "metrics.jsonl").open("a") as handle:
+        handle.write('{"step": 3, "reward/me')
+    result = completed(rl_train(rl_executable, tiny_run, out))
+    assert "dropped a torn" in result.stderr
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == [0, 1, 2, 3]
+
+
+# --- rewards: a failure never looks like a zero reward ----------------------------------
+
+
+def reward_file(tmp_path, *body):
+    path = tmp_path / "reward.py"
+    path.write_text(
+        "import math, os, signal, sys, time\n\n"
+        "def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
+        + "".join(f"    {line}\n" for line in body)
+    )
+    return [f"reward.custom_reward_function.path={path}"]
+
+
+@pytest.mark.parametrize(
+    ("body", "extra", "said"),
+    [
+        ("raise ValueError('boom')", [], "ValueError: boom"),
+        ("return {'score': math.nan}", [], "nan"),
+        ("return 'high'", [], "str"),
+        ("time.sleep(60)", ["reward.timeout_s=0.5"], "timed out"),
+        ("sys.exit(3)", [], "sys.exit"),
+        ("os._exit(3)", [], "os._exit"),
+        ("os._exit(3)", ["reward.num_workers=1"], "os._exit"),
+        ("os.kill(os.getpid(), signal.SIGKILL)", ["reward.num_workers=1"], "died"),
+    ],
+)
+def test_a_failing_reward_function_stops_the_run_with_its_error(
+    tmp_path, rl_executable, tiny_run, body, extra, said
+):
+    out = tmp_path / "out"
+    result = rl_train(rl_executable, tiny_run, out, *reward_file(tmp_path, body), *extra)
+    message = user_error(result)
+    assert "reward.max_error_rate" in message and said in message, message
+    assert said in result.stderr.split("error: ")[0]  # shown as it happened, before the end
+
+
+def test_reward_failures_under_the_bound_are_counted_and_shown(tmp_path, rl_executable, tiny_run):
+    out = tmp_path / "out"
+    body = ["if len(solution_str) % 2:", "    raise ValueError('boom')", "return 1.0"]
+    result = completed(
+        rl_train(
+            rl_executable,
+            tiny_run,
+            out,
+            *reward_file(tmp_path, *body),
+            "reward.max_error_rate=1.0",
+        )
+    )
+    assert result.stderr.count("ValueError: boom") == 1  # once per distinct error
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert sum(row.get("reward/errors", 0) for row in rows) > 0
+
+
+def test_rewards_that_overflow_the_loss_stop_after_max_skipped_steps(
+    tmp_path, rl_executable, tiny_run
+):
+    out = tmp_path / "out"
+    body = "return 3e38 * (len(solution_str) % 2)"
+    result = rl_train(
+        rl_executable,
+        tiny_run,
+        out,
+        *reward_file(tmp_path, body),
+        "algorithm.norm_adv_by_std_in_grpo=false",
+        "trainer.max_skipped_steps=2",
+        "sft.steps=0",
+    )
+    message = user_error(result)
+    assert "2 steps in a row skipped every actor update" in message
+    assert "trainer.max_skipped_steps" in message
+
+
+# --- values refused up front ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("overrides", "said"),
+    [
+        (["actor.optim.grad_clip=-1"], "actor.optim.grad_clip = -1"),
+        (
+            ["algorithm.adv_estimator=gae", "critic.ppo_mini_batch_size=0"],
+            "critic.ppo_mini_batch_size = 0",
+        ),
+        (["critic.loss_agg_mode=tokenmean"], "critic.loss_agg_mode = 'tokenmean'"),
+        (["trainer.device=cuda"], "trainer.device"),
+        (["model.path=/nope/model"], "model.path"),
+        (["reward.timeout_s=0"], "reward.timeout_s = 0"),
+        (["trainer.total_training_steps=0"], "trainer.total_training_steps = 0"),
+    ],
+)
+def test_bad_values_are_refused_before_anything_is_written(
+    tmp_path, rl_executable, tiny_run, overrides, said
+):
+    out = tmp_path / "out"
+    result = rl_train(rl_executable, tiny_run, out, *overrides)
+    assert said in user_error(result)
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_data_that_cannot_be_scored_is_refused_before_training(tmp_path, rl_executable, tiny_run):
+    data = tmp_path / "train.jsonl"
+    data.write_text(
+        "".join(
+            json.dumps({"prompt": f"{i}+1=", "answer": str(i + 1), "data_source": "arithmetic"})
+            + "\n"
+            for i in range(16)
+        )
+    )
+    files = [f"data.train_files=[{data}]", f"data.val_files=[{data}]"]
+    message = user_error(
+        rl_train(rl_executable, tiny_run, tmp_path / "a", *files, "data.answer_key=solution")
+    )
+    assert "data.answer_key" in message and "solution" in message
+    data.write_text(data.read_text().replace('"arithmetic"', '"arithmetc"'))
+    message = user_error(rl_train(rl_executable, tiny_run, tmp_path / "b", *files))
+    assert "arithmetc" in message and "reward.custom_reward_function.path" in message
+
+
+def test_a_config_file_whose_name_has_an_equals_sign(tmp_path, rl_executable, tiny_run):
+    config = tmp_path / "lr=1e-3.yaml"
+    config.write_text("trainer:\n  total_training_steps: 1\n")
+    out = tmp_path / "out"
+    args = [rl_executable, "train", "--config", str(config), *tiny_run]
+    args += [f"trainer.output_dir={out}", "trainer.total_training_steps=1"]
+    completed(subprocess.run(args, capture_output=True, text=True, timeout=600))
+    assert (out / "hf").is_dir()
+
+
+# --- kill-and-resume soak -----------------------------------------------------------------
+
+
+def _start(rl_executable, tiny_run, output_dir, extra):
+    args = [
+        rl_executable,
+        "train",
+        *tiny_run,
+        f"trainer.output_dir={output_dir}",
+        "trainer.save_freq=1",
+        *extra,
+    ]
+    return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def _kill_when(process, ready, timeout=300.0):
+    deadline = time.time() + timeout
+    while process.poll() is None and time.time() < deadline:
+        if ready():
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+            return True
+        time.sleep(0.002)
+    process.wait()
+    return False
+
+
+@pytest.mark.slow
+def test_kill_and_resume_soak_ends_bit_identical_and_loses_no_checkpoint(
+    tmp_path, rl_executable, tiny_run
+):
+    """Random SIGKILLs across one run (the first one while a checkpoint is being written),
+    each followed by a rerun: the final weights equal an uninterrupted run's bit for bit, and
+    after every kill the newest good checkpoint is at least as new as before."""
+    extra = ["trainer.total_training_steps=6", "trainer.test_freq=3"]
+    straight = _start(rl_executable, tiny_run, tmp_path / "straight", extra)
+    assert straight.wait(timeout=600) == 0, straight.stderr.read()
+    out, ckpts = tmp_path / "killed", tmp_path / "killed" / "checkpoints"
+    chance = random.Random(20261122)
+    newest_good, kills = 0, 0
+    for attempt in range(8):
+        run = _start(rl_executable, tiny_run, out, extra)
+        if attempt == 0:
+            killed = _kill_when(run, lambda: any(ckpts.glob(".tmp-global_step_*/actor")))
+        elif attempt < 4:
+            deadline = time.time() + chance.uniform(4.0, 12.0)
+            killed = _kill_when(run, lambda at=deadline: time.time() > at)
+        else:
+            assert run.wait(timeout=600) == 0, run.stderr.read()
+            break
+        kills += killed
+        good = [s for folder in ckpts.glob("global_step_*") if (s := _good_step(folder))]
+        assert max(good, default=0) >= newest_good, (good, newest_good)
+        newest_good = max(good, default=0)
+    assert kills >= 2
+    expected, got = final_weights(tmp_path / "straight"), final_weights(out)
+    for name in expected:
+        assert torch.equal(expected[name], got[name]), name
+
+
+def _good_step(folder):
+    """The step of a checkpoint that verifies, else 0 (a damaged folder is allowed, a lost
+    one is not)."""
+    try:
+        return verify_checkpoint(folder)["step"]
+    except CheckpointError:
+        return 0

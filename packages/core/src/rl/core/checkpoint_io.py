@@ -1,0 +1,84 @@
+"""Reading and writing checkpoint files: no code runs on load, write failures are `OSError`.
+
+Loading: `torch.load(weights_only=True)` only rebuilds tensors and plain Python
+values, and weights are safetensors; a file that needs anything else (a pickled
+object, a crafted `__reduce__`) is refused with a `CheckpointError` naming it.
+
+Writing: torch and safetensors report a full disk or an I/O error as their own
+exception types; they are re-raised as `OSError`, so that the checkpoint writer can
+tell a failed write (keep the previous checkpoint, stop with a clear message) from a
+bug (keep the traceback).
+"""
+
+from __future__ import annotations
+
+import errno
+import pickle
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from rl.core.errors import CheckpointError
+
+
+def save_state(state: Any, path: str | Path) -> None:
+    """Tensors and plain values (no objects: `load_state` would refuse them) to `path`."""
+    _writing(path, lambda: torch.save(state, path))
+
+
+def save_weights(weights: dict[str, torch.Tensor], path: str | Path) -> None:
+    """Named tensors to a safetensors file (contiguous; tied tensors stored as copies)."""
+    _writing(path, lambda: save_file(_unshared(weights), str(path)))
+
+
+def load_state(path: str | Path) -> Any:
+    """The tensors and plain values stored in `path` by `save_state`."""
+    try:
+        return torch.load(path, weights_only=True, map_location="cpu")
+    except FileNotFoundError:
+        raise CheckpointError(f"{path} is missing") from None
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as error:
+        raise CheckpointError(
+            f"{path} cannot be loaded safely (only tensors and plain values are allowed): "
+            f"{_first_line(error)}"
+        ) from None
+
+
+def load_weights(path: str | Path) -> dict[str, torch.Tensor]:
+    try:
+        return load_file(str(path))
+    except FileNotFoundError:
+        raise CheckpointError(f"{path} is missing") from None
+    except (SafetensorError, OSError) as error:
+        raise CheckpointError(f"{path} is not a readable safetensors file: {error}") from None
+
+
+def _writing(path: str | Path, write: Callable[[], None]) -> None:
+    try:
+        write()
+    except OSError:
+        raise
+    except (RuntimeError, SafetensorError) as error:
+        text = str(error)
+        if "write" in text.lower() or "I/O error" in text:  # torch's / safetensors' wording
+            raise OSError(errno.EIO, f"{_first_line(error)} ({path})") from error
+        raise
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _unshared(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    seen: set[int] = set()
+    out = {}
+    for name, tensor in weights.items():
+        pointer = tensor.untyped_storage().data_ptr()
+        out[name] = tensor.contiguous() if pointer not in seen else tensor.clone()
+        seen.add(pointer)
+    return out
