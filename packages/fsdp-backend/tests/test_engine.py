@@ -151,3 +151,28 @@ def test_fused_kernel_path_matches_the_logits_path(tokenizer):
         assert torch.allclose(p.grad.full_tensor(), q.grad.full_tensor(), rtol=1e-4, atol=1e-6), (
             name
         )
+
+
+def test_a_skipped_update_leaves_weights_and_lr_schedule_alone(tokenizer):
+    """A non-finite gradient norm skips the optimizer step; the LR schedule follows real
+    updates only, so a run that recovers continues its schedule where it was."""
+    batch = make_batch(tokenizer)
+    optim = OptimConfig(lr=1e-2, lr_scheduler="linear", min_lr_ratio=0.0)
+    engine = FSDPTrainEngine(
+        make_model(tokenizer), "actor", optim=optim, total_steps=4, mini_batch_size=6
+    )
+    before = {n: t.clone() for n, t in engine.export_weights()}
+
+    def nan_loss(output, micro, mini):
+        loss, metrics = nll(output, micro, mini)
+        return loss * float("nan"), metrics
+
+    metrics = engine.train_step(batch, nan_loss)
+    assert metrics["actor/skipped_steps"] == 1.0
+    assert all(torch.equal(t, before[n]) for n, t in engine.export_weights())
+    assert engine.lr_scheduler.last_epoch == 0  # not advanced
+    expected_norm = torch.linalg.vector_norm(torch.cat([t.flatten() for t in before.values()]))
+    assert metrics["actor/weight_norm"] == pytest.approx(float(expected_norm), rel=1e-5)
+    metrics = engine.train_step(batch, nll)
+    assert metrics["actor/skipped_steps"] == 0.0 and metrics["lr"] == pytest.approx(1e-2)
+    assert engine.lr_scheduler.last_epoch == 1
