@@ -341,7 +341,7 @@ def test_kill_and_resume_soak_ends_bit_identical_and_loses_no_checkpoint(
     """Random SIGKILLs across one run (the first one while a checkpoint is being written),
     each followed by a rerun: the final weights equal an uninterrupted run's bit for bit, and
     after every kill the newest good checkpoint is at least as new as before."""
-    extra = ["trainer.total_training_steps=6", "trainer.test_freq=3"]
+    extra = ["trainer.total_training_steps=10", "trainer.test_freq=5"]
     straight = _start(rl_executable, tiny_run, tmp_path / "straight", extra)
     assert straight.wait(timeout=600) == 0, straight.stderr.read()
     out, ckpts = tmp_path / "killed", tmp_path / "killed" / "checkpoints"
@@ -352,8 +352,9 @@ def test_kill_and_resume_soak_ends_bit_identical_and_loses_no_checkpoint(
         if attempt == 0:
             killed = _kill_when(run, lambda: any(ckpts.glob(".tmp-global_step_*/actor")))
         elif attempt < 4:
-            deadline = time.time() + chance.uniform(4.0, 12.0)
-            killed = _kill_when(run, lambda at=deadline: time.time() > at)
+            # once the run has saved past the newest good checkpoint, at a random moment
+            target, pause = newest_good + chance.randint(1, 2), chance.uniform(0.0, 0.05)
+            killed = _kill_when(run, lambda t=target, p=pause: _saved_past(ckpts, t, p))
         else:
             assert run.wait(timeout=600) == 0, run.stderr.read()
             break
@@ -361,10 +362,17 @@ def test_kill_and_resume_soak_ends_bit_identical_and_loses_no_checkpoint(
         good = [s for folder in ckpts.glob("global_step_*") if (s := _good_step(folder))]
         assert max(good, default=0) >= newest_good, (good, newest_good)
         newest_good = max(good, default=0)
-    assert kills >= 2
+    assert kills >= 3
     expected, got = final_weights(tmp_path / "straight"), final_weights(out)
     for name in expected:
         assert torch.equal(expected[name], got[name]), name
+
+
+def _saved_past(ckpts, step, pause):
+    if not (ckpts / f"global_step_{step}" / "manifest.json").exists():
+        return False
+    time.sleep(pause)
+    return True
 
 
 def _good_step(folder):

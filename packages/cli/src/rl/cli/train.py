@@ -63,12 +63,9 @@ def train(
         from rl.core.config import load_config
         from rl.core.demo import DEMO_CONFIG
         from rl.core.trainer import run_training
-        from rl.core.trainer.preflight import preflight
 
         path, overrides = config_and_overrides(config, arguments)
-        loaded = load_config(path or DEMO_CONFIG, overrides)
-        preflight(loaded)
-        run_training(loaded)
+        run_training(load_config(path or DEMO_CONFIG, overrides))  # preflight runs first
 
 
 def sft(
@@ -81,9 +78,6 @@ def sft(
     with exit_on_error():
         from rl.core.config import load_config
         from rl.core.trainer import run_sft
-        from rl.core.trainer.preflight import preflight
 
         path, overrides = config_and_overrides(config, arguments)
-        loaded = load_config(path, ["sft.enable=true", *overrides])
-        preflight(loaded, with_rl_roles=False)
-        run_sft(loaded)
+        run_sft(load_config(path, ["sft.enable=true", *overrides]))

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rl.core.config import Config
+from rl.core.config.paths import user_path
 from rl.core.demo.arithmetic import arithmetic_rows
 from rl.core.models import load_tokenizer
 from rl.core.registry import load_engine_class
@@ -61,10 +62,10 @@ def build_reward(config: Config) -> Any:
         return make_reward_manager(config.reward)
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(model_config.path)
+    tokenizer = AutoTokenizer.from_pretrained(str(user_path(model_config.path)))
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForSequenceClassification.from_pretrained(model_config.path)
+    model = AutoModelForSequenceClassification.from_pretrained(str(user_path(model_config.path)))
     return RewardModelScorer(
         model,
         tokenizer,

@@ -37,13 +37,14 @@ def total_training_steps(config: Config, steps_per_epoch: int) -> int:
 
 def build_train_engine(config: Config, role: str, tokenizer: Any, total_steps: int) -> Any:
     """An actor/ref/critic engine of `actor.strategy`, found through the engine registry."""
+    section = "critic" if role == "critic" else "actor"
     strategy = config.critic.strategy if role == "critic" else config.actor.strategy
-    engine_class = load_engine_class(strategy, "train")
+    engine_class = load_engine_class(strategy, "train", key=f"{section}.strategy")
     return engine_class.from_config(
         config, role, tokenizer, total_steps=total_steps, responses_per_prompt=config.rollout.n
     )
 
 
 def build_rollout_engine(config: Config, tokenizer: Any) -> Any:
-    engine_class = load_engine_class(config.rollout.name, "rollout")
+    engine_class = load_engine_class(config.rollout.name, "rollout", key="rollout.name")
     return engine_class.from_config(config, tokenizer)

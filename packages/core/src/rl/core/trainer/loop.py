@@ -7,6 +7,7 @@ from typing import Any
 
 from rl.core.checkpoint_io import load_state, save_state
 from rl.core.config import Config, dump_config
+from rl.core.config.paths import user_path
 from rl.core.logging import make_tracker
 from rl.core.logging.sinks import trim_metrics_file
 from rl.core.trainer import losses
@@ -92,7 +93,7 @@ def run_training(config: Config) -> dict[str, float]:
     """Train with RL as configured; returns the last validation metrics."""
     seed_everything(config.trainer.seed)
     preflight(config)
-    output_dir = Path(config.trainer.output_dir)
+    output_dir = user_path(config.trainer.output_dir)
     trainer = config.trainer
     resume = find_resume_checkpoint(
         checkpoint_dir(output_dir), trainer.resume_mode, trainer.resume_from_path
@@ -142,7 +143,7 @@ def run_sft(config: Config) -> list[float]:
     """`rl sft`: supervised fine-tuning only; the result is saved as a Hugging Face folder."""
     seed_everything(config.trainer.seed)
     preflight(config, with_rl_roles=False)
-    output_dir = Path(config.trainer.output_dir)
+    output_dir = user_path(config.trainer.output_dir)
     ctx = build_context(config, output_dir, with_rl_roles=False)
     write_run_config(output_dir, config)
     engine = build_sft_engine(config, ctx.tokenizer)
