@@ -15,18 +15,40 @@ from rl.kernels.buckets import (
     unpack_bucket_into,
 )
 from rl.kernels.ops.logprob import fused_logprob_entropy
+from rl.kernels.varlen import (
+    PackedLayout,
+    packed_labels,
+    packed_layout,
+    packed_position_ids,
+    pad,
+    segment_ids,
+    segment_max,
+    segment_mean,
+    segment_sum,
+    unpad,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BucketEntry",
     "BucketLayout",
+    "PackedLayout",
     "__version__",
     "fused_logprob_entropy",
     "layout_for",
     "pack_bucket",
     "pack_into",
+    "packed_labels",
+    "packed_layout",
+    "packed_position_ids",
+    "pad",
     "plan_buckets",
+    "segment_ids",
+    "segment_max",
+    "segment_mean",
+    "segment_sum",
     "unpack_bucket",
     "unpack_bucket_into",
+    "unpad",
 ]
