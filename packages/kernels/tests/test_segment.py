@@ -234,3 +234,22 @@ def test_triton_through_the_public_api(triton_results):
     assert triton_results["api_mean"]["error"] < 1e-6
     assert triton_results["api_mean"]["grad_error"] == 0
     assert triton_results["api_empty"]["shape"] == [0]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_triton_on_gpu_matches_the_reference(monkeypatch, dtype):
+    lengths = torch.tensor([0, 1, 1023, 1024, 1025, 0, 5000, 7], device="cuda")
+    seg_ids = torch.repeat_interleave(torch.arange(8, device="cuda"), lengths)
+    values = torch.randn(seg_ids.numel(), device="cuda").to(dtype)
+    mask = torch.rand(seg_ids.numel(), device="cuda") < 0.8
+    for reduce, function in REDUCTIONS.items():
+        monkeypatch.setenv("RL_KERNELS_IMPL", "triton")
+        got = function(values, seg_ids, 8, mask, contiguous=True)
+        monkeypatch.setenv("RL_KERNELS_IMPL", "reference")
+        want = function(values.double(), seg_ids, 8, mask)
+        assert got.dtype == dtype and torch.equal(got.isinf(), want.isinf()), reduce
+        finite = ~want.isinf()
+        error = (got.double() - want)[finite].abs().max().item()
+        assert error <= 1e-3 * (want[finite].abs().max().item() + 1), (reduce, error)

@@ -168,3 +168,16 @@ def test_errors_name_the_shapes():
         packed_labels(torch.zeros(3, dtype=torch.int64), layout)
     with pytest.raises(ValueError, match="indices must be int64"):
         torch.ops.rl_kernels.unpad(torch.zeros(2, 3), layout.indices.int())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_round_trip_on_gpu():
+    mask = torch.rand(8, 300, device="cuda") < 0.6
+    layout = packed_layout(mask)
+    x = torch.randn(8, 300, 16, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    packed = unpad(x, layout)
+    assert torch.equal(pad(packed, layout)[mask], x[mask])
+    packed.float().sum().backward()
+    assert torch.equal(x.grad[..., 0], mask.to(x.dtype))
+    assert packed_position_ids(layout).is_cuda and segment_ids(layout).is_cuda
