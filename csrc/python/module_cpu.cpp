@@ -4,6 +4,7 @@
 #include "binding_utils.h"
 #include "rl_kernels/bucket.h"
 #include "rl_kernels/logprob.h"
+#include "rl_kernels/partition.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -57,6 +58,25 @@ void logprob_tile_backward(std::uintptr_t logits, int64_t rows, int64_t cols, in
         "logprob_tile_backward");
 }
 
+void partition_kk(std::uintptr_t workloads, int64_t n, int64_t k, bool equal_size,
+                  std::uintptr_t part_of_item) {
+  py::gil_scoped_release release;
+  check(rl_partition_kk(as_pointer<const double>(workloads), n, k, equal_size ? 1 : 0,
+                        as_pointer<int64_t>(part_of_item)),
+        "partition_kk");
+}
+
+int64_t partition_capped(std::uintptr_t lengths, std::uintptr_t workloads, int64_t n,
+                         int64_t max_tokens, int64_t min_parts, std::uintptr_t part_of_item) {
+  int64_t num_parts = 0;
+  py::gil_scoped_release release;
+  check(rl_partition_capped(as_pointer<const int64_t>(lengths), as_pointer<const double>(workloads),
+                            n, max_tokens, min_parts, as_pointer<int64_t>(part_of_item),
+                            &num_parts),
+        "partition_capped");
+  return num_parts;
+}
+
 py::dict build_info() {
   py::dict info;
 #ifdef _OPENMP
@@ -81,5 +101,9 @@ PYBIND11_MODULE(_C, m) {
         py::arg("num_threads") = 0);
   m.def("logprob_tile_forward", &logprob_tile_forward);
   m.def("logprob_tile_backward", &logprob_tile_backward);
+  m.def("partition_kk", &partition_kk, py::arg("workloads"), py::arg("n"), py::arg("k"),
+        py::arg("equal_size"), py::arg("part_of_item"));
+  m.def("partition_capped", &partition_capped, py::arg("lengths"), py::arg("workloads"),
+        py::arg("n"), py::arg("max_tokens"), py::arg("min_parts"), py::arg("part_of_item"));
   m.def("build_info", &build_info);
 }

@@ -15,6 +15,12 @@ from rl.kernels.buckets import (
     unpack_bucket_into,
 )
 from rl.kernels.ops.logprob import fused_logprob_entropy
+from rl.kernels.partition import (
+    balance_ratio,
+    karmarkar_karp,
+    sequence_workloads,
+    token_budget_partition,
+)
 from rl.kernels.varlen import (
     PackedLayout,
     packed_labels,
@@ -35,7 +41,9 @@ __all__ = [
     "BucketLayout",
     "PackedLayout",
     "__version__",
+    "balance_ratio",
     "fused_logprob_entropy",
+    "karmarkar_karp",
     "layout_for",
     "pack_bucket",
     "pack_into",
@@ -48,6 +56,8 @@ __all__ = [
     "segment_max",
     "segment_mean",
     "segment_sum",
+    "sequence_workloads",
+    "token_budget_partition",
     "unpack_bucket",
     "unpack_bucket_into",
     "unpad",
