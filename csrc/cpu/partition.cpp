@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -30,7 +31,9 @@ bool heavier(const Set& a, const Set& b) {
 }
 
 // Largest differencing into k parts over `values` (n real items, then the
-// equal-size dummies); writes the heavy-first part of each real item.
+// equal-size dummies); writes the heavy-first part of each real item. A state
+// stores its non-empty sets only, heaviest first (empty sets weigh 0 and sort
+// last, so they are implicit): early merges of near-empty states stay cheap.
 class Differencing {
  public:
   Differencing(const std::vector<double>& values, int64_t n, int64_t k, bool equal_size)
@@ -47,6 +50,8 @@ class Differencing {
       order.insert(order.begin(), dummies.begin(), dummies.end());
     }
     const int64_t group = equal_size ? k : 1;
+    const int64_t states = (total + group - 1) / group;
+    sets_.reset(new Set[states * k]);  // uninitialised: only the non-empty prefixes are written
     for (int64_t start = 0; start < total; start += group) {
       add_state(order.data() + start, std::min(group, total - start));
     }
@@ -72,7 +77,7 @@ class Differencing {
     }
     if (heap.empty()) return;
     const Set* sets = &sets_[heap[0] * k_];
-    for (int64_t part = 0; part < k_; ++part) {
+    for (int64_t part = 0; part < count_[heap[0]]; ++part) {
       for (int64_t i = sets[part].head; i >= 0; i = next_[i]) {
         if (i < n_) part_of_item[i] = part;
       }
@@ -81,39 +86,42 @@ class Differencing {
 
  private:
   void add_state(const int64_t* items, int64_t count) {
-    const size_t base = sets_.size();
-    for (int64_t j = 0; j < count; ++j) {
-      sets_.push_back({values_[items[j]], items[j], items[j], items[j]});
-    }
-    for (int64_t j = count; j < k_; ++j) sets_.push_back({0.0, kEmpty, -1, -1});
-    std::sort(sets_.begin() + base, sets_.end(), heavier);
-    spread_.push_back(sets_[base].sum - sets_[base + k_ - 1].sum);
+    const int64_t s = static_cast<int64_t>(id_.size());
+    Set* sets = &sets_[s * k_];
+    for (int64_t j = 0; j < count; ++j) sets[j] = {values_[items[j]], items[j], items[j], items[j]};
+    std::sort(sets, sets + count, heavier);
+    count_.push_back(count);
+    spread_.push_back(spread(sets, count));
     id_.push_back(*std::min_element(items, items + count));
   }
 
-  // Pairs a's i-th heaviest set with b's i-th lightest; the result replaces a.
+  double spread(const Set* sets, int64_t count) const {
+    return sets[0].sum - (count == k_ ? sets[k_ - 1].sum : 0.0);
+  }
+
+  // Pairs a's i-th heaviest set with b's i-th lightest (b's set k-1-i); the result replaces a.
   void merge_into(int64_t a, int64_t b) {
     Set* sa = &sets_[a * k_];
     const Set* sb = &sets_[b * k_];
-    merged_.resize(k_);
+    const int64_t ma = count_[a], mb = count_[b];
+    merged_.clear();
     for (int64_t i = 0; i < k_; ++i) {
-      const Set& x = sa[i];
-      const Set& y = sb[k_ - 1 - i];
-      Set& m = merged_[i];
-      m.sum = x.sum + y.sum;
-      m.first = std::min(x.first, y.first);
-      if (x.head < 0) {
-        m.head = y.head, m.tail = y.tail;
-      } else if (y.head < 0) {
-        m.head = x.head, m.tail = x.tail;
-      } else {
+      if (i == ma) i = std::max(ma, k_ - mb);  // skip pairs of two empty sets
+      if (i >= k_) break;
+      const int64_t j = k_ - 1 - i;
+      if (i < ma && j < mb) {
+        const Set& x = sa[i];
+        const Set& y = sb[j];
         next_[x.tail] = y.head;
-        m.head = x.head, m.tail = y.tail;
+        merged_.push_back({x.sum + y.sum, std::min(x.first, y.first), x.head, y.tail});
+      } else {
+        merged_.push_back(i < ma ? sa[i] : sb[j]);
       }
     }
     std::sort(merged_.begin(), merged_.end(), heavier);
     std::copy(merged_.begin(), merged_.end(), sa);
-    spread_[a] = sa[0].sum - sa[k_ - 1].sum;
+    count_[a] = static_cast<int64_t>(merged_.size());
+    spread_[a] = spread(sa, count_[a]);
     id_[a] = std::min(id_[a], id_[b]);
   }
 
@@ -121,7 +129,8 @@ class Differencing {
   const int64_t n_;
   const int64_t k_;
   std::vector<int64_t> next_;
-  std::vector<Set> sets_;  // state s owns sets_[s*k, s*k + k), heaviest first
+  std::unique_ptr<Set[]> sets_;  // state s owns sets_[s*k, s*k + count_[s]), heaviest first
+  std::vector<int64_t> count_;   // non-empty sets of each state
   std::vector<double> spread_;
   std::vector<int64_t> id_;  // smallest item index of the state: the heap's tie-break
   std::vector<Set> merged_;
@@ -182,7 +191,37 @@ Parts first_fit_decreasing(const int64_t* lengths, int64_t n, int64_t max_tokens
   return bins;
 }
 
-// The greedy fallback: FFD bins split up to k parts, then single-item moves.
+// Heaviest workload first, each into the lightest of k parts with room (ties:
+// fewer items, then lower part); false when an item finds no room.
+bool capped_lpt(const int64_t* lengths, const double* workloads, int64_t n, int64_t k,
+                int64_t max_tokens, Parts& parts) {
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return workloads[a] > workloads[b] || (workloads[a] == workloads[b] && a < b);
+  });
+  parts.assign(k, {});
+  std::vector<int64_t> tokens(k, 0);
+  std::vector<double> loads(k, 0.0);
+  for (int64_t i : order) {
+    int64_t best = -1;
+    for (int64_t p = 0; p < k; ++p) {
+      if (tokens[p] + lengths[i] > max_tokens) continue;
+      if (best < 0 || loads[p] < loads[best] ||
+          (loads[p] == loads[best] && parts[p].size() < parts[best].size())) {
+        best = p;
+      }
+    }
+    if (best < 0) return false;
+    parts[best].push_back(i);
+    tokens[best] += lengths[i];
+    loads[best] += workloads[i];
+  }
+  return true;
+}
+
+// The greedy fallback's rebalancing: parts (from capped LPT, or FFD bins split
+// up to k parts) improved by single-item moves.
 class Greedy {
  public:
   Greedy(Parts bins, const int64_t* lengths, const double* workloads, int64_t max_tokens)
@@ -298,7 +337,9 @@ int64_t capped(const int64_t* lengths, const double* workloads, int64_t n, int64
       return k;
     }
   }
-  Greedy greedy(std::move(bins), lengths, workloads, max_tokens);
+  Parts lpt;
+  const bool placed = capped_lpt(lengths, workloads, n, k_max, max_tokens, lpt);
+  Greedy greedy(placed ? std::move(lpt) : std::move(bins), lengths, workloads, max_tokens);
   greedy.split_to(k_max);
   greedy.rebalance(4 * n + 16);
   greedy.write(part_of_item);

@@ -32,13 +32,14 @@ rl_status_t rl_partition_kk(const double* workloads, int64_t n, int64_t k, int e
 // Token-capped partition: every part holds at most `max_tokens` tokens (sum of
 // `lengths`), never more. The number of parts is the smallest
 // k >= max(min_parts, ceil(sum / max_tokens)) at which Karmarkar–Karp on
-// `workloads` (may alias a double copy of lengths) respects the cap, searched
+// `workloads` (e.g. the lengths as doubles) respects the cap, searched
 // up to F = max(min_parts, first-fit-decreasing bin count). When KK misses the
-// cap at every k up to F, a greedy takes over with F parts: first-fit
-// decreasing on lengths, split to F parts by moving the heaviest item of the
-// fullest part into a new one, then single-item moves from the heaviest part
-// to a lighter one (lightest first) while one lowers the pair's maximum and
-// respects the cap. So *num_parts <= max(min_parts, FFD count) always.
+// cap at every k up to F, a greedy takes over with F parts: capped LPT (heaviest
+// workload first, each into the lightest part with room), or, when an item
+// finds no room, first-fit decreasing on lengths split to F parts by moving the
+// heaviest item of the fullest part into a new one; then single-item moves from
+// the heaviest part to a lighter one (lightest first) while one lowers the
+// pair's maximum and respects the cap. So *num_parts <= max(min_parts, FFD count).
 // No part is empty unless n < min_parts. Parts are numbered heavy-first by
 // workload (sum in item order; ties: smaller first item index).
 // Errors: RL_ERR_NULL_POINTER; RL_ERR_BAD_SIZE (n < 0, max_tokens < 1,

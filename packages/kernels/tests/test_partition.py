@@ -183,12 +183,30 @@ def test_token_budget_partition_pads_to_min_parts(cpu_impl):
 
 def test_token_budget_partition_greedy_fallback(cpu_impl):
     # Balancing squared lengths puts the three 2-token rows together (6 > 5 tokens)
-    # at k = 2 = the FFD bin count, so first-fit decreasing gives the parts.
+    # at k = 2 = the FFD bin count; the capped LPT greedy places every row.
     lengths = [2, 2, 2, 3]
     workloads = sequence_workloads(lengths, "attention", attention_coeff=0.0)
     assert not kk_fits(workloads, 2, lengths, 5)
-    parts = token_budget_partition(lengths, 5, workloads=workloads)
-    assert parts == [[0, 3], [1, 2]]
+    assert token_budget_partition(lengths, 5, workloads=workloads) == [[2, 3], [0, 1]]
+    # Two parts must hold exactly 7 tokens each: KK and capped LPT both miss, FFD packs.
+    lengths = [2, 3, 4, 2, 3]
+    workloads = sequence_workloads(lengths, "attention", attention_coeff=0.0)
+    assert partition.capped_lpt(lengths, workloads, 7, 2) is None
+    assert token_budget_partition(lengths, 7, workloads=workloads) == [[1, 2], [0, 3, 4]]
+
+
+def test_greedy_split_path_keeps_cap_and_fills_every_part(monkeypatch):
+    # Safety net (not reached in random searches): min_parts above the FFD bin count
+    # and capped LPT failing; FFD bins are then split by moving heaviest items out.
+    monkeypatch.setattr(partition, "capped_lpt", lambda *args: None)
+    lengths = [5, 4, 3, 3, 2, 2, 1]
+    workloads = [float(x) for x in lengths]
+    bins = partition.first_fit_decreasing(lengths, 10)
+    parts = partition._greedy_parts(bins, 4, lengths, workloads, 10)
+    assert len(bins) == 2 and len(parts) == 4 and all(parts)
+    assert sorted(i for part in parts for i in part) == list(range(7))
+    assert max(part_sums(parts, lengths)) <= 10
+    assert max(part_sums(parts, workloads)) <= 6  # rebalanced: 20 tokens over 4 parts
 
 
 def test_over_cap_names_the_key_row_and_cap(cpu_impl):
@@ -270,6 +288,10 @@ def test_cpp_matches_reference_exactly(lengths, k, extra, min_parts, attention):
 def test_cpp_matches_reference_on_fallback_and_large_inputs():
     import random
 
+    for lengths, cap in (([2, 2, 2, 3], 5), ([2, 3, 4, 2, 3], 7)):  # LPT, then FFD fallback
+        workloads = [float(x * x) for x in lengths]
+        expected = partition.capped_reference(lengths, workloads, cap, 1)
+        assert capped_cpp(lengths, workloads, cap, 1) == expected
     rng = random.Random(1)
     for _ in range(10):  # squared lengths dominate: Karmarkar–Karp misses the cap, greedy runs
         lengths = [min(int(rng.lognormvariate(6.0, 1.2)), 4096) for _ in range(200)]

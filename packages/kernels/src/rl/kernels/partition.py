@@ -13,6 +13,7 @@ not apply to this host-side code and are ignored here.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import sys
 from array import array
@@ -86,9 +87,11 @@ def token_budget_partition(
     one part (indices ascending inside it) and no part holds more than
     `max_tokens` tokens. The number of parts is the smallest
     k >= max(min_parts, ceil(sum / max_tokens)) at which Karmarkar–Karp on
-    `workloads` (default: the lengths) respects the cap; when it cannot, a
-    greedy (first-fit decreasing, then rebalanced) gives the parts. Either way
-    there are at most max(min_parts, first-fit-decreasing bin count) parts.
+    `workloads` (default: the lengths) respects the cap, trying k up to
+    F = max(min_parts, first-fit-decreasing bin count); when it never does, a
+    greedy gives F parts (heaviest first into the lightest part with room, or
+    first-fit decreasing when that strands a row; then rebalanced by moves).
+    So there are at most F parts.
     Parts are ordered heavy-first; none is empty unless len(lengths) < min_parts,
     in which case empty parts pad the result to `min_parts` (so every
     data-parallel rank runs the same number of micro-batches).
@@ -153,17 +156,15 @@ def kk_reference(workloads: Sequence[float], k: int, equal_size: bool) -> list[i
         groups = [order[start : start + k] for start in range(0, len(order), k)]
     else:
         groups = [[i] for i in order]
-    heap = []
+    heap = []  # (-spread, smallest item index, the non-empty sets heaviest first)
     for group in groups:
         sets = sorted(([values[i], i, [i]] for i in group), key=_set_order)
-        sets += [[0.0, _EMPTY, []] for _ in range(k - len(group))]
-        heapq.heappush(heap, (-(sets[0][0] - sets[-1][0]), min(group), sets))
+        heapq.heappush(heap, (-_spread(sets, k), min(group), sets))
     while len(heap) > 1:
         _, id_a, sets_a = heapq.heappop(heap)
         _, id_b, sets_b = heapq.heappop(heap)
-        merged = [_merge_sets(sets_a[i], sets_b[k - 1 - i]) for i in range(k)]
-        merged.sort(key=_set_order)
-        heapq.heappush(heap, (-(merged[0][0] - merged[-1][0]), min(id_a, id_b), merged))
+        merged = _merge_states(sets_a, sets_b, k)
+        heapq.heappush(heap, (-_spread(merged, k), min(id_a, id_b), merged))
     part_of_item = [0] * n
     if heap:
         for part, (_, _, items) in enumerate(heap[0][2]):
@@ -212,6 +213,31 @@ def first_fit_decreasing(lengths: Sequence[int], max_tokens: int) -> list[list[i
     return bins
 
 
+def capped_lpt(
+    lengths: Sequence[int], workloads: Sequence[float], max_tokens: int, k: int
+) -> list[list[int]] | None:
+    """Heaviest workload first, each into the lightest of k parts with room; None if one finds none.
+
+    Ties: the part with fewer items (an empty one before a zero-workload one), then
+    the lower part; so with len >= k no part stays empty.
+    """
+    parts: list[list[int]] = [[] for _ in range(k)]
+    tokens, loads = [0] * k, [0.0] * k
+    for i in sorted(range(len(lengths)), key=lambda i: (-workloads[i], i)):
+        best = -1
+        for p in range(k):
+            if tokens[p] + lengths[i] <= max_tokens and (
+                best < 0 or (loads[p], len(parts[p])) < (loads[best], len(parts[best]))
+            ):
+                best = p
+        if best < 0:
+            return None
+        parts[best].append(i)
+        tokens[best] += lengths[i]
+        loads[best] += workloads[i]
+    return parts
+
+
 def _greedy_parts(
     bins: list[list[int]],
     k: int,
@@ -219,8 +245,8 @@ def _greedy_parts(
     workloads: Sequence[float],
     max_tokens: int,
 ) -> list[list[int]]:
-    """The fallback: FFD bins, split up to k parts, then rebalanced by single-item moves."""
-    parts = [list(b) for b in bins]
+    """The fallback: capped LPT, else FFD bins split up to k parts; then single-item moves."""
+    parts = capped_lpt(lengths, workloads, max_tokens, k) or [list(b) for b in bins]
     tokens = [sum(lengths[i] for i in p) for p in parts]
     loads = [_sum_in_order(workloads, p) for p in parts]
     while len(parts) < k:  # n >= k here, so the fullest part has two items or more
@@ -267,6 +293,24 @@ def _find_move(parts, heavy, tokens, loads, lengths, workloads, max_tokens):
 
 def _set_order(s: list) -> tuple[float, int]:
     return -s[0], s[1]  # sum descending, then smallest item index
+
+
+def _spread(sets: list, k: int) -> float:
+    # A state lists its non-empty sets only; the k - len(sets) empty ones weigh 0.
+    return sets[0][0] - (sets[k - 1][0] if len(sets) == k else 0.0)
+
+
+def _merge_states(a: list, b: list, k: int) -> list:
+    """Pair a's i-th heaviest set with b's i-th lightest (i.e. b[k - 1 - i]), heaviest first."""
+    merged = []
+    for i in itertools.chain(range(len(a)), range(max(len(a), k - len(b)), k)):
+        j = k - 1 - i
+        if i < len(a) and j < len(b):
+            merged.append(_merge_sets(a[i], b[j]))
+        else:
+            merged.append(a[i] if i < len(a) else b[j])
+    merged.sort(key=_set_order)
+    return merged
 
 
 def _merge_sets(a: list, b: list) -> list:
