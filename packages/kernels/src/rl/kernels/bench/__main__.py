@@ -5,7 +5,11 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = {"bucket": "rl.kernels.bench.bucket", "logprob": "rl.kernels.bench.logprob"}
+BENCHMARKS = {
+    "bucket": "rl.kernels.bench.bucket",
+    "logprob": "rl.kernels.bench.logprob",
+    "partition": "rl.kernels.bench.partition",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
