@@ -15,6 +15,7 @@ import os
 from array import array
 
 import pytest
+import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -72,6 +73,8 @@ def test_sequence_workloads_models():
     assert sequence_workloads([0, 3, 10]) == [0.0, 3.0, 10.0]
     assert sequence_workloads([2, 1000], "attention") == [24576 * 2 + 4, 24576 * 1000 + 10**6]
     assert sequence_workloads([4], "attention", attention_coeff=1.0) == [20.0]
+    assert sequence_workloads(torch.tensor([2, 5])) == [2.0, 5.0]  # plain floats back
+    assert token_budget_partition(torch.tensor([5, 3, 8, 1]), 9) == [[2, 3], [0, 1]]
     with pytest.raises(ValueError, match="workload model 'flops' is not one of"):
         sequence_workloads([1], "flops")
     with pytest.raises(ValueError, match="sequence 1 has a negative length"):

@@ -42,10 +42,10 @@ def sequence_workloads(
     """
     if model not in WORKLOAD_MODELS:
         raise ValueError(f"workload model {model!r} is not one of {WORKLOAD_MODELS}")
-    _check_lengths(lengths)
+    packed = _check_lengths(lengths)  # plain ints, also from numpy arrays or tensors
     if model == "tokens":
-        return [float(length) for length in lengths]
-    return [attention_coeff * length + float(length) ** 2 for length in lengths]
+        return [float(length) for length in packed]
+    return [attention_coeff * length + float(length) ** 2 for length in packed]
 
 
 def karmarkar_karp(
