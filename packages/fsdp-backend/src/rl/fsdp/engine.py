@@ -22,20 +22,17 @@ from torch.distributed.checkpoint.state_dict import (
     set_optimizer_state_dict,
 )
 
-from rl.core.batch import batch_size, select, split, to_device
+from rl.core.batch import batch_size, select, to_device
 from rl.core.checkpoint_io import load_state, load_weights, save_state, save_weights
 from rl.core.config import Config, OptimConfig
 from rl.core.engines import LogprobOutput, LossFn
 from rl.core.models import load_causal_lm, load_value_model
 from rl.core.optim import make_lr_scheduler
 from rl.fsdp.distributed import data_parallel_mesh
-from rl.fsdp.forward import (
-    fused_logprobs_and_entropy,
-    logprobs_and_entropy,
-    response_logits,
-    response_values,
-)
+from rl.fsdp.forward import fused_logprobs_and_entropy, response_logprobs, response_values
+from rl.fsdp.micro_batches import MicroBatching, micro_batch_rows
 from rl.fsdp.wrap import shard_model
+from rl.kernels.varlen_attention import register as register_varlen_attention
 
 Role = Literal["actor", "ref", "critic"]
 FULL = StateDictOptions(full_state_dict=True, cpu_offload=True)
@@ -58,10 +55,19 @@ class FSDPTrainEngine:
         temperature: float = 1.0,
         seed: int = 0,
         use_fused_kernels: bool | None = None,
+        use_remove_padding: bool = True,
+        train_batching: MicroBatching | None = None,
+        forward_batching: MicroBatching | None = None,
     ) -> None:
         self.role, self.device = role, torch.device(device)
+        if use_remove_padding:  # attention within each packed sequence, no [N, N] mask
+            model.set_attn_implementation(register_varlen_attention())
         self.model = shard_model(model.to(self.device), data_parallel_mesh(self.device.type))
-        self.mini_batch_size, self.micro_batch_size = mini_batch_size, micro_batch_size
+        self.mini_batch_size = mini_batch_size
+        # micro-batches of updates and of forward-only passes: rows, or a token budget
+        self.train_batching = train_batching or MicroBatching(rows=micro_batch_size)
+        self.forward_batching = forward_batching or self.train_batching
+        self.packed = use_remove_padding
         self.ppo_epochs, self.shuffle, self.temperature = ppo_epochs, shuffle, temperature
         self.generator = torch.Generator().manual_seed(seed)
         # None = auto: fused for no-grad passes everywhere (faster and leaner on CPU too),
@@ -101,6 +107,7 @@ class FSDPTrainEngine:
             section = config.critic if role == "critic" else config.actor
         load = load_value_model if role == "critic" else load_causal_lm
         model = load(config.model, tokenizer, seed=config.trainer.seed)
+        train, forward = micro_batching(config, role, section)
         return cls(
             model,
             role,
@@ -108,12 +115,14 @@ class FSDPTrainEngine:
             optim=None if role == "ref" else section.optim,
             total_steps=total_steps,
             mini_batch_size=section.ppo_mini_batch_size * responses_per_prompt,
-            micro_batch_size=section.ppo_micro_batch_size_per_gpu,
             ppo_epochs=section.ppo_epochs,
             shuffle=getattr(section, "shuffle", False),
             temperature=config.rollout.temperature if temperature is None else temperature,
             seed=config.trainer.seed,
             use_fused_kernels=getattr(section, "use_fused_kernels", None),
+            use_remove_padding=section.use_remove_padding,
+            train_batching=train,
+            forward_batching=forward,
         )
 
     # --- forward ------------------------------------------------------------------
@@ -125,40 +134,40 @@ class FSDPTrainEngine:
 
     def _forward(self, micro: Mapping[str, torch.Tensor], with_entropy: bool) -> Any:
         if self.role == "critic":
-            return response_values(self.model, micro)
-        if self._fused():
-            return LogprobOutput(
-                *fused_logprobs_and_entropy(self.model, micro, self.temperature, with_entropy)
-            )
-        logits = response_logits(self.model, micro)
-        logprobs, entropy = logprobs_and_entropy(
-            logits, micro["responses"], self.temperature, with_entropy
+            return response_values(self.model, micro, self.packed)
+        compute = fused_logprobs_and_entropy if self._fused() else response_logprobs
+        return LogprobOutput(
+            *compute(self.model, micro, self.temperature, with_entropy, packed=self.packed)
         )
-        return LogprobOutput(logprobs, entropy)
+
+    def _forward_rows(self, batch: Mapping[str, torch.Tensor], with_entropy: bool) -> list[Any]:
+        """Forward-only over `forward_batching` micro-batches; each result with its rows."""
+        self.model.eval()
+        results = []
+        for rows in micro_batch_rows(batch["attention_mask"], self.forward_batching):
+            if rows.numel():
+                micro = to_device(select(batch, rows), self.device)
+                results.append((rows, self._forward(micro, with_entropy)))
+        return results
 
     @torch.no_grad()
     def compute_logprobs(self, batch: Mapping[str, torch.Tensor]) -> LogprobOutput:
-        """Log-probs and entropy of the response tokens: float32 [B, R] each."""
-        self.model.eval()
-        outputs = [
-            self._forward(to_device(m, self.device), True)
-            for m in split(batch, self.micro_batch_size)
-        ]
-        return LogprobOutput(
-            torch.cat([o.logprobs for o in outputs]).cpu(),
-            torch.cat([o.entropy for o in outputs]).cpu(),
-        )
+        """Log-probs and entropy of the response tokens: float32 [B, R] each, in the
+        caller's row order whatever the micro-batching did."""
+        shape = batch["response_mask"].shape
+        logprobs, entropy = torch.zeros(shape), torch.zeros(shape)
+        for rows, output in self._forward_rows(batch, True):
+            logprobs[rows] = output.logprobs.cpu()
+            entropy[rows] = output.entropy.cpu()
+        return LogprobOutput(logprobs, entropy)
 
     @torch.no_grad()
     def compute_values(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
-        """Critic values of the response positions: float32 [B, R]."""
-        self.model.eval()
-        return torch.cat(
-            [
-                self._forward(to_device(m, self.device), False).cpu()
-                for m in split(batch, self.micro_batch_size)
-            ]
-        )
+        """Critic values of the response positions: float32 [B, R], in the caller's order."""
+        values = torch.zeros(batch["response_mask"].shape)
+        for rows, output in self._forward_rows(batch, False):
+            values[rows] = output.cpu()
+        return values
 
     # --- update -------------------------------------------------------------------
 
@@ -202,7 +211,10 @@ class FSDPTrainEngine:
         assert self.optimizer is not None and self.optim_config is not None
         self.optimizer.zero_grad(set_to_none=True)
         step_metrics: dict[str, list[float]] = defaultdict(list)
-        for micro in split(mini, self.micro_batch_size):
+        for rows in micro_batch_rows(mini["attention_mask"], self.train_batching):
+            if not rows.numel():
+                continue
+            micro = select(mini, rows.to(self.device))
             loss, metrics = loss_fn(self._forward(micro, True), micro, mini)
             loss.backward()
             for key, value in metrics.items():
@@ -280,3 +292,33 @@ class FSDPTrainEngine:
                 for key, value in state.items():
                     if isinstance(value, torch.Tensor):
                         state[key] = value.to(device, non_blocking=True)
+
+
+def micro_batching(config: Config, role: Role, section: Any) -> tuple[MicroBatching, MicroBatching]:
+    """(updates, forward-only passes) micro-batching of `role` from its config keys (verl's
+    names: `ppo_max_token_len_per_gpu`, `log_prob_max_token_len_per_gpu`, ...)."""
+    if role == "critic":
+        critic = config.critic
+        rows = critic.ppo_micro_batch_size_per_gpu
+        if not critic.use_dynamic_bsz:
+            return MicroBatching(rows), MicroBatching(rows)
+        return (
+            MicroBatching(
+                rows, critic.ppo_max_token_len_per_gpu, "critic.ppo_max_token_len_per_gpu"
+            ),
+            MicroBatching(
+                rows, critic.forward_max_token_len_per_gpu, "critic.forward_max_token_len_per_gpu"
+            ),
+        )
+    log_prob = config.ref if role == "ref" else config.rollout
+    prefix = "ref" if role == "ref" else "rollout"
+    forward = MicroBatching(
+        log_prob.log_prob_micro_batch_size_per_gpu,
+        log_prob.log_prob_max_token_len_per_gpu if log_prob.log_prob_use_dynamic_bsz else None,
+        f"{prefix}.log_prob_max_token_len_per_gpu",
+    )
+    budget = section.ppo_max_token_len_per_gpu if section.use_dynamic_bsz else None
+    train = MicroBatching(
+        section.ppo_micro_batch_size_per_gpu, budget, "actor.ppo_max_token_len_per_gpu"
+    )
+    return train, forward

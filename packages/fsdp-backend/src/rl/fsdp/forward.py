@@ -1,7 +1,11 @@
 """Per-token outputs of a causal LM over the response part of a batch.
 
-A batch row is `[left-padded prompt | right-padded response]`; position t of
-the response is predicted by the logits at position P + t - 1.
+A batch row is `[left-padded prompt | right-padded response]`; position t of the
+response is predicted by the output at position P + t - 1. The forward pass runs on
+the padded rows or, with `packed=True`, on the packed real tokens only (`packing.py`);
+either way only the M real response tokens are taken from the output (in row-major
+order of `response_mask`), and per-token results come back as [B, R] with zeros at
+padding.
 """
 
 from __future__ import annotations
@@ -11,9 +15,11 @@ from typing import Any
 
 import torch
 
+from rl.fsdp.packing import pack
+
 
 def _run(model: torch.nn.Module, batch: Mapping[str, torch.Tensor], **options: Any) -> Any:
-    """One forward pass over the whole rows (prompt + response), without a KV cache."""
+    """One forward pass over the whole padded rows (prompt + response), without a KV cache."""
     return model(
         input_ids=batch["input_ids"],
         attention_mask=batch["attention_mask"],
@@ -23,16 +29,37 @@ def _run(model: torch.nn.Module, batch: Mapping[str, torch.Tensor], **options: A
     )
 
 
-def response_logits(model: torch.nn.Module, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
-    """Logits that predict each response token: [B, R, V] in the model's dtype."""
+def response_outputs(
+    model: torch.nn.Module,
+    batch: Mapping[str, torch.Tensor],
+    packed: bool,
+    hidden: bool = False,
+) -> torch.Tensor:
+    """The output (logits, or the final hidden states when `hidden`) that predicts each real
+    response token: [M, V] or [M, H], in the model's dtype."""
+    options: dict[str, Any] = {"output_hidden_states": True, "logits_to_keep": 1} if hidden else {}
+    if packed:
+        inputs = pack(batch)
+        output = model(**inputs.model_kwargs(), use_cache=False, **options)
+        states = output.hidden_states[-1] if hidden else output.logits
+        return states[0, inputs.predict_index]
+    output = _run(model, batch, **options)
+    states = output.hidden_states[-1] if hidden else output.logits
     response_len = batch["responses"].shape[1]
-    return _run(model, batch).logits[:, -response_len - 1 : -1]
+    return states[:, -response_len - 1 : -1][batch["response_mask"].bool()]
+
+
+def scatter_to_rows(values: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:
+    """[M] values of the real response tokens -> [B, R] float32, zeros at padding."""
+    out = torch.zeros(response_mask.shape, dtype=torch.float32, device=values.device)
+    return out.masked_scatter(response_mask.bool().to(values.device), values.float())
 
 
 def logprobs_and_entropy(
     logits: torch.Tensor, tokens: torch.Tensor, temperature: float, with_entropy: bool
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """log p(token) [B, R] and entropy [B, R] (float32) of softmax(logits / temperature)."""
+    """log p(token) and entropy (float32) of softmax(logits / temperature); `logits` [..., V],
+    `tokens` [...]."""
     scaled = logits.float() / (temperature if temperature > 0 else 1.0)
     log_probs = torch.log_softmax(scaled, dim=-1)
     chosen = log_probs.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
@@ -42,10 +69,29 @@ def logprobs_and_entropy(
     return chosen, entropy
 
 
-def response_values(model: torch.nn.Module, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+def response_logprobs(
+    model: torch.nn.Module,
+    batch: Mapping[str, torch.Tensor],
+    temperature: float,
+    with_entropy: bool,
+    packed: bool,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """log p and entropy [B, R] of the response tokens from full logits of the real tokens."""
+    mask = batch["response_mask"]
+    logits = response_outputs(model, batch, packed)
+    tokens = batch["responses"][mask.bool()]
+    logprob, entropy = logprobs_and_entropy(logits, tokens, temperature, with_entropy)
+    return scatter_to_rows(logprob, mask), (
+        None if entropy is None else scatter_to_rows(entropy, mask)
+    )
+
+
+def response_values(
+    model: torch.nn.Module, batch: Mapping[str, torch.Tensor], packed: bool = False
+) -> torch.Tensor:
     """Critic values V(s_t) of the state before each response token: [B, R] float32."""
-    response_len = batch["responses"].shape[1]
-    return _run(model, batch).logits[:, -response_len - 1 : -1, 0].float()
+    values = response_outputs(model, batch, packed)[:, 0]
+    return scatter_to_rows(values, batch["response_mask"])
 
 
 def _full(weight: torch.Tensor) -> torch.Tensor:
@@ -58,29 +104,23 @@ def fused_logprobs_and_entropy(
     batch: Mapping[str, torch.Tensor],
     temperature: float,
     with_entropy: bool,
+    packed: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Like `logprobs_and_entropy(response_logits(...))` without [B, R, V] logits.
-
-    The model returns its final hidden states (logits only for the last position),
-    and `rl.kernels.fused_logprob_entropy` takes them with the LM head's weight;
-    only real response tokens are computed, padding comes back as 0.
-    """
+    """Like `response_logprobs` without [M, V] logits: the model returns its final hidden
+    states (logits only for the last position), and `rl.kernels.fused_logprob_entropy`
+    takes them with the LM head's weight."""
     from rl.kernels import fused_logprob_entropy
 
-    responses, mask = batch["responses"], batch["response_mask"].bool()
-    output = _run(model, batch, output_hidden_states=True, logits_to_keep=1)
-    hidden = output.hidden_states[-1][:, -responses.shape[1] - 1 : -1]
+    mask = batch["response_mask"]
+    hidden = response_outputs(model, batch, packed, hidden=True)
     weight = _full(model.get_output_embeddings().weight)
     logprob, entropy = fused_logprob_entropy(
-        hidden[mask],
+        hidden,
         weight,
-        responses[mask],
+        batch["responses"][mask.bool()],
         temperature if temperature > 0 else 1.0,
         entropy=with_entropy,
     )
-    out_lp = torch.zeros(responses.shape, dtype=torch.float32, device=logprob.device)
-    out_lp = out_lp.masked_scatter(mask, logprob)
-    if entropy is None:
-        return out_lp, None
-    out_ent = torch.zeros(responses.shape, dtype=torch.float32, device=entropy.device)
-    return out_lp, out_ent.masked_scatter(mask, entropy)
+    return scatter_to_rows(logprob, mask), (
+        None if entropy is None else scatter_to_rows(entropy, mask)
+    )

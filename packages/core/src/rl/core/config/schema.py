@@ -206,6 +206,10 @@ class ActorConfig:
     tis_cap: float | None = None
     # rl.kernels.fused_logprob_entropy; null = auto (no-grad passes everywhere, training on GPU)
     use_fused_kernels: bool | None = None
+    # packed rows (no padding tokens) and micro-batches by token budget instead of row count
+    use_remove_padding: bool = True
+    use_dynamic_bsz: bool = False
+    ppo_max_token_len_per_gpu: int = 16384
 
     def __post_init__(self) -> None:
         check(self, **PPO_UPDATE_RULES)
@@ -221,6 +225,7 @@ class ActorConfig:
             kl_loss_coef=NON_NEGATIVE,
             early_stop_imp_ratio=optional(POSITIVE),
             tis_cap=optional(POSITIVE),
+            ppo_max_token_len_per_gpu=POSITIVE_INT,
         )
 
 
@@ -234,10 +239,39 @@ class CriticConfig:
     cliprange_value: float = 0.5
     loss_agg_mode: str = "token-mean"
     loss_scale_factor: float | None = None
+    use_remove_padding: bool = True
+    use_dynamic_bsz: bool = False
+    ppo_max_token_len_per_gpu: int = 32768
+    forward_max_token_len_per_gpu: int = 32768  # compute_values (no gradients)
 
     def __post_init__(self) -> None:
         check(self, **PPO_UPDATE_RULES)
         check(self, cliprange_value=POSITIVE, loss_scale_factor=optional(POSITIVE))
+        check(
+            self,
+            ppo_max_token_len_per_gpu=POSITIVE_INT,
+            forward_max_token_len_per_gpu=POSITIVE_INT,
+        )
+
+
+# Forward-only passes (old and reference log-probs) batch by these, as verl's
+# rollout.log_prob_* and ref.log_prob_* keys do.
+LOG_PROB_RULES = {
+    "log_prob_micro_batch_size_per_gpu": POSITIVE_INT,
+    "log_prob_max_token_len_per_gpu": POSITIVE_INT,
+}
+
+
+@dataclass(frozen=True)
+class RefConfig:
+    """The reference policy's log-prob pass (the model is the actor's)."""
+
+    log_prob_micro_batch_size_per_gpu: int = 16
+    log_prob_use_dynamic_bsz: bool = False
+    log_prob_max_token_len_per_gpu: int = 16384
+
+    def __post_init__(self) -> None:
+        check(self, **LOG_PROB_RULES)
 
 
 # -1 and 0 both mean "no top-k": vLLM reads -1 (verl's default), Hugging Face generate() 0.
@@ -271,10 +305,14 @@ class RolloutConfig:
     top_k: int = -1
     min_new_tokens: int = 0
     val_kwargs: ValKwargs = field(default_factory=ValKwargs)
+    # the actor's old log-prob pass over the generated batch (verl's rollout.log_prob_*)
+    log_prob_micro_batch_size_per_gpu: int = 16
+    log_prob_use_dynamic_bsz: bool = False
+    log_prob_max_token_len_per_gpu: int = 16384
 
     def __post_init__(self) -> None:
         check(self, name=NOT_EMPTY, **SAMPLING_RULES)
-        check(self, min_new_tokens=NON_NEGATIVE)
+        check(self, min_new_tokens=NON_NEGATIVE, **LOG_PROB_RULES)
 
 
 @dataclass(frozen=True)
@@ -415,6 +453,7 @@ class Config:
     data: DataConfig = field(default_factory=DataConfig)
     actor: ActorConfig = field(default_factory=ActorConfig)
     critic: CriticConfig = field(default_factory=CriticConfig)
+    ref: RefConfig = field(default_factory=RefConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
     algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
@@ -440,12 +479,35 @@ class Config:
             self.rollout.min_new_tokens,
             f"<= data.max_response_length ({data.max_response_length})",
         )
+        self._check_token_budgets()
         _check(
             not data.builtin_train or data.builtin_train_size >= data.train_batch_size,
             "data.builtin_train_size",
             data.builtin_train_size,
             f">= data.train_batch_size ({data.train_batch_size})",
         )
+
+    def _check_token_budgets(self) -> None:
+        """A token budget must hold the longest row (prompt + response), or no micro-batch can
+        take it; checked for each budget that is in use."""
+        longest = self.data.max_prompt_length + self.data.max_response_length
+        budgets = [
+            ("actor.ppo_max_token_len_per_gpu", self.actor.use_dynamic_bsz),
+            ("rollout.log_prob_max_token_len_per_gpu", self.rollout.log_prob_use_dynamic_bsz),
+            ("ref.log_prob_max_token_len_per_gpu", self.ref.log_prob_use_dynamic_bsz),
+            ("critic.ppo_max_token_len_per_gpu", self.critic.use_dynamic_bsz),
+            ("critic.forward_max_token_len_per_gpu", self.critic.use_dynamic_bsz),
+        ]
+        for key, used in budgets:
+            section, name = key.split(".")
+            value = getattr(getattr(self, section), name)
+            _check(
+                not used or value >= longest,
+                key,
+                value,
+                f">= data.max_prompt_length + data.max_response_length ({longest}), the "
+                "longest row",
+            )
 
     @property
     def uses_critic(self) -> bool:

@@ -1,0 +1,56 @@
+"""Which rows of a (mini-)batch go into each micro-batch: by row count, or by token budget.
+
+With a token budget (`use_dynamic_bsz`), rows are partitioned by `rl.kernels`' balanced
+partitioner so that no micro-batch holds more than `max_tokens` real tokens (prompt +
+response) and their workloads are even; the heaviest micro-batch runs first, so a budget
+that is too large fails at once rather than at the end. Data-parallel ranks agree on
+the number of micro-batches (the max over ranks), so every rank steps together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class MicroBatching:
+    """How to cut a batch: `rows` per micro-batch, or (when `max_tokens` is set) at most
+    `max_tokens` real tokens per micro-batch. `key` names the config key of the budget."""
+
+    rows: int = 8
+    max_tokens: int | None = None
+    key: str = "ppo_max_token_len_per_gpu"
+
+
+def micro_batch_rows(
+    attention_mask: torch.Tensor, spec: MicroBatching, group: dist.ProcessGroup | None = None
+) -> list[torch.Tensor]:
+    """Row indices (int64, ascending) of each micro-batch of the batch whose attention mask
+    is `attention_mask` [B, L]; together they cover every row exactly once."""
+    num_rows = attention_mask.shape[0]
+    if spec.max_tokens is None:
+        return [
+            torch.arange(start, min(start + spec.rows, num_rows))
+            for start in range(0, num_rows, spec.rows)
+        ]
+    from rl.kernels import token_budget_partition
+
+    lengths = attention_mask.sum(1).tolist()
+    parts = token_budget_partition(lengths, spec.max_tokens, key=spec.key)
+    wanted = _max_over_ranks(len(parts), group)
+    if wanted > len(parts):
+        parts = token_budget_partition(lengths, spec.max_tokens, min_parts=wanted, key=spec.key)
+    return [torch.tensor(part, dtype=torch.long) for part in parts]
+
+
+def _max_over_ranks(count: int, group: dist.ProcessGroup | None) -> int:
+    if not dist.is_available() or not dist.is_initialized() or dist.get_world_size(group) == 1:
+        return count
+    value = torch.tensor([count], dtype=torch.long)
+    if dist.get_backend(group) == "nccl":
+        value = value.cuda()
+    dist.all_reduce(value, op=dist.ReduceOp.MAX, group=group)
+    return int(value.item())

@@ -1,0 +1,147 @@
+"""Packed rows and token-budget micro-batches in the FSDP engine, against the padded path:
+log-probs, entropy, values and whole updates are the same (fp32 tolerance) for any budget,
+any micro-batch size, packed or padded; results come back in the caller's row order."""
+
+import pytest
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from rl.core.config import OptimConfig, load_config
+from rl.core.engines import Rollouts
+from rl.core.models import load_causal_lm, load_tokenizer, load_value_model
+from rl.core.trainer.rollout_batch import build_batch
+from rl.fsdp.engine import FSDPTrainEngine
+from rl.fsdp.micro_batches import MicroBatching
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return load_tokenizer(load_config().model)
+
+
+def qwen2(tokenizer, seed=0):
+    return load_causal_lm(load_config().model, tokenizer, seed=seed)
+
+
+def llama(tokenizer, seed=0):
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,  # GQA
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        attn_implementation="sdpa",
+    )
+    return LlamaForCausalLM(config).float()
+
+
+MODELS = {"qwen2": qwen2, "llama": llama}
+
+
+def ragged_batch(tokenizer, rows=7, seed=0, width=9):
+    """Prompts and responses of very different lengths (a long tail, and empty responses)."""
+    generator = torch.Generator().manual_seed(seed)
+    prompts = [tokenizer(f"{i * 37}+{i}=" * (1 + i % 3)).input_ids for i in range(rows)]
+    lengths = [width, 1, 0, 3, width, 2, 5][:rows]
+    responses = [
+        torch.randint(3, len(tokenizer), (n,), generator=generator).tolist() for n in lengths
+    ]
+    return build_batch(
+        Rollouts(prompts, responses, [[0.0] * len(r) for r in responses]),
+        tokenizer.pad_token_id,
+        width,
+    )
+
+
+def engine(model, role="actor", packed=True, rows=8, max_tokens=None, use_fused_kernels=False):
+    batching = MicroBatching(rows, max_tokens, "actor.ppo_max_token_len_per_gpu")
+    return FSDPTrainEngine(
+        model,
+        role,
+        optim=None if role == "ref" else OptimConfig(lr=1e-2),
+        mini_batch_size=7,
+        use_remove_padding=packed,
+        train_batching=batching,
+        use_fused_kernels=use_fused_kernels,
+    )
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("fused", [False, True])
+def test_packed_logprobs_and_entropy_equal_the_padded_ones(tokenizer, name, fused):
+    batch = ragged_batch(tokenizer)
+    padded = engine(MODELS[name](tokenizer), "ref", packed=False, use_fused_kernels=fused)
+    packed = engine(MODELS[name](tokenizer), "ref", packed=True, use_fused_kernels=fused)
+    a, b = padded.compute_logprobs(batch), packed.compute_logprobs(batch)
+    mask = batch["response_mask"]
+    assert torch.allclose(a.logprobs, b.logprobs, atol=2e-5)
+    assert torch.allclose(a.entropy * mask, b.entropy * mask, atol=2e-5)
+    assert (b.logprobs[mask == 0] == 0).all()
+
+
+def test_packed_values_equal_the_padded_ones(tokenizer):
+    batch = ragged_batch(tokenizer)
+    model_config = load_config().model
+    padded = engine(load_value_model(model_config, tokenizer), "critic", packed=False)
+    packed = engine(load_value_model(model_config, tokenizer), "critic", packed=True)
+    assert torch.allclose(padded.compute_values(batch), packed.compute_values(batch), atol=2e-5)
+
+
+def nll(output, micro, mini):
+    """Token-mean over the whole mini-batch: micro-batch losses add up to the mini-batch's."""
+    mask = micro["response_mask"]
+    return -(output.logprobs * mask).sum() / mini["response_mask"].sum(), {}
+
+
+def gradients(tokenizer, name, packed, rows=8, max_tokens=None):
+    """The gradient of one mini-batch update (it stays on the parameters after the step;
+    compared instead of the weights, which AdamW's normalisation makes sign-sensitive)."""
+    trained = engine(MODELS[name](tokenizer), packed=packed, rows=rows, max_tokens=max_tokens)
+    metrics = trained.train_step(ragged_batch(tokenizer), nll)
+    grads = {key: p.grad.full_tensor() for key, p in trained.model.named_parameters()}
+    return grads, metrics
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_one_update_is_the_same_packed_or_padded_for_any_budget(tokenizer, name):
+    """The token-mean loss is normalised by the whole mini-batch, so neither packing nor how
+    the rows are cut into micro-batches (by rows or by token budget) changes the update."""
+    reference, ref_metrics = gradients(tokenizer, name, packed=False, rows=7)
+    longest = int(ragged_batch(tokenizer)["attention_mask"].sum(1).max())
+    for packed, rows, budget in [
+        (True, 7, None),
+        (True, 2, None),
+        (False, 3, None),
+        (True, 8, longest),  # many micro-batches, one long row each
+        (True, 8, 2 * longest),
+        (False, 8, longest + 3),
+    ]:
+        grads, metrics = gradients(tokenizer, name, packed, rows, budget)
+        assert metrics["actor/grad_norm"] == pytest.approx(ref_metrics["actor/grad_norm"], 1e-4)
+        for key, value in reference.items():
+            assert torch.allclose(value, grads[key], rtol=1e-4, atol=1e-7), (packed, rows, key)
+
+
+def test_logprobs_come_back_in_the_callers_row_order(tokenizer):
+    """A budget that groups rows out of order (heaviest first) must not permute results."""
+    batch = ragged_batch(tokenizer)
+    one_by_one = engine(qwen2(tokenizer), "ref", rows=1).compute_logprobs(batch)
+    longest = int(batch["attention_mask"].sum(1).max())
+    budgeted = engine(qwen2(tokenizer), "ref", rows=1, max_tokens=longest + 4)
+    budgeted.forward_batching = MicroBatching(1, longest + 4, "ref.log_prob_max_token_len_per_gpu")
+    got = budgeted.compute_logprobs(batch)
+    assert torch.allclose(one_by_one.logprobs, got.logprobs, atol=2e-5)
+    rows = [int(r) for r in torch.argsort(batch["response_mask"].sum(1))]
+    assert rows != sorted(rows)  # the batch does reveal a permutation
+
+
+def test_a_row_longer_than_the_budget_names_the_key_and_the_numbers(tokenizer):
+    batch = ragged_batch(tokenizer)
+    longest = int(batch["attention_mask"].sum(1).max())
+    small = engine(qwen2(tokenizer), max_tokens=longest - 1)
+    with pytest.raises(ValueError, match=rf"actor.ppo_max_token_len_per_gpu = {longest - 1}"):
+        small.train_step(batch, nll)
