@@ -91,9 +91,10 @@ def lint(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Kernel benchmarks; rows are appended under packages/kernels/benchmarks/results/."""
     if session.venv_backend != "none":
-        session.install("torch==2.13.0", "-e./packages/kernels")
+        # transformers: the varlen benchmark trains a Hugging Face model
+        session.install("torch==2.13.0", "transformers", "-e./packages/kernels")
     results = ROOT / "packages" / "kernels" / "benchmarks" / "results"
-    for op in session.posargs or ["bucket", "logprob"]:
+    for op in session.posargs or ["bucket", "logprob", "partition", "varlen"]:
         session.run("python", "-m", "rl.kernels.bench", op, "--csv", str(results / f"{op}.csv"))
 
 

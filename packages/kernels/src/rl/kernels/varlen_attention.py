@@ -4,7 +4,8 @@ Packed, a micro-batch is one row of N tokens holding many sequences. Hugging Fac
 `sdpa` path then builds a block-diagonal causal mask of N x N and attends over all N
 keys per query (cost ~N^2, more than the padded batch's B * L^2 once N >> L). `rl_varlen`
 attends within each sequence only (cost sum(L_i^2)): `flash_attn_varlen_func` on GPU when
-flash-attn is installed, else one causal SDPA call per sequence. The sequence bounds
+flash-attn is installed, else causal SDPA over buckets of sequences of similar length
+(few calls, at most 1.25x the exact attention work). The sequence bounds
 come from `cu_seq_lens_q` / `max_length_q`, which the caller passes to the model call
 and transformers hands to the attention function (its flash-attention kwargs).
 
@@ -42,20 +43,54 @@ def varlen_attention(
         )
     if query.is_cuda and _flash_varlen() is not None:
         return _flash(query, key, value, cu_seqlens, kwargs["max_length_q"], scaling), None
-    groups = query.shape[1] // key.shape[1]
-    bounds = cu_seqlens.tolist()
+    return _bucketed_sdpa(query, key, value, cu_seqlens.tolist(), scaling), None
+
+
+def _bucketed_sdpa(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    bounds: list[int],
+    scaling: float | None,
+    waste: float = 1.25,
+) -> torch.Tensor:
+    """Causal SDPA per bucket of sequences of similar length, right-padded to the bucket's
+    longest: a few batched calls instead of one per sequence, and at most `waste` times the
+    attention work of exact varlen. A padded key repeats its sequence's last token and is
+    never seen by a real query (causal), so the result is exact."""
+    lengths = [end - start for start, end in itertools.pairwise(bounds)]
+    order = sorted((i for i, n in enumerate(lengths) if n > 0), key=lambda i: -lengths[i])
     out = torch.empty_like(query)
-    for start, end in itertools.pairwise(bounds):
-        if end > start:
-            out[:, :, start:end] = F.scaled_dot_product_attention(
-                query[:, :, start:end],
-                key[:, :, start:end],
-                value[:, :, start:end],
-                is_causal=True,
-                scale=scaling,
-                enable_gqa=groups > 1,
-            )
-    return out.transpose(1, 2).contiguous(), None
+    device = query.device
+    for bucket in _buckets(order, lengths, waste):
+        starts = torch.tensor([bounds[i] for i in bucket], device=device)
+        sizes = torch.tensor([lengths[i] for i in bucket], device=device)
+        steps = torch.arange(lengths[bucket[0]], device=device)
+        index = starts[:, None] + torch.minimum(steps[None], sizes[:, None] - 1)  # [G, W]
+        q, k, v = (t[0][:, index].transpose(0, 1) for t in (query, key, value))  # [G, H, W, D]
+        attended = F.scaled_dot_product_attention(
+            q, k, v, is_causal=True, scale=scaling, enable_gqa=q.shape[1] != k.shape[1]
+        )
+        real = steps[None] < sizes[:, None]
+        out[0][:, index[real]] = attended.transpose(0, 1)[:, real]
+    return out.transpose(1, 2).contiguous()
+
+
+def _buckets(order: list[int], lengths: list[int], waste: float) -> list[list[int]]:
+    """Consecutive runs of `order` (longest first) whose padded size stays within `waste`
+    times their real size."""
+    buckets: list[list[int]] = []
+    total = 0
+    for i in order:
+        if buckets and lengths[buckets[-1][0]] * (len(buckets[-1]) + 1) <= waste * (
+            total + lengths[i]
+        ):
+            buckets[-1].append(i)
+            total += lengths[i]
+        else:
+            buckets.append([i])
+            total = lengths[i]
+    return buckets
 
 
 @functools.cache
