@@ -181,3 +181,13 @@ def test_round_trip_on_gpu():
     packed.float().sum().backward()
     assert torch.equal(x.grad[..., 0], mask.to(x.dtype))
     assert packed_position_ids(layout).is_cuda and segment_ids(layout).is_cuda
+
+
+def test_aligned_cu_seqlens_rounds_each_sequence_up():
+    from rl.kernels import aligned_cu_seqlens
+
+    cu = torch.tensor([0, 3, 3, 8, 9], dtype=torch.int32)
+    assert aligned_cu_seqlens(cu, 4).tolist() == [0, 4, 4, 12, 16]
+    assert aligned_cu_seqlens(cu, 1).tolist() == cu.tolist()
+    with pytest.raises(ValueError, match="multiple = 0"):
+        aligned_cu_seqlens(cu, 0)

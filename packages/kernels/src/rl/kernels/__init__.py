@@ -23,6 +23,7 @@ from rl.kernels.partition import (
 )
 from rl.kernels.varlen import (
     PackedLayout,
+    aligned_cu_seqlens,
     packed_labels,
     packed_layout,
     packed_position_ids,
@@ -41,6 +42,7 @@ __all__ = [
     "BucketLayout",
     "PackedLayout",
     "__version__",
+    "aligned_cu_seqlens",
     "balance_ratio",
     "fused_logprob_entropy",
     "karmarkar_karp",

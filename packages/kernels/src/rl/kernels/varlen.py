@@ -122,6 +122,20 @@ def packed_labels(
     return following.masked_fill(last, ignore_index)
 
 
+def aligned_cu_seqlens(cu_seqlens: torch.Tensor, multiple: int) -> torch.Tensor:
+    """`cu_seqlens` [B+1] with each sequence's length rounded up to a multiple of `multiple`
+    (int32 [B+1]): the padded bounds that tensor-parallel sequence parallelism and
+    context-parallel sharding need (megatron-core's `cu_seqlens_q_padded`). Each sequence
+    keeps its start in the padded buffer at the returned offset; empty ones stay empty."""
+    if multiple < 1:
+        raise ValueError(f"multiple = {multiple}: must be >= 1")
+    lengths = cu_seqlens.diff().to(torch.int64)
+    padded = (lengths + multiple - 1) // multiple * multiple
+    out = torch.zeros(cu_seqlens.numel(), dtype=torch.int32, device=cu_seqlens.device)
+    out[1:] = padded.cumsum(0)
+    return out
+
+
 def _segment(values, seg_ids, num_segments, mask, reduce, contiguous) -> torch.Tensor:
     if values.dim() != 1 or seg_ids.shape != values.shape:
         raise ValueError(

@@ -40,9 +40,10 @@ def sequence_sums(
     counts = valid.to(values.dtype)
     if seq_ids is None:
         return selected.sum(-1), counts.sum(-1)
+    from rl.kernels import segment_sum  # the packed reductions live with the varlen ops
+
     size = num_sequences(seq_ids)
-    sums = values.new_zeros(size).index_add(0, seq_ids, selected)
-    return sums, values.new_zeros(size).index_add(0, seq_ids, counts)
+    return segment_sum(selected, seq_ids, size), segment_sum(counts, seq_ids, size)
 
 
 def per_token(
