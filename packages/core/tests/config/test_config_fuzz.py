@@ -219,7 +219,8 @@ def key_prefixes(key: str) -> list[str]:
     """`a`, `a.b`, `a.b.c` for `a.b.c`, each also as repr() writes it inside quotes."""
     parts = key.split(".")
     prefixes = [".".join(parts[: i + 1]) for i in range(len(parts))]
-    return [form for p in prefixes if p for form in (p, repr(p)[1:-1])]
+    # an empty first part (".0" nests under the key '') is named as '' in the message
+    return [form for p in prefixes for form in ((p, repr(p)[1:-1]) if p else ("''",))]
 
 
 def assert_valid_or_one_line_config_error(load: Any, given_keys: list[str]) -> Config | None:
