@@ -68,13 +68,18 @@ def make_rows(lengths: list[int], prompt_len: int, vocab: int) -> list[torch.Ten
     return [torch.randint(3, vocab, (prompt_len + n,), generator=generator) for n in lengths]
 
 
-def padded_step(model: Any, rows: list[torch.Tensor], prompt_len: int, device: Any) -> Any:
+def right_padded(rows: list[torch.Tensor], device: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids, attention mask) [B, L_max] of `rows`, right-padded: the batch both variants take."""
     width = max(len(r) for r in rows)
     ids = torch.zeros(len(rows), width, dtype=torch.long)
     mask = torch.zeros(len(rows), width, dtype=torch.long)
     for i, row in enumerate(rows):
         ids[i, : len(row)], mask[i, : len(row)] = row, 1
-    ids, mask = ids.to(device), mask.to(device)
+    return ids.to(device), mask.to(device)
+
+
+def padded_step(model: Any, rows: list[torch.Tensor], prompt_len: int, device: Any) -> Any:
+    ids, mask = right_padded(rows, device)
     model.set_attn_implementation("sdpa")
     logits = model(input_ids=ids, attention_mask=mask, use_cache=False).logits[:, :-1]
     labels = ids[:, 1:].masked_fill(mask[:, 1:] == 0, -100)
@@ -87,13 +92,9 @@ def padded_step(model: Any, rows: list[torch.Tensor], prompt_len: int, device: A
 def packed_step(model: Any, rows: list[torch.Tensor], prompt_len: int, device: Any) -> Any:
     from rl.kernels import packed_labels, packed_layout, packed_position_ids, unpad
 
-    width = max(len(r) for r in rows)
-    ids = torch.zeros(len(rows), width, dtype=torch.long)
-    mask = torch.zeros(len(rows), width, dtype=torch.long)
-    for i, row in enumerate(rows):
-        ids[i, : len(row)], mask[i, : len(row)] = row, 1
-    layout = packed_layout(mask.to(device))
-    packed = unpad(ids.to(device), layout)
+    ids, mask = right_padded(rows, device)
+    layout = packed_layout(mask)
+    packed = unpad(ids, layout)
     positions = packed_position_ids(layout)
     labels = packed_labels(packed, layout).masked_fill(positions < prompt_len - 1, -100)
     model.set_attn_implementation("rl_varlen")
