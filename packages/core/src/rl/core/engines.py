@@ -46,8 +46,10 @@ class SamplingParams:
     top_k: int = -1
     max_new_tokens: int = 256
     min_new_tokens: int = 0
-    stop_token_ids: tuple[int, ...] = ()
-    seed: int | None = None
+    stop_token_ids: tuple[int, ...] = ()  # besides the tokenizer's EOS; the stop token is kept
+    seed: int | None = None  # per request: the same seed gives the same samples
+    repetition_penalty: float = 1.0
+    ignore_eos: bool = False  # generate max_new_tokens whatever is sampled
 
     def __post_init__(self) -> None:
         # The schema refuses bad `rollout.*` values by key first; these guard engines and
@@ -58,6 +60,7 @@ class SamplingParams:
             ("top_p", 0 < self.top_p <= 1, "in (0, 1]"),
             ("top_k", self.top_k >= -1, "-1 or 0 (off) or >= 1"),
             ("max_new_tokens", self.max_new_tokens >= 1, ">= 1"),
+            ("repetition_penalty", self.repetition_penalty > 0, "> 0"),
             ("min_new_tokens", self.min_new_tokens >= 0, ">= 0"),
             (
                 "min_new_tokens",
@@ -77,7 +80,10 @@ class Rollouts:
     """Generated responses, flat over prompts × n (prompt i's group is rows i*n .. i*n+n-1).
 
     `response_ids[j]` are the sampled token ids of row j and `logprobs[j]` their
-    log-probabilities under the rollout engine (float32, same length).
+    log-probabilities under the rollout engine (float32, same length): log-softmax of
+    logits / temperature, the quantity the trainer recomputes (engines document how
+    top-p/top-k truncation and repetition penalties enter). `finish_reasons[j]` is
+    "stop" (EOS or a stop token, which is kept) or "length".
     """
 
     prompt_ids: list[list[int]]

@@ -50,6 +50,13 @@ class HFRolloutEngine:
     @torch.no_grad()
     def generate(self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams) -> Rollouts:
         """`sampling.n` responses per prompt, grouped: rows i*n .. i*n+n-1 belong to prompt i."""
+        if sampling.seed is None:
+            return self._generate(prompt_ids, sampling)
+        with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+            torch.manual_seed(sampling.seed)
+            return self._generate(prompt_ids, sampling)
+
+    def _generate(self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams) -> Rollouts:
         expanded = [list(p) for p in prompt_ids for _ in range(sampling.n)]
         rollouts = Rollouts([], [], [], [])
         for start in range(0, len(expanded), self.max_batch_size):
@@ -60,7 +67,7 @@ class HFRolloutEngine:
 
     def _generate_chunk(self, prompts: list[list[int]], sampling: SamplingParams) -> Rollouts:
         input_ids, attention_mask = left_pad(prompts, self.pad_id)
-        greedy = sampling.temperature == 0
+        greedy, min_new = sampling.temperature == 0, sampling.min_new_tokens
         output = self.model.generate(
             input_ids=input_ids.to(self.device),
             attention_mask=attention_mask.to(self.device),
@@ -69,7 +76,11 @@ class HFRolloutEngine:
             top_p=None if greedy else sampling.top_p,
             top_k=None if greedy or sampling.top_k <= 0 else sampling.top_k,
             max_new_tokens=sampling.max_new_tokens,
-            min_new_tokens=sampling.min_new_tokens or None,
+            # generate() cannot sample EOS and go on: ignore_eos forbids the stop tokens instead
+            min_new_tokens=sampling.max_new_tokens if sampling.ignore_eos else min_new or None,
+            repetition_penalty=None
+            if sampling.repetition_penalty == 1
+            else sampling.repetition_penalty,
             eos_token_id=[self.eos_id, *sampling.stop_token_ids],
             pad_token_id=self.pad_id,
             output_logits=True,
@@ -96,7 +107,7 @@ class HFRolloutEngine:
             result.response_ids.append(row[:end])
             result.logprobs.append(row_logprobs[:end])
             result.finish_reasons.append(
-                "stop" if end < len(row) or row[end - 1] in stop_ids else "length"
+                "stop" if row[:end] and row[end - 1] in stop_ids else "length"
             )
         return result
 

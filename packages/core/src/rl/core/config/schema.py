@@ -16,6 +16,7 @@ from typing import Literal
 
 from rl.core.algorithms.rollout_correction import RolloutCorrectionConfig
 from rl.core.config.errors import FieldError
+from rl.core.config.rollout import LOG_PROB_RULES, RolloutConfig
 from rl.core.config.rules import (
     FILES,
     FRACTION,
@@ -40,7 +41,6 @@ def _check(condition: bool, key: str, value: object, allowed: str) -> None:
         raise FieldError(key, value, allowed)
 
 
-TOP_K = Rule(lambda value: value >= -1, "-1 or 0 (off) or >= 1")
 FREQUENCY = off_or_at_least_one((-1, 0))
 
 
@@ -254,14 +254,6 @@ class CriticConfig:
         )
 
 
-# Forward-only passes (old and reference log-probs) batch by these, as verl's
-# rollout.log_prob_* and ref.log_prob_* keys do.
-LOG_PROB_RULES = {
-    "log_prob_micro_batch_size_per_gpu": POSITIVE_INT,
-    "log_prob_max_token_len_per_gpu": POSITIVE_INT,
-}
-
-
 @dataclass(frozen=True)
 class RefConfig:
     """The reference policy's log-prob pass (the model is the actor's)."""
@@ -272,47 +264,6 @@ class RefConfig:
 
     def __post_init__(self) -> None:
         check(self, **LOG_PROB_RULES)
-
-
-# -1 and 0 both mean "no top-k": vLLM reads -1 (verl's default), Hugging Face generate() 0.
-SAMPLING_RULES = {
-    "n": POSITIVE_INT,
-    "temperature": NON_NEGATIVE,
-    "top_p": between(0, 1, open_low=True),
-    "top_k": TOP_K,
-}
-
-
-@dataclass(frozen=True)
-class ValKwargs:
-    """Sampling for validation: greedy by default."""
-
-    n: int = 1
-    temperature: float = 0.0
-    top_p: float = 1.0
-    top_k: int = -1
-
-    def __post_init__(self) -> None:
-        check(self, **SAMPLING_RULES)
-
-
-@dataclass(frozen=True)
-class RolloutConfig:
-    name: str = "hf"
-    n: int = 4
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = -1
-    min_new_tokens: int = 0
-    val_kwargs: ValKwargs = field(default_factory=ValKwargs)
-    # the actor's old log-prob pass over the generated batch (verl's rollout.log_prob_*)
-    log_prob_micro_batch_size_per_gpu: int = 16
-    log_prob_use_dynamic_bsz: bool = False
-    log_prob_max_token_len_per_gpu: int = 16384
-
-    def __post_init__(self) -> None:
-        check(self, name=NOT_EMPTY, **SAMPLING_RULES)
-        check(self, min_new_tokens=NON_NEGATIVE, **LOG_PROB_RULES)
 
 
 @dataclass(frozen=True)
@@ -480,6 +431,13 @@ class Config:
             f"<= data.max_response_length ({data.max_response_length})",
         )
         self._check_token_budgets()
+        longest = data.max_prompt_length + data.max_response_length
+        _check(
+            self.rollout.max_model_len is None or self.rollout.max_model_len >= longest,
+            "rollout.max_model_len",
+            self.rollout.max_model_len,
+            f">= data.max_prompt_length + data.max_response_length ({longest})",
+        )
         _check(
             not data.builtin_train or data.builtin_train_size >= data.train_batch_size,
             "data.builtin_train_size",

@@ -6,6 +6,7 @@ prompts -> generate -> rewards -> old/ref log-probs, values -> advantages
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -28,6 +29,9 @@ def train_sampling(config: Any) -> SamplingParams:
         top_k=rollout.top_k,
         max_new_tokens=config.data.max_response_length,
         min_new_tokens=rollout.min_new_tokens,
+        stop_token_ids=rollout.stop_token_ids,
+        repetition_penalty=rollout.repetition_penalty,
+        ignore_eos=rollout.ignore_eos,
     )
 
 
@@ -65,7 +69,7 @@ def rl_step(ctx: Any, items: list[Any], step: int, kl_ctrl: Any) -> dict[str, fl
 def greedy_baselines(ctx: Any, items: list[Any], n: int) -> torch.Tensor:
     """ReMax's baseline: the reward of each prompt's greedy response, repeated for its n rows."""
     sampling = train_sampling(ctx.config)
-    greedy = SamplingParams(n=1, temperature=0.0, max_new_tokens=sampling.max_new_tokens)
+    greedy = replace(sampling, n=1, temperature=0.0, top_p=1.0, top_k=-1)
     rollouts = ctx.rollout.generate([it.prompt_ids for it in items], greedy)
     scores, _ = score_rollouts(ctx, items, rollouts, 1)
     return torch.tensor(scores, dtype=torch.float32).repeat_interleave(n)

@@ -17,6 +17,8 @@ def val_sampling(config: Any) -> SamplingParams:
         top_p=kwargs.top_p,
         top_k=kwargs.top_k,
         max_new_tokens=config.data.max_response_length,
+        stop_token_ids=config.rollout.stop_token_ids,
+        repetition_penalty=config.rollout.repetition_penalty,
     )
 
 

@@ -1,0 +1,131 @@
+"""The `rollout` section: sampling, the generation engine, and the weight sync into it.
+
+Key names are verl's (`actor_rollout_ref.rollout.*`); the names the other seed systems
+use for the same settings are in packages/rollout/README.md ("Config keys"). Engine
+settings that only one engine reads go in `engine_kwargs.vllm` / `engine_kwargs.sglang`,
+as in verl, and reach that engine unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rl.core.config.errors import FieldError
+from rl.core.config.rules import (
+    NON_NEGATIVE,
+    NOT_EMPTY,
+    POSITIVE,
+    POSITIVE_INT,
+    SEED,
+    Rule,
+    between,
+    check,
+    optional,
+)
+
+TOP_K = Rule(lambda value: value >= -1, "-1 or 0 (off) or >= 1")
+
+# -1 and 0 both mean "no top-k": vLLM reads -1 (verl's default), Hugging Face generate() 0.
+SAMPLING_RULES = {
+    "n": POSITIVE_INT,
+    "temperature": NON_NEGATIVE,
+    "top_p": between(0, 1, open_low=True),
+    "top_k": TOP_K,
+}
+
+# Forward-only passes (old and reference log-probs) batch by these, as verl's
+# rollout.log_prob_* and ref.log_prob_* keys do.
+LOG_PROB_RULES = {
+    "log_prob_micro_batch_size_per_gpu": POSITIVE_INT,
+    "log_prob_max_token_len_per_gpu": POSITIVE_INT,
+}
+
+LOAD_FORMATS = ("dummy", "auto", "safetensors", "pt")
+ROLLOUT_DTYPES = ("auto", "float32", "bfloat16", "float16")
+ENGINE_KWARGS_SECTIONS = ("vllm", "sglang")
+
+
+@dataclass(frozen=True)
+class ValKwargs:
+    """Sampling for validation: greedy by default."""
+
+    n: int = 1
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = -1
+
+    def __post_init__(self) -> None:
+        check(self, **SAMPLING_RULES)
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    name: str = "hf"  # hf | vllm | sglang (any engine registered under `rl.engines`)
+    # --- sampling (training rollouts; validation uses val_kwargs)
+    n: int = 4
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = -1
+    min_new_tokens: int = 0
+    repetition_penalty: float = 1.0
+    ignore_eos: bool = False
+    stop_token_ids: tuple[int, ...] = ()  # besides the tokenizer's EOS
+    val_kwargs: ValKwargs = field(default_factory=ValKwargs)
+    # the actor's old log-prob pass over the generated batch (verl's rollout.log_prob_*)
+    log_prob_micro_batch_size_per_gpu: int = 16
+    log_prob_use_dynamic_bsz: bool = False
+    log_prob_max_token_len_per_gpu: int = 16384
+    # --- the engine (vllm, sglang; the hf engine reads only dtype)
+    dtype: str = "auto"  # auto: model.dtype
+    tensor_parallel_size: int = 1
+    gpu_memory_utilization: float = 0.5  # SGLang: mem_fraction_static
+    max_num_seqs: int = 1024  # SGLang / RLinf: max_running_requests
+    max_num_batched_tokens: int = 8192
+    max_model_len: int | None = None  # None: data.max_prompt_length + max_response_length
+    enforce_eager: bool = True  # SGLang: disable_cuda_graph
+    enable_prefix_caching: bool = True
+    enable_chunked_prefill: bool = True
+    load_format: str = "dummy"  # dummy: random weights until the first sync fills them
+    free_cache_engine: bool = True  # sleep() releases KV cache (and weights) between rollouts
+    detokenize: bool = False
+    seed: int = 0
+    engine_kwargs: dict[str, Any] = field(default_factory=dict)  # {vllm: {...}, sglang: {...}}
+    # --- trainer -> engine weight sync
+    update_weights_bucket_megabytes: int = 512
+    update_weights_delta: bool = False  # send only tensors whose content changed since the last
+
+    def __post_init__(self) -> None:
+        check(self, name=NOT_EMPTY, **SAMPLING_RULES)
+        check(self, min_new_tokens=NON_NEGATIVE, **LOG_PROB_RULES)
+        check(
+            self,
+            repetition_penalty=POSITIVE,
+            tensor_parallel_size=POSITIVE_INT,
+            gpu_memory_utilization=between(0, 1, open_low=True),
+            max_num_seqs=POSITIVE_INT,
+            max_num_batched_tokens=POSITIVE_INT,
+            max_model_len=optional(POSITIVE_INT),
+            seed=SEED,
+            update_weights_bucket_megabytes=POSITIVE_INT,
+        )
+        for token in self.stop_token_ids:
+            if token < 0:
+                raise FieldError("stop_token_ids", self.stop_token_ids, "token ids >= 0")
+        if self.load_format not in LOAD_FORMATS:
+            raise FieldError("load_format", self.load_format, f"one of {list(LOAD_FORMATS)}")
+        if self.dtype not in ROLLOUT_DTYPES:
+            raise FieldError("dtype", self.dtype, f"one of {list(ROLLOUT_DTYPES)}")
+        for section, kwargs in self.engine_kwargs.items():
+            if section not in ENGINE_KWARGS_SECTIONS:
+                raise FieldError(
+                    "engine_kwargs",
+                    section,
+                    f"sections {list(ENGINE_KWARGS_SECTIONS)} (one per engine)",
+                )
+            if not isinstance(kwargs, dict):
+                raise FieldError(f"engine_kwargs.{section}", kwargs, "a mapping of engine options")
+
+    def engine_options(self, engine: str) -> dict[str, Any]:
+        """The `engine_kwargs.<engine>` mapping (empty when not given)."""
+        return dict(self.engine_kwargs.get(engine) or {})
