@@ -147,8 +147,19 @@ class RolloutEngine(Protocol):
         self, prompt_ids: Sequence[int], sampling: SamplingParams
     ) -> Rollouts: ...
 
-    def update_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None: ...
+    def update_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None:
+        """Load the trainer's weights (Hugging Face names, full tensors).
 
-    def sleep(self) -> None: ...
+        Called once per sync with a lazy iterator that yields the weights bucket by
+        bucket as the sender packs them; the tensors may be views into a bucket, which
+        stays valid while the engine holds a reference (an engine may buffer a fused
+        module's parts until all have arrived). An unknown name or a wrong shape is an
+        error naming the tensor."""
+        ...
+
+    def sleep(self) -> None:
+        """Release what generation holds between rollouts (KV cache, weights where the
+        platform allows); `wake()` restores it before the next generate."""
+        ...
 
     def wake(self) -> None: ...
