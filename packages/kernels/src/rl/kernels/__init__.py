@@ -4,6 +4,14 @@ Ops are torch custom ops (`torch.ops.rl_kernels.*`) with a torch reference,
 a C++ CPU and a CUDA implementation; see `python -m rl.kernels.info`.
 """
 
+from rl.kernels.bucket_plan import (
+    PlanGroup,
+    PlanItem,
+    RawEntry,
+    group_stream,
+    is_bucketable,
+    plan_stream,
+)
 from rl.kernels.buckets import (
     BucketEntry,
     BucketLayout,
@@ -41,10 +49,15 @@ __all__ = [
     "BucketEntry",
     "BucketLayout",
     "PackedLayout",
+    "PlanGroup",
+    "PlanItem",
+    "RawEntry",
     "__version__",
     "aligned_cu_seqlens",
     "balance_ratio",
     "fused_logprob_entropy",
+    "group_stream",
+    "is_bucketable",
     "karmarkar_karp",
     "layout_for",
     "pack_bucket",
@@ -54,6 +67,7 @@ __all__ = [
     "packed_position_ids",
     "pad",
     "plan_buckets",
+    "plan_stream",
     "segment_ids",
     "segment_max",
     "segment_mean",
