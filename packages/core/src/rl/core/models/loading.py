@@ -104,6 +104,17 @@ def load_tokenizer(config: ModelConfig) -> Any:
     return tokenizer
 
 
+def load_model_config(config: ModelConfig, tokenizer: Any) -> Any:
+    """The transformers config of `model.path` (the built-in model's is made in code)."""
+    _check_path(config)
+    return _model_config(config, tokenizer)
+
+
+def model_source(config: ModelConfig) -> str | None:
+    """The local folder or Hub id of `model.path`; None for a built-in model (no files)."""
+    return None if config.path.startswith("builtin:") else _source(config)
+
+
 def _model_config(config: ModelConfig, tokenizer: Any) -> Any:
     if config.path == BUILTIN_TINY:
         return tiny_qwen2_config(

@@ -1,0 +1,79 @@
+"""`rollout.*` (verl names) -> vLLM `EngineArgs` keyword arguments.
+
+`engine_kwargs.vllm` passes any other `EngineArgs` field through unchanged; a key that
+a `rollout.*` setting already maps is refused, naming both, so one setting never has
+two values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rl.core.config import Config
+from rl.core.config.errors import ConfigError
+
+# rollout.<key> -> EngineArgs field, copied as they are
+DIRECT = {
+    "tensor_parallel_size": "tensor_parallel_size",
+    "gpu_memory_utilization": "gpu_memory_utilization",
+    "max_num_seqs": "max_num_seqs",
+    "max_num_batched_tokens": "max_num_batched_tokens",
+    "enforce_eager": "enforce_eager",
+    "enable_prefix_caching": "enable_prefix_caching",
+    "enable_chunked_prefill": "enable_chunked_prefill",
+    "load_format": "load_format",
+    "seed": "seed",
+}
+# What the trainer recomputes is log_softmax(logits / T): vLLM's "processed" log-probs
+# are that (after temperature; also after top-p/top-k and penalties when those are on).
+LOGPROBS_MODE = "processed_logprobs"
+
+
+def max_model_len(config: Config) -> int:
+    rollout, data = config.rollout, config.data
+    return rollout.max_model_len or data.max_prompt_length + data.max_response_length
+
+
+def kv_cache_bytes(hf_config: Any, tokens: int, dtype_bytes: int) -> int:
+    """Bytes of K and V for `tokens` tokens of this model (all layers)."""
+    heads = getattr(hf_config, "num_key_value_heads", None) or hf_config.num_attention_heads
+    head_dim = getattr(hf_config, "head_dim", None) or (
+        hf_config.hidden_size // hf_config.num_attention_heads
+    )
+    return 2 * hf_config.num_hidden_layers * heads * head_dim * dtype_bytes * tokens
+
+
+def engine_args(
+    config: Config, model_dir: str, dtype: str, *, on_cpu: bool, hf_config: Any
+) -> dict[str, Any]:
+    """Keyword arguments of `vllm.EngineArgs` for the rollout of `config`."""
+    rollout = config.rollout
+    args: dict[str, Any] = {name: getattr(rollout, key) for key, name in DIRECT.items()}
+    length = max_model_len(config)
+    args.update(
+        model=model_dir,
+        tokenizer=model_dir,
+        skip_tokenizer_init=True,  # token ids in, token ids out
+        dtype=dtype,
+        max_model_len=length,
+        logprobs_mode=LOGPROBS_MODE,
+        trust_remote_code=config.model.trust_remote_code,
+    )
+    if on_cpu:
+        # The CPU build sizes its KV cache from free RAM (GiBs) unless told: give it
+        # room for max_num_seqs full-length rows, at least 64 MiB.
+        size = 2 if dtype in ("bfloat16", "float16") else 4
+        need = kv_cache_bytes(hf_config, rollout.max_num_seqs * length, size)
+        args["kv_cache_memory_bytes"] = max(need, 64 << 20)
+    elif rollout.free_cache_engine:
+        args["enable_sleep_mode"] = True
+    extra = rollout.engine_options("vllm")
+    for key in extra:
+        if key in args:
+            mapped = [f"rollout.{k}" for k, v in DIRECT.items() if v == key]
+            owner = mapped[0] if mapped else "the vLLM engine itself"
+            raise ConfigError(
+                f"rollout.engine_kwargs.vllm.{key} is set by {owner}; set it there instead"
+            )
+    args.update(extra)
+    return args
