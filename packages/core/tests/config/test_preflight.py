@@ -2,6 +2,7 @@
 naming the key (files, CUDA, installed engines and loggers, registered algorithm names)."""
 
 import json
+import sys
 
 import pytest
 import torch
@@ -130,10 +131,15 @@ def test_engines_are_looked_up_under_their_keys():
     with pytest.raises(LookupError):  # still what registry callers catch
         preflight(config)
     assert refused(["rollout.name=nope"]).startswith("rollout.name = 'nope': no rollout engine")
-    # registered (vllm is installed here) but this rl-rollout has no vLLM engine yet
-    message = refused(["rollout.name=vllm"])
-    assert message.startswith("rollout.name = 'vllm': rl-rollout")
-    assert "does not provide it (rl.rollout.vllm is missing)" in message
+    preflight(load_config(overrides=["rollout.name=vllm"]))  # registered and importable
+
+
+def test_a_registered_engine_whose_library_is_absent_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm", None)  # find_spec("vllm") -> None: not installed
+    message = refused(["rollout.name=vllm"], MissingDependencyError)
+    assert message == (
+        "rollout.name = 'vllm': the vllm rollout engine needs vllm: pip install 'rl-rollout[vllm]'"
+    )
 
 
 def test_the_critic_engine_only_when_a_critic_is_used():
