@@ -18,7 +18,8 @@ import torch
 
 from rl.core.config import Config
 from rl.core.engines import Rollouts, SamplingParams
-from rl.rollout.sglang import outputs, payload, sampling
+from rl.rollout.sglang import outputs, payload
+from rl.rollout.sglang import sampling as requests
 from rl.rollout.sglang.logprobs import check_logprob_environment
 from rl.rollout.sglang.options import server_args
 from rl.rollout.sglang.version import import_sglang
@@ -82,27 +83,23 @@ class SGLangRolloutEngine:
     def _requests(
         self, prompt_ids: Sequence[Sequence[int]], params: SamplingParams
     ) -> tuple[list[list[int]], list[dict[str, Any]]]:
-        rows = sampling.expand_prompts([list(p) for p in prompt_ids], params.n)
-        per_row = sampling.row_params(params, len(prompt_ids), self.eos_id, self._seed_supported)
+        rows = requests.expand_prompts([list(p) for p in prompt_ids], params.n)
+        per_row = requests.row_params(params, len(prompt_ids), self.eos_id, self._seed_supported)
         return rows, per_row
 
-    def generate(
-        self, prompt_ids: Sequence[Sequence[int]], sampling_params: SamplingParams
-    ) -> Rollouts:
+    def generate(self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams) -> Rollouts:
         """`n` responses per prompt, grouped: rows i*n .. i*n+n-1 belong to prompt i."""
         if not prompt_ids:
             return Rollouts([], [], [], [])
-        rows, per_row = self._requests(prompt_ids, sampling_params)
+        rows, per_row = self._requests(prompt_ids, sampling)
         results = self._engine.generate(
             input_ids=rows, sampling_params=per_row, return_logprob=True
         )
         return outputs.to_rollouts(rows, results)
 
-    async def generate_one(
-        self, prompt_ids: Sequence[int], sampling_params: SamplingParams
-    ) -> Rollouts:
+    async def generate_one(self, prompt_ids: Sequence[int], sampling: SamplingParams) -> Rollouts:
         """One prompt's n responses through SGLang's `async_generate` (no thread, no blocking)."""
-        rows, per_row = self._requests([prompt_ids], sampling_params)
+        rows, per_row = self._requests([prompt_ids], sampling)
         results = await self._engine.async_generate(
             input_ids=rows, sampling_params=per_row, return_logprob=True
         )
