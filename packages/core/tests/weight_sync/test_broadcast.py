@@ -1,0 +1,62 @@
+"""Broadcast transport, for real: 2 processes on gloo, a tiny HF model on each side."""
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+WORKER = Path(__file__).parent / "_broadcast_worker.py"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def run_ranks(tmp_path: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    ranks = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), str(rank), str(port), str(tmp_path)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for rank in (0, 1)
+    ]
+    outputs = []
+    try:
+        for process in ranks:
+            outputs.append(process.communicate(timeout=180)[0])
+    finally:
+        for process in ranks:
+            process.kill()
+    for rank, (process, output) in enumerate(zip(ranks, outputs, strict=True)):
+        assert process.returncode == 0, f"rank {rank} failed:\n{output[-3000:]}"
+
+
+@pytest.mark.slow  # two processes each import transformers: ~20-35 s on 2 shared cores
+def test_receiver_rank_ends_with_the_sender_weights_bit_for_bit(tmp_path):
+    run_ranks(tmp_path)
+    sent = torch.load(tmp_path / "0.pt", weights_only=True)
+    got = torch.load(tmp_path / "1.pt", weights_only=True)
+    assert got["calls"] == 2  # one update_weights per sync
+    for name, tensor in sent["state"].items():
+        assert torch.equal(got["state"][name], tensor), name
+    for name, tensor in sent["extra"].items():
+        assert got["extra"][name].dtype == tensor.dtype, name
+        assert torch.equal(got["extra"][name], tensor), name
+
+    first, second = sent["metrics"]
+    assert first["weight_sync/skipped_tensors"] == 0 and first["weight_sync/buckets"] > 3
+    assert got["received"][0] == first["weight_sync/sent_bytes"] == first["weight_sync/bytes"]
+    changed = [n for n in sent["state"] if ".layers.1." in n]
+    assert second["weight_sync/skipped_tensors"] == len(sent["state"]) + 4 - len(changed)
+    assert got["received"][1] == second["weight_sync/sent_bytes"] < first["weight_sync/bytes"]
