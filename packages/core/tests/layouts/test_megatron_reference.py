@@ -14,7 +14,12 @@ import torch
 
 from rl.core.layouts import converter_for
 
-pytestmark = pytest.mark.megatron
+pytestmark = [
+    pytest.mark.megatron,
+    # megatron-core's own deprecation notices about its internals, not about this code
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:megatron.*"),
+    pytest.mark.filterwarnings("ignore:full scope is deprecated:UserWarning"),
+]
 
 LOGIT_ATOL = 1e-5
 
