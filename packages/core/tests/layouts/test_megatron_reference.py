@@ -140,3 +140,19 @@ def test_converted_weights_give_hf_logits(
         got = model(ids, positions, attention_mask=causal)
     assert got.shape == expected.shape
     torch.testing.assert_close(got, expected, atol=LOGIT_ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("model_type", ["llama", "qwen2", "qwen3"])
+def test_te_spec_names_follow_megatrons_own_local_to_te_map(megatron_world, tiny_hf, model_type):
+    """TE is not installed here; the local spec's `sharded_state_dict_keys_map` names the TE keys."""
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+
+    config, _, checkpoint = tiny_hf(model_type)
+    keys_map = get_gpt_layer_local_spec().submodules.sharded_state_dict_keys_map
+    expected = {}
+    for name, shape in _real_entries(build_gpt_model(config)).items():
+        for local, te in keys_map.items():
+            name = name.replace("." + local, "." + te)
+        expected[name] = shape
+    converted = converter_for(config, spec="te").from_hf(checkpoint.items())
+    assert {k: tuple(v.shape) for k, v in converted} == expected
