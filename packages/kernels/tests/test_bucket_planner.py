@@ -106,3 +106,32 @@ def test_group_stream_is_lazy_and_carries_the_items():
 def test_bad_budget_is_rejected():
     with pytest.raises(ValueError, match="bucket_bytes must be positive"):
         plan_stream([("a", (1,), F32)], bucket_bytes=0)
+
+
+CPU = torch.device("cpu")
+
+
+def test_pool_recycles_a_bucket_only_once_no_view_of_it_is_alive():
+    from rl.kernels import BucketPool
+
+    pool = BucketPool(max_cached_bytes=1 << 20)
+    first = pool.take(10, BF16, CPU, reserve_bytes=64)
+    address = first.data_ptr()
+    view = first[2:5]
+    del first
+    second = pool.take(10, BF16, CPU, reserve_bytes=64)
+    assert second.data_ptr() != address  # a view of the first bucket is still held
+    del view, second
+    third = pool.take(16, F32, CPU)  # 64 bytes: fits the reserved buffers
+    assert third.dtype == F32 and third.numel() == 16
+    assert third.data_ptr() == address  # best fit among idle buffers, oldest first
+    assert pool.cached_bytes == 128
+
+
+def test_pool_respects_its_cap_and_allocates_fresh_beyond_it():
+    from rl.kernels import BucketPool
+
+    pool = BucketPool(max_cached_bytes=100)
+    held = [pool.take(40, torch.uint8, CPU) for _ in range(3)]
+    assert pool.cached_bytes == 80 and len({t.data_ptr() for t in held}) == 3
+    assert pool.take(0, F32, CPU).numel() == 0

@@ -101,3 +101,19 @@ def test_empty_sync_still_calls_the_engine_once(receiver):
     engine = receiver.BufferingEngine()
     metrics = WeightSender().sync([], engine)
     assert engine.calls == 1 and metrics["weight_sync/buckets"] == 0
+
+
+def test_a_copying_receiver_lets_the_sender_recycle_two_buckets():
+    class Copying:
+        def __init__(self):
+            self.addresses = set()
+
+        def update_weights(self, named_tensors):
+            for _, tensor in named_tensors:
+                self.addresses.add(tensor.untyped_storage().data_ptr())
+
+    engine = Copying()
+    weights = [(f"w{i}", torch.full((256,), float(i))) for i in range(12)]
+    metrics = WeightSender(bucket_bytes=2048).sync(weights, engine)
+    assert metrics["weight_sync/buckets"] == 6
+    assert len(engine.addresses) == 2  # double buffering: bucket k+1 packs while k is yielded

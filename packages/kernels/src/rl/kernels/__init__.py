@@ -15,6 +15,7 @@ from rl.kernels.bucket_plan import (
 from rl.kernels.buckets import (
     BucketEntry,
     BucketLayout,
+    BucketPool,
     layout_for,
     pack_bucket,
     pack_into,
@@ -48,6 +49,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BucketEntry",
     "BucketLayout",
+    "BucketPool",
     "PackedLayout",
     "PlanGroup",
     "PlanItem",

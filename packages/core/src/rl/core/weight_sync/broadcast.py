@@ -24,10 +24,9 @@ import torch
 import torch.distributed as dist
 
 from rl.core.engines import RolloutEngine
-from rl.core.weight_sync.packing import NamedTensor, item_views, meta, pack_group
-from rl.core.weight_sync.stats import SyncStats
+from rl.core.weight_sync.packing import NamedTensor, Packer, item_views
 from rl.core.weight_sync.transports import check_drained
-from rl.kernels import BucketLayout, PlanItem, group_stream
+from rl.kernels import BucketLayout, PlanItem
 
 
 def wire_device(group: Any = None) -> torch.device:
@@ -60,16 +59,15 @@ class BroadcastSender:
         self,
         entries: Iterator[NamedTensor],
         rollout: RolloutEngine | None,
-        bucket_bytes: int,
-        stats: SyncStats,
+        packer: Packer,
     ) -> None:
-        groups = list(group_stream(entries, meta, bucket_bytes))
+        groups = list(packer.groups(entries))
         plan = [group.layout if group.layout is not None else group.raw for group in groups]
         dist.broadcast_object_list([plan], src=self.src, group=self.group)
         device = wire_device(self.group)
         in_flight: deque[tuple[Any, torch.Tensor]] = deque()
         for group in groups:
-            bucket = pack_group(group, stats).tensor.to(device)
+            bucket = packer.pack(group).tensor.to(device)
             if bucket.numel() == 0:
                 continue  # both sides know from the plan: nothing to move
             if len(in_flight) == self.max_in_flight:

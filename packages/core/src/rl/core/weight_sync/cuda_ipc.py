@@ -26,8 +26,7 @@ import torch
 from torch.multiprocessing.reductions import rebuild_cuda_tensor, reduce_tensor
 
 from rl.core.engines import RolloutEngine
-from rl.core.weight_sync.packing import NamedTensor, item_views, packed_stream
-from rl.core.weight_sync.stats import SyncStats
+from rl.core.weight_sync.packing import NamedTensor, Packer, item_views
 from rl.core.weight_sync.transports import check_drained
 from rl.kernels import PlanItem
 
@@ -84,11 +83,10 @@ class CudaIpcSender:
         self,
         entries: Iterator[NamedTensor],
         rollout: RolloutEngine | None,
-        bucket_bytes: int,
-        stats: SyncStats,
+        packer: Packer,
     ) -> None:
         alive: list[torch.Tensor] = []  # shared memory must outlive the receiver's views
-        for packed in packed_stream(entries, bucket_bytes, stats):
+        for packed in packer.stream(entries):
             what = f"the bucket holding {packed.views()[0][0]!r}" if packed.tensor.numel() else ""
             handle = cuda_handle(packed.tensor, what or "an empty bucket")
             alive.append(packed.tensor)

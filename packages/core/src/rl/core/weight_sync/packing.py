@@ -1,9 +1,11 @@
 """Packing the offered weights into one-dtype buckets, and reading them back as views.
 
-Every bucket is allocated fresh: a receiver such as vLLM's in-place reload
-keeps references to the views it was given until a fused module (q/k/v,
-gate/up) is complete, so a bucket must never be overwritten while a view of it
-may live. The caching allocator recycles the memory once the views die.
+A bucket is never overwritten while a view of it may live: a receiver such as
+vLLM's in-place reload keeps references to the views it was given until a
+fused module (q/k/v, gate/up) is complete. On CUDA every bucket is a fresh
+allocation (the caching allocator recycles it once the views die); on the CPU
+`BucketPool` does the same recycling, which saves the page faults of fresh
+mmap'd memory.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import torch
 from rl.core.weight_sync.stats import SyncStats
 from rl.kernels import (
     BucketLayout,
+    BucketPool,
     PlanGroup,
     PlanItem,
     RawEntry,
@@ -49,31 +52,42 @@ def meta(entry: NamedTensor) -> tuple[str, tuple[int, ...], torch.dtype]:
     return name, tuple(tensor.shape), tensor.dtype
 
 
-def pack_group(group: PlanGroup[NamedTensor], stats: SyncStats) -> PackedItem:
-    """Pack one planned group into a freshly allocated bucket (raw groups pass as they are)."""
-    if group.raw is not None:
-        ((_, tensor),) = group.items
-        stats.raw_tensors += 1
-        stats.sent_bytes += group.raw.nbytes
-        return PackedItem(group.raw, tensor)
-    layout = group.layout
-    assert layout is not None
-    start = time.perf_counter()
-    tensors = [tensor for _, tensor in group.items]
-    bucket = torch.empty(layout.numel, dtype=layout.dtype, device=_device_of(group.items))
-    pack_into(bucket, layout, tensors)
-    stats.pack_s += time.perf_counter() - start
-    stats.buckets += 1
-    stats.sent_bytes += layout.nbytes
-    return PackedItem(layout, bucket)
+class Packer:
+    """Plans and packs one sync's weights; buckets come from `pool` (fresh on CUDA).
 
+    Counts buckets, raw tensors, sent bytes and packing time into `stats`.
+    """
 
-def packed_stream(
-    entries: Iterable[NamedTensor], bucket_bytes: int, stats: SyncStats
-) -> Iterator[PackedItem]:
-    """Lazily plan and pack `entries`: one `PackedItem` per bucket or raw tensor, in order."""
-    for group in group_stream(entries, meta, bucket_bytes):
-        yield pack_group(group, stats)
+    def __init__(self, bucket_bytes: int, stats: SyncStats, pool: BucketPool | None = None):
+        self.bucket_bytes, self.stats = bucket_bytes, stats
+        self.pool = pool if pool is not None else BucketPool(max_cached_bytes=0)
+
+    def groups(self, entries: Iterable[NamedTensor]) -> Iterator[PlanGroup[NamedTensor]]:
+        """Lazy plan: one group per bucket (one dtype) or raw tensor, in stream order."""
+        return group_stream(entries, meta, self.bucket_bytes)
+
+    def pack(self, group: PlanGroup[NamedTensor]) -> PackedItem:
+        """Pack one group into a bucket nobody else uses (raw groups pass as they are)."""
+        if group.raw is not None:
+            ((_, tensor),) = group.items
+            self.stats.raw_tensors += 1
+            self.stats.sent_bytes += group.raw.nbytes
+            return PackedItem(group.raw, tensor)
+        layout = group.layout
+        assert layout is not None
+        start = time.perf_counter()
+        device = _device_of(group.items)
+        bucket = self.pool.take(layout.numel, layout.dtype, device, self.bucket_bytes)
+        pack_into(bucket, layout, [tensor for _, tensor in group.items])
+        self.stats.pack_s += time.perf_counter() - start
+        self.stats.buckets += 1
+        self.stats.sent_bytes += layout.nbytes
+        return PackedItem(layout, bucket)
+
+    def stream(self, entries: Iterable[NamedTensor]) -> Iterator[PackedItem]:
+        """Lazily plan and pack `entries`: one `PackedItem` per bucket or raw tensor."""
+        for group in self.groups(entries):
+            yield self.pack(group)
 
 
 def item_views(plan: PlanItem, tensor: torch.Tensor) -> list[NamedTensor]:

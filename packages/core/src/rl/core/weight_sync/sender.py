@@ -10,9 +10,10 @@ import torch
 from rl.core.engines import RolloutEngine
 from rl.core.weight_sync.delta import ContentFingerprints
 from rl.core.weight_sync.entries import checked_entries, nbytes
-from rl.core.weight_sync.packing import NamedTensor
+from rl.core.weight_sync.packing import NamedTensor, Packer
 from rl.core.weight_sync.stats import SyncStats
 from rl.core.weight_sync.transports import InProcessTransport, Transport
+from rl.kernels import BucketPool
 
 DEFAULT_BUCKET_BYTES = 256 << 20
 
@@ -38,6 +39,7 @@ class WeightSender:
         self.bucket_bytes = bucket_bytes
         self.transport: Transport = transport if transport is not None else InProcessTransport()
         self.fingerprints = ContentFingerprints() if delta else None
+        self.pool = BucketPool(max_cached_bytes=max(2 * bucket_bytes, 64 << 20))
 
     def sync(
         self,
@@ -54,7 +56,7 @@ class WeightSender:
         stats = SyncStats()
         entries = self._offered(checked_entries(named_tensors), stats)
         try:
-            self.transport.send(entries, rollout, self.bucket_bytes, stats)
+            self.transport.send(entries, rollout, Packer(self.bucket_bytes, stats, self.pool))
         except BaseException:
             if self.fingerprints is not None:
                 self.fingerprints.clear()  # unknown what arrived: send everything next time

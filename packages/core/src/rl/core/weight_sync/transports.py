@@ -11,11 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol
 
-import torch
-
 from rl.core.engines import RolloutEngine
-from rl.core.weight_sync.packing import NamedTensor, packed_stream
-from rl.core.weight_sync.stats import SyncStats
+from rl.core.weight_sync.packing import NamedTensor, Packer
 
 
 class Transport(Protocol):
@@ -25,10 +22,9 @@ class Transport(Protocol):
         self,
         entries: Iterator[NamedTensor],
         rollout: RolloutEngine | None,
-        bucket_bytes: int,
-        stats: SyncStats,
+        packer: Packer,
     ) -> None:
-        """Deliver every entry (pack into buckets of at most `bucket_bytes`), updating `stats`."""
+        """Deliver every entry, planned and packed by `packer` (which keeps the stats)."""
         ...
 
 
@@ -39,20 +35,17 @@ class InProcessTransport:
         self,
         entries: Iterator[NamedTensor],
         rollout: RolloutEngine | None,
-        bucket_bytes: int,
-        stats: SyncStats,
+        packer: Packer,
     ) -> None:
         if rollout is None:
             raise ValueError("InProcessTransport needs the rollout engine to deliver to")
-        stream = _views(entries, bucket_bytes, stats)
+        stream = _views(entries, packer)
         rollout.update_weights(stream)
         check_drained(stream, type(rollout).__name__)
 
 
-def _views(
-    entries: Iterator[NamedTensor], bucket_bytes: int, stats: SyncStats
-) -> Iterator[tuple[str, torch.Tensor]]:
-    for item in packed_stream(entries, bucket_bytes, stats):
+def _views(entries: Iterator[NamedTensor], packer: Packer) -> Iterator[NamedTensor]:
+    for item in packer.stream(entries):
         yield from item.views()
 
 

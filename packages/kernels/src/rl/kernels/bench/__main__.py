@@ -9,6 +9,7 @@ BENCHMARKS = {
     "bucket": "rl.kernels.bench.bucket",
     "logprob": "rl.kernels.bench.logprob",
     "partition": "rl.kernels.bench.partition",
+    "reshard": "rl.kernels.bench.reshard",
     "varlen": "rl.kernels.bench.varlen",
 }
 
