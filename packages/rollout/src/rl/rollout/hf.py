@@ -34,9 +34,15 @@ class HFRolloutEngine:
     """Batched sampling from a transformers causal LM (any device, no server)."""
 
     def __init__(
-        self, model: torch.nn.Module, tokenizer: Any, device: str = "cpu", max_batch_size: int = 256
+        self,
+        model: torch.nn.Module,
+        tokenizer: Any,
+        device: str = "cpu",
+        max_batch_size: int = 256,
+        free_cache_engine: bool = False,
     ) -> None:
         self.model = model.to(device).eval()
+        self.free_cache_engine, self._asleep = free_cache_engine, False
         self.tokenizer, self.device = tokenizer, torch.device(device)
         self.max_batch_size = max_batch_size
         self.pad_id = tokenizer.pad_token_id
@@ -45,7 +51,14 @@ class HFRolloutEngine:
     @classmethod
     def from_config(cls, config: Config, tokenizer: Any) -> HFRolloutEngine:
         model = load_causal_lm(config.model, tokenizer, seed=config.trainer.seed)
-        return cls(model, tokenizer, device=config.trainer.device)
+        if config.rollout.dtype != "auto":
+            model = model.to(getattr(torch, config.rollout.dtype))
+        return cls(
+            model,
+            tokenizer,
+            device=config.trainer.device,
+            free_cache_engine=config.rollout.free_cache_engine,
+        )
 
     @torch.no_grad()
     def generate(self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams) -> Rollouts:
@@ -126,9 +139,13 @@ class HFRolloutEngine:
             params[name].copy_(tensor)
 
     def sleep(self) -> None:
-        """Free device memory between rollouts (moves weights to CPU)."""
-        if self.device.type != "cpu":
+        """Free device memory between rollouts (`rollout.free_cache_engine`): the weights
+        move to CPU. Nothing to free on a CPU device."""
+        if self.free_cache_engine and self.device.type != "cpu":
             self.model.to("cpu")
+            self._asleep = True
 
     def wake(self) -> None:
-        self.model.to(self.device)
+        if self._asleep:
+            self.model.to(self.device)
+            self._asleep = False

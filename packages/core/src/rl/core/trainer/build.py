@@ -101,6 +101,13 @@ def build_context(config: Config, output_dir: Path, with_rl_roles: bool = True) 
         actor=build_train_engine(config, "actor", tokenizer, total) if with_rl_roles else None,
         rollout=build_rollout_engine(config, tokenizer) if with_rl_roles else None,
     )
+    if with_rl_roles:
+        from rl.core.weight_sync import WeightSender
+
+        rollout = config.rollout
+        ctx.weight_sender = WeightSender(
+            rollout.update_weights_bucket_megabytes << 20, delta=rollout.update_weights_delta
+        )
     if with_rl_roles and config.uses_reference:
         ctx.ref = build_train_engine(config, "ref", tokenizer, total)
     if with_rl_roles and config.uses_critic:

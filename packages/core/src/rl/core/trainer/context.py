@@ -23,6 +23,7 @@ class RunContext:
     rollout: Any
     ref: Any = None
     critic: Any = None
+    weight_sender: Any = None  # rl.core.weight_sync.WeightSender (actor -> rollout)
 
     @property
     def total_steps(self) -> int:

@@ -25,7 +25,6 @@ from rl.core.trainer.rng import rng_state, seed_everything, set_rng_state
 from rl.core.trainer.sft import run_sft_steps
 from rl.core.trainer.step import rl_step
 from rl.core.trainer.validate import validate
-from rl.core.weight_sync import sync_weights
 
 
 def write_run_config(output_dir: Path, config: Config) -> None:
@@ -107,7 +106,7 @@ def run_training(config: Config) -> dict[str, float]:
     trim_metrics_file(output_dir, step if resume is not None else -1)
     tracker = make_tracker(config, output_dir, ctx.total_steps)
     warm_metrics = warm_start(ctx) if resume is None else {}
-    sync_weights(ctx.actor.export_weights(), ctx.rollout)
+    ctx.weight_sender.sync(ctx.actor.export_weights(), ctx.rollout)
     health = TrainingHealth(trainer.max_skipped_steps)
     last_val: dict[str, float] = {}
     if trainer.val_before_train and step == 0:

@@ -17,7 +17,6 @@ from rl.core.trainer import losses
 from rl.core.trainer.rollout_batch import build_batch, scores_to_token_level
 from rl.core.trainer.scoring import score_rollouts
 from rl.core.trainer.timers import PhaseTimer
-from rl.core.weight_sync import sync_weights
 
 
 def train_sampling(config: Any) -> SamplingParams:
@@ -54,13 +53,15 @@ def rl_step(ctx: Any, items: list[Any], step: int, kl_ctrl: Any) -> dict[str, fl
         reward_kl_metrics = losses.assign_token_rewards(config, batch, kl_ctrl)
         losses.assign_advantages(config, batch, uids, reward_baselines=baselines)
     metrics.update(reward_kl_metrics)
+    ctx.rollout.sleep()  # generation is over until the sync: free its memory for the updates
     if ctx.critic is not None:
         with timer.phase("update_critic"):
             metrics.update(ctx.critic.train_step(batch, losses.critic_loss_fn(config)))
     with timer.phase("update_actor"):
         metrics.update(ctx.actor.train_step(batch, losses.actor_loss_fn(config)))
     with timer.phase("sync"):
-        metrics.update(sync_weights(ctx.actor.export_weights(), ctx.rollout))
+        ctx.rollout.wake()
+        metrics.update(ctx.weight_sender.sync(ctx.actor.export_weights(), ctx.rollout))
     metrics.update(batch_metrics(batch))
     metrics.update(timer.metrics())
     return metrics

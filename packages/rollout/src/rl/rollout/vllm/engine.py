@@ -127,7 +127,10 @@ class VLLMRolloutEngine:
             self._sleeping = False
 
     def close(self) -> None:
+        """Stop the loop and shut the engine down. vLLM's shutdown also destroys
+        torch.distributed's default group (the trainer's too): call it at the end."""
         self.loop.close()
+        self.loop.engine.engine_core.shutdown()
         if self._scratch_dir is not None:
             shutil.rmtree(self._scratch_dir, ignore_errors=True)
 
