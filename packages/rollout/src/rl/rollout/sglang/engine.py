@@ -127,8 +127,8 @@ class SGLangRolloutEngine:
         if self.free_cache_engine:
             self._engine.resume_memory_occupation()
 
-    def shutdown(self) -> None:
-        """Stop SGLang's scheduler and detokenizer processes."""
+    def close(self) -> None:
+        """Stop SGLang's scheduler and detokenizer processes (as the vLLM engine's close)."""
         self._engine.shutdown()
 
 
