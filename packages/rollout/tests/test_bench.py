@@ -43,3 +43,20 @@ def test_benchmark_core_measures_both_engines_and_every_sync_path(tmp_path):
     line = summary(settings, rows)
     assert line["vllm/hf"] == pytest.approx(line["vllm_tok_s"] / line["hf_tok_s"])
     assert line["reload_only_s"] <= line["save+reload_s"]
+
+
+def test_the_guard_accepts_near_ties_and_refuses_other_weights():
+    from rl.core.engines import Rollouts
+    from rl.rollout.bench_steps import matches_reference
+
+    reference = Rollouts([[1]], [[5, 6, 7]], [[-0.10, -0.70, -0.20]])
+    assert matches_reference(reference, reference, 1e-4)
+    wobble = Rollouts([[1]], [[5, 6, 7]], [[-0.11, -0.69, -0.20]])
+    assert matches_reference(wobble, reference, 0.05)
+    assert not matches_reference(wobble, reference, 1e-4)
+    # a near-tie flips at position 1; what follows is another context and is not compared
+    flipped = Rollouts([[1]], [[5, 9, 3]], [[-0.10, -0.71, -2.0]])
+    assert matches_reference(flipped, reference, 0.05)
+    # a confident different token is another model, not a tie
+    other = Rollouts([[1]], [[5, 9, 3]], [[-0.10, -0.05, -2.0]])
+    assert not matches_reference(other, reference, 0.05)

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from rl.core.config import load_config
-from rl.core.engines import SamplingParams
+from rl.core.engines import Rollouts, SamplingParams
 from rl.core.models import load_causal_lm, load_model_config, load_tokenizer
 from rl.core.weight_sync import WeightSender
 from rl.rollout.hf import HFRolloutEngine
@@ -64,7 +64,7 @@ class Bench:
     prompt_ids: list[list[int]]
     folder: str  # config.json + model.safetensors, for vLLM's reload from disk
     bucket_bytes: int
-    references: dict[str, list[list[int]]] = field(default_factory=dict)
+    references: dict[str, Rollouts] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     current: str = "A"  # the state the vLLM engine holds
     sender: WeightSender | None = None  # one per run, as in the trainer
@@ -131,16 +131,47 @@ def build(settings: Settings) -> Bench:
         engine.update_weights(iter(bench.states[name].items()))
         bench.references[name] = greedy(bench)
     hf_greedy = hf.generate(bench.guard_prompts(), bench.greedy_params()).response_ids
-    info["greedy_vllm_equals_hf"] = hf_greedy == bench.references["A"]
-    info["guard_distinguishes_A_B"] = bench.references["A"] != bench.references["B"]
+    info["greedy_vllm_equals_hf"] = hf_greedy == bench.references["A"].response_ids
+    info["guard_distinguishes_A_B"] = (
+        bench.references["A"].response_ids != bench.references["B"].response_ids
+    )
     info["weights_bytes"] = sum(t.numel() * t.element_size() for t in state_a.values())
     info["parameters"] = sum(t.numel() for t in state_a.values())
     info["vocab"] = len(tokenizer)
     return bench
 
 
-def greedy(bench: Bench) -> list[list[int]]:
-    return bench.vllm.generate(bench.guard_prompts(), bench.greedy_params()).response_ids
+def greedy(bench: Bench) -> Rollouts:
+    return bench.vllm.generate(bench.guard_prompts(), bench.greedy_params())
+
+
+# vLLM's CPU build is not bit-reproducible in bf16: reloading the *same* weights by the
+# same path changed greedy log-probs by up to 0.021 (0.5B shape, 30 reloads), which can
+# flip a near-tie argmax. fp32 reproduced exactly.
+GUARD_TOLERANCE = {"float32": 1e-4, "bfloat16": 0.05, "float16": 0.05}
+
+
+def matches_reference(output: Rollouts, reference: Rollouts, tolerance: float) -> bool:
+    """Greedy output under the loaded weights agrees with the reference's: equal tokens
+    with log-probs within `tolerance`, up to a first divergence that must be a near-tie
+    (both tokens' log-probs within `tolerance`); after it the contexts differ."""
+    rows = zip(
+        output.response_ids,
+        output.logprobs,
+        reference.response_ids,
+        reference.logprobs,
+        strict=True,
+    )
+    for tokens, logprobs, ref_tokens, ref_logprobs in rows:
+        # lengths may differ after a flip (EOS on one side): compare the common part
+        for token, logprob, ref_token, ref_logprob in zip(
+            tokens, logprobs, ref_tokens, ref_logprobs, strict=False
+        ):
+            if abs(logprob - ref_logprob) > tolerance:
+                return False
+            if token != ref_token:
+                break  # a near-tie flipped: the rest follows another context
+    return True
 
 
 def sampling(settings: Settings) -> SamplingParams:
@@ -207,7 +238,8 @@ def _reload_from_disk(engine: Any, folder: str) -> None:
 
 def measure_weight_sync(bench: Bench) -> dict[str, Any]:
     """Seconds per full load of the weights by each path, paths rotated every
-    round; after each load the greedy output must equal the reference."""
+    round; after each load the greedy output must match the reference (see
+    `matches_reference`)."""
     seconds: dict[str, list[float]] = {}
     guard: dict[str, bool] = dict.fromkeys(PATHS, True)
     failures: list[str] = []  # which round, path and target state, for the report
@@ -217,7 +249,8 @@ def measure_weight_sync(bench: Bench) -> dict[str, Any]:
             for stage, value in _load(bench, path, target).items():
                 seconds.setdefault(f"{path}:{stage}", []).append(value)
             bench.current = target
-            ok = greedy(bench) == bench.references[target]
+            tolerance = GUARD_TOLERANCE[bench.settings.dtype]
+            ok = matches_reference(greedy(bench), bench.references[target], tolerance)
             guard[path] &= ok
             if not ok:
                 failures.append(f"round {rep}: {path} -> state {target}")
