@@ -104,3 +104,25 @@ def test_update_weights_changes_generation_and_rejects_unknown_names(setup):
 def test_left_pad():
     ids, mask = left_pad([[1, 2, 3], [4]], pad_id=0)
     assert ids.tolist() == [[1, 2, 3], [0, 0, 4]] and mask.tolist() == [[1, 1, 1], [0, 0, 1]]
+
+
+def test_ignore_eos_seeds_and_repetition_penalty(setup):
+    _, tokenizer, engine = setup
+    prompts = [tokenizer("4+4=").input_ids, tokenizer("2*3=").input_ids]
+    free = engine.generate(prompts, SamplingParams(n=2, max_new_tokens=6, ignore_eos=True))
+    assert all(len(r) == 6 and tokenizer.eos_token_id not in r for r in free.response_ids)
+    seeded = SamplingParams(n=3, temperature=1.0, max_new_tokens=5, seed=7)
+    first = engine.generate(prompts, seeded)
+    torch.manual_seed(123)  # the global RNG does not matter, the request's seed does
+    assert engine.generate(prompts, seeded).response_ids == first.response_ids
+    assert engine.generate(prompts, SamplingParams(n=3, max_new_tokens=5, seed=8)).response_ids != (
+        first.response_ids
+    )
+    # a strong penalty never repeats a token in a greedy response (log-probs stay those of
+    # logits / T, what the trainer recomputes, without the penalty)
+    penalised = engine.generate(
+        prompts,
+        SamplingParams(temperature=0.0, max_new_tokens=6, ignore_eos=True, repetition_penalty=1e6),
+    )
+    for prompt, response in zip(prompts, penalised.response_ids, strict=True):
+        assert not set(response) & set(prompt) and len(set(response)) == len(response)
