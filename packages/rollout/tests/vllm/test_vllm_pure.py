@@ -65,6 +65,9 @@ def test_engine_args_use_the_rollout_keys_and_refuse_collisions():
     # 2 (K, V) x layers x kv heads x head_dim x 4 bytes per token
     assert need == 2 * 2 * 1 * 64 * 4 * 8 * args["max_model_len"]
     assert args["kv_cache_memory_bytes"] == max(need, 64 << 20)
+    wide = load_config(overrides=["rollout.tensor_parallel_size=2"])
+    with pytest.raises(ConfigError, match="rollout.tensor_parallel_size = 2"):
+        engine_args(wide, "/m", "float32", on_cpu=True, hf_config=hf_config)
     clash = load_config(overrides=["rollout.engine_kwargs.vllm.max_num_seqs=4"])
     with pytest.raises(ConfigError, match="set by rollout.max_num_seqs"):
         engine_args(clash, "/m", "float32", on_cpu=True, hf_config=hf_config)

@@ -48,6 +48,14 @@ def engine_args(
 ) -> dict[str, Any]:
     """Keyword arguments of `vllm.EngineArgs` for the rollout of `config`."""
     rollout = config.rollout
+    if rollout.tensor_parallel_size > 1:
+        # vLLM would start TP worker processes, which a reload of the trainer's in-memory
+        # tensors cannot reach; TP across the trainer's ranks (external_launcher) comes with
+        # multi-process rollout workers.
+        raise ConfigError(
+            f"rollout.tensor_parallel_size = {rollout.tensor_parallel_size}: the vLLM engine "
+            "runs in the trainer's process with tensor_parallel_size 1 in this version"
+        )
     args: dict[str, Any] = {name: getattr(rollout, key) for key, name in DIRECT.items()}
     length = max_model_len(config)
     args.update(
