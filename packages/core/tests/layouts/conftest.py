@@ -85,5 +85,6 @@ def megatron_world(tmp_path_factory):
         model_parallel_cuda_manual_seed(0)
         yield
         parallel_state.destroy_model_parallel()
-        if owns_group:
+        # a vLLM engine's shutdown destroys the default group too, whoever made it
+        if owns_group and dist.is_initialized():
             dist.destroy_process_group()

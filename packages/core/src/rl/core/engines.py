@@ -157,6 +157,12 @@ class RolloutEngine(Protocol):
         error naming the tensor."""
         ...
 
+    def weight_group(self, name: str) -> str:
+        """The group of weights the engine loads together with `name` (a fused module:
+        q/k/v, gate/up, a MoE block's experts); a delta sync sends a group whole when any
+        of its tensors changed. `rl.core.weight_sync.groups` has the two usual answers."""
+        ...
+
     def sleep(self) -> None:
         """Release what generation holds between rollouts (KV cache, weights where the
         platform allows); `wake()` restores it before the next generate."""

@@ -16,6 +16,7 @@ import torch
 from rl.core.config import Config
 from rl.core.engines import Rollouts, SamplingParams
 from rl.core.models import load_causal_lm
+from rl.core.weight_sync.groups import each_tensor
 
 
 def left_pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -137,6 +138,10 @@ class HFRolloutEngine:
             if name not in params:
                 raise KeyError(f"rollout model has no weight named {name!r}")
             params[name].copy_(tensor)
+
+    def weight_group(self, name: str) -> str:
+        """Each tensor is copied on its own: every weight is its own group."""
+        return each_tensor(name)
 
     def sleep(self) -> None:
         """Free device memory between rollouts (`rollout.free_cache_engine`): the weights

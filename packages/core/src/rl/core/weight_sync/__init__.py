@@ -11,6 +11,7 @@ IPC between colocated processes (`CudaIpcSender`/`CudaIpcReceiver`).
 from rl.core.weight_sync.broadcast import BroadcastReceiver, BroadcastSender
 from rl.core.weight_sync.cuda_ipc import CudaIpcReceiver, CudaIpcSender, IpcMessage
 from rl.core.weight_sync.delta import ContentFingerprints, content_digest
+from rl.core.weight_sync.groups import WeightGroup, each_tensor, fused_module
 from rl.core.weight_sync.sender import DEFAULT_BUCKET_BYTES, WeightSender, sync_weights
 from rl.core.weight_sync.stats import SyncStats
 from rl.core.weight_sync.transports import InProcessTransport, Transport
@@ -26,7 +27,10 @@ __all__ = [
     "IpcMessage",
     "SyncStats",
     "Transport",
+    "WeightGroup",
     "WeightSender",
     "content_digest",
+    "each_tensor",
+    "fused_module",
     "sync_weights",
 ]

@@ -18,6 +18,7 @@ import torch
 
 from rl.core.config import Config
 from rl.core.engines import Rollouts, SamplingParams
+from rl.core.weight_sync.groups import fused_module
 from rl.rollout.sglang import outputs, payload
 from rl.rollout.sglang import sampling as requests
 from rl.rollout.sglang.logprobs import check_logprob_environment
@@ -115,6 +116,10 @@ class SGLangRolloutEngine:
             payload.raise_on_failure(self._engine.update_weights_from_tensor(**request))
             del request, bucket  # the IPC handles keep the bucket alive only until loaded
         self._engine.flush_cache()  # cached prefixes were computed with the old weights
+
+    def weight_group(self, name: str) -> str:
+        """q/k/v, gate/up and a MoE block's experts load as one fused module."""
+        return fused_module(name)
 
     def sleep(self) -> None:
         """Release SGLang's weights and KV cache (only when `rollout.free_cache_engine`)."""

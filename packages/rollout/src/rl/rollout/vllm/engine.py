@@ -28,6 +28,7 @@ import torch
 from rl.core.config import Config
 from rl.core.engines import Rollouts, SamplingParams
 from rl.core.models import load_model_config, model_source
+from rl.core.weight_sync.groups import fused_module
 from rl.rollout.vllm.driver import EngineLoop
 from rl.rollout.vllm.options import engine_args
 from rl.rollout.vllm.outputs import to_rollouts
@@ -112,6 +113,10 @@ class VLLMRolloutEngine:
             engine.reset_prefix_cache()  # cached prefixes hold K/V of the old weights
 
         self.loop.exclusive(reload)
+
+    def weight_group(self, name: str) -> str:
+        """q/k/v, gate/up and a MoE block's experts load as one fused module."""
+        return fused_module(name)
 
     def sleep(self) -> None:
         """Release the KV cache and offload weights (CUDA; `rollout.free_cache_engine`).
