@@ -63,7 +63,7 @@ class VLLMRolloutEngine:
 
     @classmethod
     def from_config(cls, config: Config, tokenizer: Any) -> VLLMRolloutEngine:
-        vllm = import_vllm()
+        import_vllm()  # version check, in-process engine
         from vllm.engine.arg_utils import EngineArgs
         from vllm.v1.engine.llm_engine import LLMEngine
 
@@ -78,7 +78,6 @@ class VLLMRolloutEngine:
         threads = torch.get_num_threads()
         engine = LLMEngine.from_engine_args(EngineArgs(**kwargs))
         torch.set_num_threads(threads)  # vLLM lowers it for serving; the trainer shares it
-        del vllm
         return cls(
             engine,
             WeightTable.from_hf_config(hf_config, config.model.trust_remote_code),
