@@ -30,12 +30,13 @@ def test_int_and_comma_list():
     assert placement.devices == {"actor": (0,), "rollout": (1, 2, 5)}
 
 
-def test_dynamic_example_partial_overlap_is_refused():
+def test_dynamic_example_shares_part_of_the_devices():
     # RLinf examples/reasoning/config/math/qwen2.5-1.5b-grpo-megatron-dynamic.yaml: reward on
-    # all 8 while actor has 0-1; RLinf's rule reward is CPU work, here reward shares devices.
+    # all 8 while the others split them: every role takes turns with the reward's.
     cp = {"actor": "0-1", "rollout": "2-5", "inference": "6-7", "reward": "all"}
-    with pytest.raises(PlacementError, match=r"'actor' \(devices \[0, 1\]\) and 'reward'"):
-        parse_rlinf(cp, num_nodes=1, num_gpus_per_node=8)
+    placement = parse_rlinf(cp, num_nodes=1, num_gpus_per_node=8)
+    assert placement.devices["reward"] == tuple(range(8))
+    assert placement.colocation == (("actor", "ref", "rollout", "reward"),)
 
 
 def test_node_group_form_is_not_supported_yet():

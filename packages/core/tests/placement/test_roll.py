@@ -71,18 +71,18 @@ def test_reward_domain_and_critic():
     assert placement.devices["critic"] == (8, 9, 10, 11)
 
 
-def test_partial_colocation_example_is_refused():
-    # ROLL examples/docs_examples/example_ppo.yaml (num_gpus_per_node: 8)
+def test_partial_colocation_example_takes_turns():
+    # ROLL examples/docs_examples/example_ppo.yaml (num_gpus_per_node: 8): the trainer on
+    # 0-7, generation and reference on all 16, the critic on 8-15 — one group taking turns
     mappings = {
         "actor_train": "list(range(0,8))",
         "actor_infer": "list(range(0,16))",
         "reference": "list(range(0,16))",
         "critic": "list(range(8,16))",
     }
-    with pytest.raises(
-        PlacementError, match=r"share devices \[0, 1, 2, 3, 4, 5, 6, 7\] but not all"
-    ):
-        parse_roll(mappings, nnodes=2, num_gpus_per_node=8)
+    placement = parse_roll(mappings, nnodes=2, num_gpus_per_node=8)
+    assert placement.devices["actor"] == tuple(range(8))
+    assert placement.colocation == (("actor", "ref", "critic", "rollout"),)
 
 
 def test_two_reward_domains_on_devices_are_refused():

@@ -1,9 +1,11 @@
 """The placement model: which devices each role runs on, and which roles take turns.
 
 Devices are global indices, node-major: device `d` is GPU `d % n_gpus_per_node` of node
-`d // n_gpus_per_node`. Roles that sit on exactly the same devices form a colocation
-group and take turns (offloading between phases); roles on disjoint devices run side by
-side. Partial overlap is refused (see `validate.py`). In CPU mode (`n_gpus_per_node == 0`)
+`d // n_gpus_per_node`. Roles that share devices form a colocation group and take turns
+(offloading between phases); roles on disjoint devices run side by side. Sharing may be
+partial, as ROLL and RLinf configs do (trainer on 0-7, generation on 0-15): the group is
+every role connected through a shared device, and it takes turns on the union of their
+devices. In CPU mode (`n_gpus_per_node == 0`)
 no role has devices and `num_cpus` says each role's CPU share.
 """
 
@@ -34,12 +36,18 @@ class Placement:
 
     @property
     def colocation(self) -> tuple[tuple[str, ...], ...]:
-        """Groups (two roles or more) on exactly the same devices, each in `ROLES` order."""
-        groups: dict[tuple[int, ...], list[str]] = {}
-        for role in self.roles:
-            if self.devices[role]:
-                groups.setdefault(self.devices[role], []).append(role)
-        return tuple(tuple(group) for group in groups.values() if len(group) > 1)
+        """Groups (two roles or more) connected through shared devices, each in `ROLES`
+        order: the roles of a group take turns on the union of their devices."""
+        group_of = {role: {role} for role in self.roles if self.devices[role]}
+        for a in group_of:
+            for b in group_of:
+                if group_of[a] is not group_of[b] and set(self.devices[a]) & set(self.devices[b]):
+                    merged = group_of[a] | group_of[b]
+                    for role in merged:
+                        group_of[role] = merged
+        groups = {id(group): group for group in group_of.values() if len(group) > 1}
+        ordered = [tuple(r for r in self.roles if r in group) for group in groups.values()]
+        return tuple(sorted(ordered, key=lambda group: self.roles.index(group[0])))
 
     @property
     def n_devices(self) -> int:

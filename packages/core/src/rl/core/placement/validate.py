@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from itertools import combinations
 
 from rl.core.placement.errors import PlacementError
 from rl.core.placement.model import Placement
@@ -37,7 +36,6 @@ def build_placement(
                 f"role {role!r} is placed on devices {beyond}, beyond the cluster's {total} "
                 f"(nnodes {nnodes} × n_gpus_per_node {n_gpus_per_node}: devices 0..{total - 1})"
             )
-    check_overlaps(placed)
     if tensor_parallel_size is not None and "rollout" in placed:
         check_tensor_parallel(len(placed["rollout"]), tensor_parallel_size)
     return Placement(devices=placed, nnodes=nnodes, n_gpus_per_node=n_gpus_per_node)
@@ -65,18 +63,6 @@ def _device_tuple(role: str, devices: list[int]) -> tuple[int, ...]:
     if twice:
         raise PlacementError(f"role {role!r} lists devices {twice} more than once")
     return tuple(sorted(devices))
-
-
-def check_overlaps(placed: Mapping[str, tuple[int, ...]]) -> None:
-    """Two roles share all of their devices or none: partial sharing has no schedule."""
-    for (a, da), (b, db) in combinations(placed.items(), 2):
-        shared = sorted(set(da) & set(db))
-        if shared and set(da) != set(db):
-            raise PlacementError(
-                f"roles {a!r} (devices {list(da)}) and {b!r} (devices {list(db)}) share devices "
-                f"{shared} but not all of them: colocated roles need exactly the same devices, "
-                "others disjoint ones"
-            )
 
 
 def check_tensor_parallel(n_devices: int, tensor_parallel_size: int) -> None:
