@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from rl.core.errors import UserError
 from rl.core.imports import require
+from rl.rollout.versions import version_in_range
 
 SUPPORTED_SGLANG = ">=0.5.0,<0.6"
 INSTALL_EXTRA = "rl-rollout[sglang]"
@@ -37,7 +37,7 @@ def check_sglang_version(installed: str, supported: str = SUPPORTED_SGLANG) -> N
         raise UnsupportedSGLangError(
             f"sglang reports version {installed!r}, which is not a version number; {hint}"
         ) from None
-    if not SpecifierSet(supported).contains(version, prereleases=True):
+    if not version_in_range(str(version), supported):
         raise UnsupportedSGLangError(f"sglang {installed} is installed; {hint}")
 
 

