@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.fsdp import fully_shard
@@ -19,8 +21,34 @@ def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
     return layers
 
 
+def no_view_outputs(module: torch.nn.Module, args: Any, output: Any) -> Any:
+    """Forward hook of the root: return no tensor that is a view of another.
+
+    FSDP2 hooks the root's outputs for its pre-backward all-gather; an in-place op on a
+    view output would drop that hook (wrong gradients at world size > 1). Two outputs
+    of Hugging Face models are views: `hidden_states[0]` (the embeddings, as the first
+    decoder layer's FSDP hook returned them) and a 1-wide head's logits (the critic's
+    `score`). Only the last hidden state is ever read here, so the others are dropped
+    (no copy); any remaining view is cloned (the critic's [B, T, 1] values: cheap).
+    """
+    hidden = getattr(output, "hidden_states", None)
+    if hidden is not None:
+        output.hidden_states = (hidden[-1],)
+    for key, value in list(output.items()) if hasattr(output, "items") else ():
+        if isinstance(value, torch.Tensor) and value._base is not None:
+            output[key] = value.clone()
+        elif isinstance(value, tuple):
+            output[key] = tuple(
+                t.clone() if isinstance(t, torch.Tensor) and t._base is not None else t
+                for t in value
+            )
+    return output
+
+
 def shard_model(model: torch.nn.Module, mesh: DeviceMesh) -> torch.nn.Module:
     for layer in decoder_layers(model):
         fully_shard(layer, mesh=mesh)
+    # registered before the root's fully_shard, so it runs before FSDP2's post-forward hook
+    model.register_forward_hook(no_view_outputs)
     fully_shard(model, mesh=mesh)
     return model
