@@ -35,3 +35,8 @@ class RewardError(UserError, RuntimeError):
 
 class TrainingError(UserError, RuntimeError):
     """Training cannot make progress (e.g. every update skipped on non-finite gradients)."""
+
+
+class WorkerError(UserError, RuntimeError):
+    """A worker process failed, died or did not answer in time; the message names the role,
+    the rank and the last line of the worker's traceback (the whole one is in its log)."""

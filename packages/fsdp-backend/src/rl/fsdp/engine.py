@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
+import torch.distributed as dist
 from torch.distributed.checkpoint.state_dict import (
     StateDictOptions,
     get_model_state_dict,
@@ -25,10 +26,12 @@ from torch.distributed.checkpoint.state_dict import (
 from rl.core.batch import batch_size, select, to_device
 from rl.core.checkpoint_io import load_state, load_weights, save_state, save_weights
 from rl.core.config import Config, OptimConfig
+from rl.core.config.fsdp import FSDPConfig
 from rl.core.engines import LogprobOutput, LossFn
 from rl.core.models import load_causal_lm, load_value_model
 from rl.core.optim import make_lr_scheduler
-from rl.fsdp.distributed import data_parallel_mesh
+from rl.core.workers.dispatch import data_parallel_rows
+from rl.fsdp.distributed import fsdp_mesh
 from rl.fsdp.forward import fused_logprobs_and_entropy, response_logprobs, response_values
 from rl.fsdp.micro_batches import MicroBatching, micro_batch_rows
 from rl.fsdp.wrap import shard_model
@@ -58,11 +61,18 @@ class FSDPTrainEngine:
         use_remove_padding: bool = True,
         train_batching: MicroBatching | None = None,
         forward_batching: MicroBatching | None = None,
+        fsdp: FSDPConfig | None = None,
     ) -> None:
         self.role, self.device = role, torch.device(device)
         if use_remove_padding:  # attention within each packed sequence, no [N, N] mask
             model.set_attn_implementation(register_varlen_attention())
-        self.model = shard_model(model.to(self.device), data_parallel_mesh(self.device.type))
+        self.fsdp = fsdp or FSDPConfig()
+        key = f"{'critic' if role == 'critic' else 'actor'}.fsdp_config.fsdp_size"
+        mesh = fsdp_mesh(self.device.type, self.fsdp.fsdp_size, key)
+        # data parallel over every rank (FSDP shards, HSDP replicas): each rank takes its
+        # share of every batch, gradients are averaged over all of them
+        self.dp_rank, self.dp_size = dist.get_rank(), dist.get_world_size()
+        self.model = shard_model(model.to(self.device), mesh, self.fsdp)
         self.mini_batch_size = mini_batch_size
         # micro-batches of updates and of forward-only passes: rows, or a token budget
         self.train_batching = train_batching or MicroBatching(rows=micro_batch_size)
@@ -123,6 +133,7 @@ class FSDPTrainEngine:
             use_remove_padding=section.use_remove_padding,
             train_batching=train,
             forward_batching=forward,
+            fsdp=config.critic.fsdp_config if role == "critic" else config.actor.fsdp_config,
         )
 
     # --- forward ------------------------------------------------------------------
@@ -176,6 +187,12 @@ class FSDPTrainEngine:
 
         `loss_fn(output, micro_batch, mini_batch) -> (loss, metrics)` must normalise
         by the mini-batch so that micro-batch losses add up to the mini-batch loss.
+
+        With several data-parallel ranks, every rank gets the whole `batch` and draws
+        the same mini-batches; each takes its token-balanced share of a mini-batch
+        (`data_parallel_rows`) while `loss_fn` still normalises by the whole one, and
+        the gradients, which FSDP averages over ranks, are summed instead: the update
+        is the one a single rank makes on the same batch. Metrics are this rank's.
         """
         assert self.optimizer is not None and self.lr_scheduler is not None
         self.model.train()
@@ -200,6 +217,13 @@ class FSDPTrainEngine:
         metrics[f"{prefix}/weight_norm"].append(self._weight_norm())
         return {key: sum(values) / len(values) for key, values in metrics.items()}
 
+    def _sum_over_ranks(self, value: torch.Tensor) -> float:
+        if self.dp_size > 1:
+            on_device = value.to(self.device) if self.device.type == "cuda" else value
+            dist.all_reduce(on_device)
+            value = on_device.cpu()
+        return float(value)
+
     @torch.no_grad()
     def _weight_norm(self) -> float:
         norm = torch.nn.utils.get_total_norm(list(self.model.parameters()))
@@ -211,12 +235,16 @@ class FSDPTrainEngine:
         assert self.optimizer is not None and self.optim_config is not None
         self.optimizer.zero_grad(set_to_none=True)
         step_metrics: dict[str, list[float]] = defaultdict(list)
-        for rows in micro_batch_rows(mini["attention_mask"], self.train_batching):
+        mine = data_parallel_rows(mini["attention_mask"].cpu(), self.dp_size)[self.dp_rank]
+        local = select(mini, mine.to(self.device))
+        total_loss = torch.zeros((), dtype=torch.float64)
+        for rows in micro_batch_rows(local["attention_mask"], self.train_batching):
             if not rows.numel():
                 continue
-            micro = select(mini, rows.to(self.device))
+            micro = select(local, rows.to(self.device))
             loss, metrics = loss_fn(self._forward(micro, True), micro, mini)
-            loss.backward()
+            (loss * self.dp_size).backward()  # FSDP averages over ranks; the loss is a share
+            total_loss += float(loss.detach())
             for key, value in metrics.items():
                 step_metrics[key].append(float(value))
         grad_norm = torch.nn.utils.clip_grad_norm_(
@@ -232,6 +260,8 @@ class FSDPTrainEngine:
         averaged = {
             (k if "/" in k else f"{prefix}/{k}"): sum(v) / len(v) for k, v in step_metrics.items()
         }
+        # the mini-batch loss: micro-batch shares add up, over ranks too
+        averaged[f"{prefix}/loss"] = self._sum_over_ranks(total_loss)
         averaged[f"{prefix}/grad_norm"] = grad_norm
         averaged[f"{prefix}/skipped_steps"] = float(not math.isfinite(grad_norm))
         return averaged
@@ -239,8 +269,16 @@ class FSDPTrainEngine:
     # --- weights and checkpoints --------------------------------------------------
 
     def export_weights(self) -> Iterator[tuple[str, torch.Tensor]]:
-        """Full (unsharded) tensors under their Hugging Face names, on CPU."""
-        yield from get_model_state_dict(self.model, options=FULL).items()
+        """Full (unsharded) tensors under their Hugging Face names, one at a time.
+
+        Each is all-gathered when it is reached, so every rank must iterate in step and
+        gets every tensor (a rollout replica per rank loads from it); at most one
+        unsharded parameter is alive at a time besides what the consumer keeps.
+        """
+        with torch.no_grad():
+            for name, tensor in self.model.state_dict().items():
+                full = tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
+                yield name, full.detach()
 
     def load_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None:
         """Replace the weights (e.g. the reference from the warm-started actor)."""
@@ -249,16 +287,23 @@ class FSDPTrainEngine:
     def save(self, path: str) -> None:
         """Weights to `path`/model.safetensors; optimizer, LR-schedule and sampling-generator
         state to `path`/state.pt (tensors and plain values only: it loads with
-        `weights_only=True`, so a crafted checkpoint cannot run code)."""
+        `weights_only=True`, so a crafted checkpoint cannot run code).
+
+        Every rank takes part in gathering the full state; rank 0 writes it (a folder on
+        storage every rank can read, for `load`), so it loads at any world size.
+        """
         folder = Path(path)
-        folder.mkdir(parents=True, exist_ok=True)
         weights = get_model_state_dict(self.model, options=FULL)
-        save_weights(weights, folder / "model.safetensors")
         state: dict[str, Any] = {"generator": self.generator.get_state()}
         if self.optimizer is not None and self.lr_scheduler is not None:
             state["optimizer"] = get_optimizer_state_dict(self.model, self.optimizer, options=FULL)
             state["lr_scheduler"] = self.lr_scheduler.state_dict()
-        save_state(state, folder / "state.pt")
+        if self.dp_rank == 0:
+            folder.mkdir(parents=True, exist_ok=True)
+            save_weights(weights, folder / "model.safetensors")
+            save_state(state, folder / "state.pt")
+        if self.dp_size > 1:
+            dist.barrier()  # no rank reads the folder before it is written
 
     def load(self, path: str) -> None:
         folder = Path(path)
@@ -271,23 +316,30 @@ class FSDPTrainEngine:
 
     def save_hf(self, path: str, tokenizer: Any = None) -> None:
         """A Hugging Face folder loadable with `AutoModelForCausalLM.from_pretrained`."""
-        state = get_model_state_dict(self.model, options=FULL)
-        self.model.save_pretrained(path, state_dict=state)
-        if tokenizer is not None:
-            tokenizer.save_pretrained(path)
+        state = get_model_state_dict(self.model, options=FULL)  # every rank gathers
+        if self.dp_rank == 0:
+            self.model.save_pretrained(path, state_dict=state)
+            if tokenizer is not None:
+                tokenizer.save_pretrained(path)
+        if self.dp_size > 1:
+            dist.barrier()
 
     def offload(self) -> None:
-        """Move weights (and optimizer state) to CPU while another role uses the device."""
+        """Move weights and optimizer state to CPU while another role uses the device
+        (only what `fsdp_config.param_offload` / `optimizer_offload` name, when either is
+        set; both otherwise)."""
         self._move(torch.device("cpu"))
 
     def onload(self) -> None:
         self._move(self.device)
 
     def _move(self, device: torch.device) -> None:
-        if self.device.type == "cpu":
-            return
-        self.model.to(device)
-        if self.optimizer is not None:
+        if self.device.type == "cpu" or self.fsdp.offload_policy:
+            return  # nothing on an accelerator (the offload policy keeps shards on CPU)
+        either = self.fsdp.param_offload or self.fsdp.optimizer_offload
+        if self.fsdp.param_offload or not either:
+            self.model.to(device)
+        if self.optimizer is not None and (self.fsdp.optimizer_offload or not either):
             for state in self.optimizer.state.values():
                 for key, value in state.items():
                     if isinstance(value, torch.Tensor):

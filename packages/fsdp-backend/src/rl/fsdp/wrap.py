@@ -6,7 +6,9 @@ from typing import Any
 
 import torch
 from torch.distributed.device_mesh import DeviceMesh
-from torch.distributed.fsdp import fully_shard
+from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
+
+from rl.core.config.fsdp import FSDPConfig
 
 
 def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
@@ -45,10 +47,24 @@ def no_view_outputs(module: torch.nn.Module, args: Any, output: Any) -> Any:
     return output
 
 
-def shard_model(model: torch.nn.Module, mesh: DeviceMesh) -> torch.nn.Module:
+def shard_model(
+    model: torch.nn.Module, mesh: DeviceMesh, fsdp: FSDPConfig | None = None
+) -> torch.nn.Module:
+    """`fully_shard` each decoder layer, then the root, on `mesh` (2-D: HSDP), with the
+    mixed precision, resharding and CPU-offload policy of `fsdp` (`*.fsdp_config`)."""
+    fsdp = fsdp or FSDPConfig()
+    precision = fsdp.mixed_precision
+    options: dict[str, Any] = {"mesh": mesh, "reshard_after_forward": fsdp.reshard_after_forward}
+    if (precision.param_dtype, precision.reduce_dtype) != ("float32", "float32"):
+        options["mp_policy"] = MixedPrecisionPolicy(
+            param_dtype=getattr(torch, precision.param_dtype),
+            reduce_dtype=getattr(torch, precision.reduce_dtype),
+        )
+    if fsdp.offload_policy:
+        options["offload_policy"] = CPUOffloadPolicy()
     for layer in decoder_layers(model):
-        fully_shard(layer, mesh=mesh)
+        fully_shard(layer, **options)
     # registered before the root's fully_shard, so it runs before FSDP2's post-forward hook
     model.register_forward_hook(no_view_outputs)
-    fully_shard(model, mesh=mesh)
+    fully_shard(model, **options)
     return model

@@ -37,13 +37,16 @@ DIALECT_KEYS = ("placement", "component_placement", "colocation", "hybrid_engine
 @dataclass(frozen=True)
 class ClusterConfig:
     nnodes: int = 1
-    n_gpus_per_node: int = 8  # 0: CPU only (with num_cpus)
+    # devices per node; with trainer.device=cpu each "device" is a worker process
+    # (cpus_per_worker CPUs). 0: CPU only, with num_cpus. verl's default is 8, ours 1.
+    n_gpus_per_node: int = 1
     placement: dict[str, Any] = field(default_factory=dict)  # role -> devices
     component_placement: dict[str, Any] = field(default_factory=dict)  # RLinf
     colocation: tuple[Any, ...] = ()  # ChatLearn
     hybrid_engine: bool = False  # verl
     num_cpus: dict[str, float] = field(default_factory=dict)  # role -> CPUs
     total_cpus: float | None = None  # the CPU budget num_cpus must fit
+    cpus_per_worker: float = 1.0  # CPUs of each worker process (Ray launcher); may be < 1
 
     def __post_init__(self) -> None:
         check(
@@ -51,6 +54,7 @@ class ClusterConfig:
             nnodes=POSITIVE_INT,
             n_gpus_per_node=NON_NEGATIVE,
             total_cpus=optional(POSITIVE),
+            cpus_per_worker=POSITIVE,
         )
         for name in ("placement", "component_placement", "num_cpus"):
             if not isinstance(getattr(self, name), dict):

@@ -89,6 +89,8 @@ class RolloutConfig:
     load_format: str = "dummy"  # dummy: random weights until the first sync fills them
     free_cache_engine: bool = True  # sleep() releases KV cache (and weights) between rollouts
     detokenize: bool = False
+    # ChatLearn's data_rerank: a prompt's n samples go to different replicas (round-robin)
+    data_rerank: bool = False
     seed: int = 0
     engine_kwargs: dict[str, Any] = field(default_factory=dict)  # {vllm: {...}, sglang: {...}}
     # --- trainer -> engine weight sync

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from rl.core.algorithms.rollout_correction import RolloutCorrectionConfig
+from rl.core.config.cluster import ClusterConfig
 from rl.core.config.errors import FieldError
+from rl.core.config.fsdp import FSDPConfig
 from rl.core.config.rollout import LOG_PROB_RULES, RolloutConfig
 from rl.core.config.rules import (
     FILES,
@@ -210,6 +212,7 @@ class ActorConfig:
     use_remove_padding: bool = True
     use_dynamic_bsz: bool = False
     ppo_max_token_len_per_gpu: int = 16384
+    fsdp_config: FSDPConfig = field(default_factory=FSDPConfig)  # also the reference's
 
     def __post_init__(self) -> None:
         check(self, **PPO_UPDATE_RULES)
@@ -243,6 +246,7 @@ class CriticConfig:
     use_dynamic_bsz: bool = False
     ppo_max_token_len_per_gpu: int = 32768
     forward_max_token_len_per_gpu: int = 32768  # compute_values (no gradients)
+    fsdp_config: FSDPConfig = field(default_factory=FSDPConfig)
 
     def __post_init__(self) -> None:
         check(self, **PPO_UPDATE_RULES)
@@ -374,6 +378,10 @@ class TrainerConfig:
     logger: tuple[str, ...] = ("console", "jsonl")
     log_val_generations: int = 4
     progress_bar: bool = True
+    # where the roles run: in this process, or one Ray actor per device (the `cluster` section)
+    launcher: Literal["local", "ray"] = "local"
+    ray_address: str | None = None  # join this Ray cluster (multi-node); none: start one here
+    worker_timeout_s: float = 1800.0  # a call to the workers that takes longer fails the run
 
     def __post_init__(self) -> None:
         check(
@@ -387,6 +395,7 @@ class TrainerConfig:
             max_ckpt_to_keep=optional(POSITIVE_INT),
             max_skipped_steps=POSITIVE_INT,
             log_val_generations=NON_NEGATIVE,
+            worker_timeout_s=POSITIVE,
         )
         _check(
             self.resume_mode != "path" or bool(self.resume_from_path),
@@ -410,6 +419,7 @@ class Config:
     algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
 
     def __post_init__(self) -> None:
         """Checks across sections; keys are full here (the root has no path to add)."""

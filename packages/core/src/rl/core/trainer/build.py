@@ -12,12 +12,7 @@ from rl.core.config.paths import user_path
 from rl.core.demo.arithmetic import arithmetic_rows
 from rl.core.models import load_tokenizer
 from rl.core.registry import load_engine_class
-from rl.core.trainer.context import (
-    RunContext,
-    build_rollout_engine,
-    build_train_engine,
-    total_training_steps,
-)
+from rl.core.trainer.context import RunContext, total_training_steps
 from rl.core.trainer.sft import sft_optim
 
 
@@ -91,27 +86,19 @@ def build_context(config: Config, output_dir: Path, with_rl_roles: bool = True) 
     sampler = PromptSampler(len(train), data.train_batch_size, shuffle=data.shuffle, seed=data.seed)
     total = total_training_steps(config, sampler.steps_per_epoch)
     ctx = RunContext(
-        config,
-        output_dir,
-        tokenizer,
-        train,
-        val,
-        sampler,
-        build_reward(config),
-        actor=build_train_engine(config, "actor", tokenizer, total) if with_rl_roles else None,
-        rollout=build_rollout_engine(config, tokenizer) if with_rl_roles else None,
+        config, output_dir, tokenizer, train, val, sampler, build_reward(config), None, None
     )
-    if with_rl_roles:
-        from rl.core.weight_sync import WeightSender
+    if with_rl_roles:  # the engines, on the workers of trainer.launcher
+        from rl.core.workers import launch_roles
 
-        rollout = config.rollout
-        ctx.weight_sender = WeightSender(
-            rollout.update_weights_bucket_megabytes << 20, delta=rollout.update_weights_delta
+        launched = launch_roles(config, total)
+        ctx.actor, ctx.rollout, ctx.ref, ctx.critic = (
+            launched.actor,
+            launched.rollout,
+            launched.ref,
+            launched.critic,
         )
-    if with_rl_roles and config.uses_reference:
-        ctx.ref = build_train_engine(config, "ref", tokenizer, total)
-    if with_rl_roles and config.uses_critic:
-        ctx.critic = build_train_engine(config, "critic", tokenizer, total)
+        ctx.sync_weights, ctx.workers = launched.sync_weights, launched
     return ctx
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,9 @@ class RunContext:
     rollout: Any
     ref: Any = None
     critic: Any = None
-    weight_sender: Any = None  # rl.core.weight_sync.WeightSender (actor -> rollout)
+    # the actor's weights into the rollout engine(s) -> metrics (rl.core.workers.launch)
+    sync_weights: Callable[[], dict[str, float]] | None = None
+    workers: Any = None  # what launched the roles; `shutdown()` ends them
 
     @property
     def total_steps(self) -> int:

@@ -98,6 +98,14 @@ def run_training(config: Config) -> dict[str, float]:
         checkpoint_dir(output_dir), trainer.resume_mode, trainer.resume_from_path
     )
     ctx = build_context(config, output_dir)
+    try:
+        return _train(ctx, resume)
+    finally:
+        ctx.workers.shutdown()
+
+
+def _train(ctx: Any, resume: ResumePoint | None) -> dict[str, float]:
+    config, output_dir, trainer = ctx.config, ctx.output_dir, ctx.config.trainer
     kl_ctrl = losses.make_kl_controller(config)
     run_id = resume.run_id if resume is not None else new_run_id()
     step = load_run(ctx, resume, kl_ctrl) if resume is not None else 0
@@ -106,7 +114,7 @@ def run_training(config: Config) -> dict[str, float]:
     trim_metrics_file(output_dir, step if resume is not None else -1)
     tracker = make_tracker(config, output_dir, ctx.total_steps)
     warm_metrics = warm_start(ctx) if resume is None else {}
-    ctx.weight_sender.sync(ctx.actor.export_weights(), ctx.rollout)
+    ctx.sync_weights()
     health = TrainingHealth(trainer.max_skipped_steps)
     last_val: dict[str, float] = {}
     if trainer.val_before_train and step == 0:

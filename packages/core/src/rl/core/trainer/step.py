@@ -61,7 +61,7 @@ def rl_step(ctx: Any, items: list[Any], step: int, kl_ctrl: Any) -> dict[str, fl
         metrics.update(ctx.actor.train_step(batch, losses.actor_loss_fn(config)))
     with timer.phase("sync"):
         ctx.rollout.wake()
-        metrics.update(ctx.weight_sender.sync(ctx.actor.export_weights(), ctx.rollout))
+        metrics.update(ctx.sync_weights())
     metrics.update(batch_metrics(batch))
     metrics.update(timer.metrics())
     return metrics

@@ -1,0 +1,50 @@
+"""`actor.fsdp_config` / `critic.fsdp_config`: how the FSDP2 backend shards a model.
+
+Names are verl's (`actor_rollout_ref.actor.fsdp_config.*`); the reference model uses the
+actor's. ROLL's `strategy_args.strategy_config` and ChatLearn's `fsdp_size` map here
+(packages/fsdp-backend/README.md, "Config keys").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from rl.core.config.errors import FieldError
+from rl.core.config.rules import Rule, check
+
+DType = Literal["float32", "bfloat16", "float16"]
+
+FSDP_SIZE = Rule(lambda value: value == -1 or value >= 1, "-1 (the whole world) or >= 1")
+
+
+@dataclass(frozen=True)
+class MixedPrecisionConfig:
+    """FSDP2's MixedPrecisionPolicy: parameters all-gathered in `param_dtype`, gradients
+    reduce-scattered in `reduce_dtype`; the sharded master copy keeps the model's dtype."""
+
+    param_dtype: DType = "float32"
+    reduce_dtype: DType = "float32"
+
+
+@dataclass(frozen=True)
+class FSDPConfig:
+    # ranks one model is sharded over; the world is fsdp_size × replicas (HSDP) when smaller
+    fsdp_size: int = -1
+    # between phases (colocated roles take turns): parameters / optimizer state to CPU
+    param_offload: bool = False
+    optimizer_offload: bool = False
+    # FSDP2 CPUOffloadPolicy: shards live on CPU, moved per layer, optimizer steps on CPU
+    offload_policy: bool = False
+    reshard_after_forward: bool = True
+    mixed_precision: MixedPrecisionConfig = field(default_factory=MixedPrecisionConfig)
+
+    def __post_init__(self) -> None:
+        check(self, fsdp_size=FSDP_SIZE)
+        if self.offload_policy and (self.param_offload or self.optimizer_offload):
+            raise FieldError(
+                "offload_policy",
+                self.offload_policy,
+                "false when param_offload or optimizer_offload is set (the policy keeps "
+                "shards on CPU already)",
+            )

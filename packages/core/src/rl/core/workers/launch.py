@@ -1,0 +1,137 @@
+"""Start a run's roles with the configured launcher and hand back their contract handles.
+
+`trainer.launcher: local` (the default) runs every role in this process; `ray` runs one
+`RoleWorker` per device of the `cluster` placement. Either way the controller gets
+`TrainRole` / `RolloutRole` handles and a weight sync, and never learns which ran.
+
+With Ray, the roles take turns on the same devices (the hybrid engine: verl's
+`hybrid_engine`, ChatLearn's `colocation` of every role, RLinf's
+`"actor,rollout,ref": all`); each rank's rollout replica is filled from its own actor
+rank. Placements that put roles on different devices are refused for now, after the
+placement itself was validated.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rl.core.config import Config, ConfigError
+from rl.core.config.cluster import placement_from_cluster
+from rl.core.placement import Placement, PlacementError, parse_verl_hybrid
+from rl.core.workers.local_group import LocalWorkerGroup
+from rl.core.workers.roles import RolloutRole, TrainRole
+
+
+@dataclass
+class LaunchedRoles:
+    actor: TrainRole
+    rollout: RolloutRole
+    ref: TrainRole | None
+    critic: TrainRole | None
+    sync_weights: Callable[[], dict[str, float]]
+    group: Any
+
+    def shutdown(self) -> None:
+        self.group.shutdown()
+
+
+def needed_roles(config: Config) -> tuple[str, ...]:
+    roles = ["actor", "rollout"]
+    if config.uses_reference:
+        roles.append("ref")
+    if config.uses_critic:
+        roles.append("critic")
+    return tuple(roles)
+
+
+def cluster_placement(config: Config) -> Placement:
+    """The `cluster` section's placement; with no dialect set, verl's hybrid engine (every
+    role on every device of nnodes × n_gpus_per_node)."""
+    cluster, tp = config.cluster, config.rollout.tensor_parallel_size
+    try:
+        if not cluster.dialects():
+            return parse_verl_hybrid(
+                True,
+                nnodes=cluster.nnodes,
+                n_gpus_per_node=cluster.n_gpus_per_node,
+                tensor_parallel_size=tp,
+            )
+        return placement_from_cluster(cluster, tensor_parallel_size=tp)
+    except PlacementError as error:
+        raise ConfigError(f"cluster: {error}") from error
+
+
+def ray_world(config: Config) -> tuple[int, float]:
+    """(ranks, CPUs per rank) of the Ray launcher, checked against what it supports and
+    what the batch sizes allow."""
+    placement = cluster_placement(config)
+    roles = needed_roles(config)
+    if placement.n_gpus_per_node == 0:  # CPU mode: one process hosting every role
+        shares = placement.num_cpus
+        return 1, sum(shares.get(role, 0.0) for role in roles) or config.cluster.cpus_per_worker
+    devices = {role: placement.devices.get(role) for role in roles}
+    actor_devices = devices["actor"]
+    if actor_devices is None:
+        raise ConfigError("cluster: the actor is not placed on any device")
+    apart = {role: list(d) for role, d in devices.items() if d is not None and d != actor_devices}
+    if apart:
+        raise ConfigError(
+            f"cluster: {apart} are not on the actor's devices {list(actor_devices)}; with "
+            "trainer.launcher=ray every role shares the actor's devices for now (the hybrid "
+            "engine: cluster.hybrid_engine=true)"
+        )
+    world = len(actor_devices)
+    check_divisible(config, world)
+    return world, config.cluster.cpus_per_worker
+
+
+def check_divisible(config: Config, world: int) -> None:
+    """Rows split evenly over data-parallel ranks (every rank runs as many passes)."""
+    n = config.rollout.n
+    sizes = [("data.train_batch_size", config.data.train_batch_size)]
+    sizes.append(("actor.ppo_mini_batch_size", config.actor.ppo_mini_batch_size))
+    if config.uses_critic:
+        sizes.append(("critic.ppo_mini_batch_size", config.critic.ppo_mini_batch_size))
+    for key, size in sizes:
+        if (size * n) % world:
+            raise ConfigError(
+                f"{key} = {size}: × rollout.n ({n}) = {size * n} rows do not split evenly over "
+                f"{world} data-parallel ranks; use a multiple of {world // math.gcd(n, world)}"
+            )
+
+
+def launch_roles(config: Config, total_steps: int) -> LaunchedRoles:
+    """Start the workers of `trainer.launcher` and build every role's engines on them."""
+    roles = needed_roles(config)
+    group: Any
+    if config.trainer.launcher == "ray":
+        from rl.core.workers.ray_group import RayWorkerGroup
+
+        world, cpus = ray_world(config)
+        group = RayWorkerGroup(
+            roles,
+            world,
+            device_type=config.trainer.device,
+            cpus_per_worker=cpus,
+            timeout_s=config.trainer.worker_timeout_s,
+            address=config.trainer.ray_address,
+        )
+    else:
+        group = LocalWorkerGroup(roles)
+    try:
+        group.call("workers", "build", config, roles, total_steps)
+    except BaseException:
+        group.shutdown()
+        raise
+    rollout = RolloutRole(group, rerank=config.rollout.data_rerank)
+    return LaunchedRoles(
+        actor=TrainRole(group, "actor"),
+        rollout=rollout,
+        ref=TrainRole(group, "ref") if "ref" in roles else None,
+        critic=TrainRole(group, "critic") if "critic" in roles else None,
+        sync_weights=rollout.sync_weights,
+        group=group,
+    )

@@ -1,0 +1,185 @@
+"""`RayWorkerGroup`: one Ray actor per rank, in a placement group, running `RoleWorker`.
+
+Ray is started locally when no address is given; `ray.init(address=...)` (the
+`trainer.ray_address` key) joins an existing cluster, which is how a run spans nodes.
+Every call waits on all ranks at once and fails fast: the first rank that raises or dies
+ends the call with one `WorkerError` naming the role, the rank and the last line of the
+remote traceback, and a call that does not finish within `timeout_s` fails the same way
+(a rank stuck in a collective with a dead peer would otherwise wait for ever).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from rl.core.errors import WorkerError
+from rl.core.workers.worker import RoleWorker
+
+# What each actor's process needs before anything is imported: one thread per CPU share
+# (torch would otherwise start one per core in every rank), and no auth token files.
+WORKER_ENV = {"RAY_AUTH_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def last_line(error: BaseException) -> str:
+    """The last non-empty line of a (remote) traceback: the exception itself."""
+    lines = [line for line in str(error).strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else type(error).__name__
+
+
+def start_ray(address: str | None, num_cpus: float | None = None) -> None:
+    """Join the cluster at `address`, or start a local one (no dashboard)."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    if address:
+        ray.init(address=address, runtime_env={"env_vars": WORKER_ENV})
+    else:
+        ray.init(
+            num_cpus=None if num_cpus is None else max(1, round(num_cpus)),
+            include_dashboard=False,
+            runtime_env={"env_vars": WORKER_ENV},
+        )
+
+
+class RayWorkerGroup:
+    """`world_size` `RoleWorker` actors hosting `roles`, one per device (or CPU share)."""
+
+    def __init__(
+        self,
+        roles: Sequence[str],
+        world_size: int,
+        *,
+        device_type: str = "cpu",
+        cpus_per_worker: float = 1.0,
+        timeout_s: float = 600.0,
+        address: str | None = None,
+    ) -> None:
+        import ray
+        from ray.util.placement_group import placement_group, remove_placement_group
+
+        self.roles, self.world_size, self.timeout_s = tuple(roles), world_size, timeout_s
+        self.broken = False  # a call failed: ranks may hang in a collective, do not wait on them
+        start_ray(address, num_cpus=None if address else max(2.0, cpus_per_worker * world_size))
+        gpus = 1 if device_type == "cuda" else 0
+        bundle = {"CPU": cpus_per_worker, **({"GPU": gpus} if gpus else {})}
+        self.placement_group = placement_group([bundle] * world_size, strategy="PACK")
+        ready, _ = ray.wait([self.placement_group.ready()], timeout=timeout_s)
+        if not ready:
+            remove_placement_group(self.placement_group)
+            free = {k: v for k, v in ray.available_resources().items() if k in ("CPU", "GPU")}
+            raise WorkerError(
+                f"cannot place {world_size} workers of {bundle} within {timeout_s:g} s: the Ray "
+                f"cluster has {free or 'nothing'} free (cluster.n_gpus_per_node, "
+                "cluster.cpus_per_worker)"
+            )
+        self.actors: list[Any] = []
+        try:
+            self._start_workers(cpus_per_worker, gpus)
+        except BaseException:
+            self.broken = True
+            self.shutdown()
+            raise
+
+    def _start_workers(self, cpus_per_worker: float, gpus: int) -> None:
+        import ray
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        threads = str(max(1, int(cpus_per_worker)))
+        remote = ray.remote(RoleWorker)
+        for rank in range(self.world_size):
+            self.actors.append(
+                remote.options(
+                    num_cpus=cpus_per_worker,
+                    num_gpus=gpus,
+                    scheduling_strategy=PlacementGroupSchedulingStrategy(
+                        self.placement_group, placement_group_bundle_index=rank
+                    ),
+                    runtime_env={"env_vars": {**WORKER_ENV, "OMP_NUM_THREADS": threads}},
+                ).remote(rank, self.world_size)
+            )
+        address_, port = self._wait([self.actors[0].rendezvous.remote()], "workers", "start")[0]
+        self.call("workers", "connect", address_, port)
+
+    # --- calls on every rank --------------------------------------------------------
+
+    def call(self, role: str, method: str, *args: Any) -> list[Any]:
+        """`method(*args)` of every rank's worker; answers in rank order."""
+        return self._wait([getattr(a, method).remote(*args) for a in self.actors], role, method)
+
+    def call_each(self, role: str, method: str, per_rank: Sequence[tuple[Any, ...]]) -> list[Any]:
+        """`method(*per_rank[r])` on rank r; answers in rank order."""
+        refs = [
+            getattr(a, method).remote(*args) for a, args in zip(self.actors, per_rank, strict=True)
+        ]
+        return self._wait(refs, role, method)
+
+    def submit(self, rank: int, role: str, method: str, *args: Any) -> Any:
+        """`engines[role].method(*args)` on rank `rank`, as an awaitable (a Ray ObjectRef);
+        a failure surfaces when it is awaited."""
+        return self.actors[rank].run.remote(role, method, *args)
+
+    def put(self, value: Any) -> Any:
+        """One copy in Ray's object store, passed by reference to every rank."""
+        import ray
+
+        return ray.put(value)
+
+    def _wait(self, refs: list[Any], role: str, method: str) -> list[Any]:
+        """All answers, or a WorkerError at the first failure or after `timeout_s`."""
+        try:
+            return self._wait_all(refs, role, method)
+        except WorkerError:
+            self.broken = True
+            raise
+
+    def _wait_all(self, refs: list[Any], role: str, method: str) -> list[Any]:
+        import ray
+
+        rank_of = {ref: rank for rank, ref in enumerate(refs)}
+        pending, deadline = list(refs), time.monotonic() + self.timeout_s
+        while pending:
+            remaining = deadline - time.monotonic()
+            ready, pending = ray.wait(pending, num_returns=1, timeout=max(remaining, 0))
+            if not ready:
+                ranks = sorted(rank_of[ref] for ref in pending)
+                raise WorkerError(
+                    f"{role}.{method}: rank(s) {ranks} did not answer within "
+                    f"{self.timeout_s:g} s (trainer.worker_timeout_s); a peer may have died "
+                    "or hung, see the Ray worker logs"
+                )
+            try:
+                ray.get(ready[0])
+            except ray.exceptions.RayActorError as error:
+                raise WorkerError(
+                    f"{role}.{method}: the worker of rank {rank_of[ready[0]]} died "
+                    f"({last_line(error)}); see the Ray worker logs"
+                ) from None
+            except ray.exceptions.RayTaskError as error:
+                raise WorkerError(
+                    f"{role}.{method} failed on rank {rank_of[ready[0]]}: "
+                    f"{last_line(error.cause if error.cause is not None else error)} "
+                    "(the full traceback is in the worker's log above)"
+                ) from None
+        return ray.get(refs)
+
+    def pids(self) -> list[int]:
+        return self.call("workers", "pid")
+
+    def shutdown(self) -> None:
+        """Stop the workers (best effort: a dead one is already gone) and free the devices."""
+        import ray
+        from ray.util.placement_group import remove_placement_group
+
+        if not self.broken:
+            self.timeout_s = min(self.timeout_s, 60.0)
+            with contextlib.suppress(WorkerError):
+                self._wait([a.shutdown.remote() for a in self.actors], "workers", "shutdown")
+        for actor in self.actors:
+            ray.kill(actor)
+        remove_placement_group(self.placement_group)

@@ -1,0 +1,159 @@
+"""Role handles: a worker group seen through the `TrainEngine` / `RolloutEngine` contracts.
+
+The controller holds a `TrainRole` for the actor, reference and critic and a
+`RolloutRole` for generation, whatever the launcher: the handles split and gather
+(dispatch.py) and the group carries the calls to its ranks.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from rl.core.batch import batch_size
+from rl.core.engines import LogprobOutput, LossFn, Rollouts, SamplingParams
+from rl.core.workers.dispatch import gather_rows, mean_metrics, scatter_rows, spread_rows
+
+
+class TrainRole:
+    """`TrainEngine` over every rank of a group (data parallel)."""
+
+    def __init__(self, group: Any, role: str) -> None:
+        self.group, self.role = group, role
+
+    def _run(self, method: str, *args: Any) -> list[Any]:
+        return self.group.call(self.role, "run", self.role, method, *args)
+
+    def _forward(
+        self, method: str, batch: Mapping[str, Any]
+    ) -> tuple[list[torch.Tensor], list[Any]]:
+        parts = scatter_rows(batch, self.group.world_size)
+        answers = self.group.call_each(
+            self.role, "run", [(self.role, method, sub) for _, sub in parts]
+        )
+        return [rows for rows, _ in parts], answers
+
+    def compute_logprobs(self, batch: Mapping[str, Any]) -> LogprobOutput:
+        rows, answers = self._forward("compute_logprobs", batch)
+        total = batch_size(batch)
+        logprobs = gather_rows(rows, [a.logprobs for a in answers], total)
+        assert logprobs is not None
+        return LogprobOutput(logprobs, gather_rows(rows, [a.entropy for a in answers], total))
+
+    def compute_values(self, batch: Mapping[str, Any]) -> torch.Tensor:
+        rows, answers = self._forward("compute_values", batch)
+        values = gather_rows(rows, answers, batch_size(batch))
+        assert values is not None
+        return values
+
+    def train_step(self, batch: Mapping[str, Any], loss_fn: LossFn) -> dict[str, float]:
+        """Every rank gets the whole batch (one shared copy) and takes its share of each
+        mini-batch; the metrics are averaged over ranks."""
+        return mean_metrics(self._run("train_step", self.group.put(dict(batch)), loss_fn))
+
+    def export_weights(self) -> Iterator[tuple[str, torch.Tensor]]:
+        """Full tensors from rank 0 (every rank takes part in gathering them)."""
+        exported = self.group.call(self.role, "export", self.role)[0]
+        return iter(exported)
+
+    def load_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None:
+        self._run("load_weights", self.group.put(list(named_tensors)))
+
+    def save(self, path: str) -> None:
+        self._run("save", path)
+
+    def load(self, path: str) -> None:
+        self._run("load", path)
+
+    def save_hf(self, path: str, tokenizer: Any = None) -> None:
+        self._run("save_hf", path, tokenizer)
+
+    def offload(self) -> None:
+        self._run("offload")
+
+    def onload(self) -> None:
+        self._run("onload")
+
+
+class RolloutRole:
+    """`RolloutEngine` over the rollout replicas of a group (one per rank)."""
+
+    def __init__(self, group: Any, rerank: bool = False) -> None:
+        self.group, self.rerank = group, rerank
+        self._next_rank = itertools.cycle(range(group.world_size))
+        self._groups: dict[str, str] = {}
+
+    def generate(self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams) -> Rollouts:
+        """Each replica generates a share: whole prompts with their n samples, or (with
+        `data_rerank`) single samples round-robin, so one prompt's n spread out."""
+        world = self.group.world_size
+        if world == 1:
+            return self._run_each([(list(prompt_ids), sampling)])[0]
+        if self.rerank:
+            rows = [list(p) for p in prompt_ids for _ in range(sampling.n)]
+            one = replace(sampling, n=1)
+            shares = spread_rows(len(rows), world, rerank=True)
+            answers = self._run_each([([rows[i] for i in share], one) for share in shares])
+            return _assemble(shares, answers, len(rows))
+        shares = spread_rows(len(prompt_ids), world, rerank=False)
+        answers = self._run_each(
+            [([list(prompt_ids[i]) for i in share], sampling) for share in shares]
+        )
+        row_shares = [
+            [i * sampling.n + j for i in share for j in range(sampling.n)] for share in shares
+        ]
+        return _assemble(row_shares, answers, len(prompt_ids) * sampling.n)
+
+    def _run_each(self, per_rank: list[tuple[Any, ...]]) -> list[Any]:
+        return self.group.call_each(
+            "rollout", "run", [("rollout", "generate", *a) for a in per_rank]
+        )
+
+    async def generate_one(self, prompt_ids: Sequence[int], sampling: SamplingParams) -> Rollouts:
+        """One prompt on the next replica in turn; requests in flight together overlap."""
+        rank = next(self._next_rank)
+        return await self.group.submit(rank, "rollout", "generate", [list(prompt_ids)], sampling)
+
+    def update_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None:
+        """The same weights into every replica (through the driver: for weights that do not
+        come from a colocated actor; the actor's own go by `sync_weights`)."""
+        self.group.call(
+            "rollout", "run", "rollout", "update_weights", self.group.put(list(named_tensors))
+        )
+
+    def weight_group(self, name: str) -> str:
+        if name not in self._groups:
+            self._groups[name] = self.group.call("rollout", "run", "rollout", "weight_group", name)[
+                0
+            ]
+        return self._groups[name]
+
+    def sync_weights(self) -> dict[str, float]:
+        """Each rank's actor weights into its own rollout replica."""
+        return mean_metrics(self.group.call("rollout", "sync_weights"))
+
+    def sleep(self) -> None:
+        self.group.call("rollout", "run", "rollout", "sleep")
+
+    def wake(self) -> None:
+        self.group.call("rollout", "run", "rollout", "wake")
+
+
+def _assemble(shares: Sequence[Sequence[int]], answers: Sequence[Rollouts], total: int) -> Rollouts:
+    """One `Rollouts` in row order from the replicas' answers for `shares` rows."""
+    prompts: list[Any] = [None] * total
+    responses: list[Any] = [None] * total
+    logprobs: list[Any] = [None] * total
+    reasons: list[str] = [""] * total
+    for share, answer in zip(shares, answers, strict=True):
+        for k, row in enumerate(share):
+            prompts[row] = answer.prompt_ids[k]
+            responses[row] = answer.response_ids[k]
+            logprobs[row] = answer.logprobs[k]
+            if answer.finish_reasons:
+                reasons[row] = answer.finish_reasons[k]
+    return Rollouts(prompts, responses, logprobs, reasons if all(reasons) else [])

@@ -1,0 +1,132 @@
+"""`RoleWorker`: one rank, hosting the engines of every role placed on its device.
+
+The same class runs in the driver's process (`LocalWorkerGroup`, world size 1) and in
+one Ray actor per rank (`RayWorkerGroup`). It builds its engines from the config through
+the engine registry, so it never knows which backend runs a role; torch.distributed is
+initialised by the engines from the RANK / WORLD_SIZE / MASTER_* it sets (gloo on CPU,
+NCCL on GPU).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import Any
+
+from rl.core.config import Config
+from rl.core.workers.turns import Turns
+
+TRAIN_ROLES = ("actor", "ref", "critic")
+
+
+def offloading_roles(config: Config, roles: Sequence[str]) -> set[str]:
+    """The train roles whose `fsdp_config` asks to offload between phases (the reference
+    follows the actor's settings)."""
+    out = set()
+    for role in roles:
+        if role in TRAIN_ROLES:
+            fsdp = config.critic.fsdp_config if role == "critic" else config.actor.fsdp_config
+            if fsdp.param_offload or fsdp.optimizer_offload:
+                out.add(role)
+    return out
+
+
+class RoleWorker:
+    """The engines of one rank; `run(role, method, *args)` calls one, taking turns."""
+
+    def __init__(self, rank: int = 0, world_size: int = 1) -> None:
+        self.rank, self.world_size = rank, world_size
+        self.engines: dict[str, Any] = {}
+        self.turns: Turns | None = None
+        self.sender: Any = None
+
+    # --- set-up -------------------------------------------------------------------
+
+    def rendezvous(self) -> tuple[str, int]:
+        """This host's address and a free port: rank 0's become everyone's MASTER_*."""
+        import ray
+
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("", 0))
+            port = int(sock.getsockname()[1])
+        return ray.util.get_node_ip_address(), port
+
+    def connect(self, master_addr: str, master_port: int) -> None:
+        """The environment torch.distributed initialises from when an engine is built."""
+        os.environ.update(
+            RANK=str(self.rank),
+            WORLD_SIZE=str(self.world_size),
+            LOCAL_RANK="0",  # Ray gives each actor its own device(s) as device 0
+            MASTER_ADDR=master_addr,
+            MASTER_PORT=str(master_port),
+        )
+
+    def build(self, config: Config, roles: Sequence[str], total_steps: int) -> None:
+        """Build this rank's engines. Model weights use the trainer seed on every rank;
+        sampling (the global RNG, the rollout seed) is offset by the rank, so replicas
+        draw different samples."""
+        from rl.core.models import load_tokenizer
+        from rl.core.trainer.context import build_rollout_engine, build_train_engine
+        from rl.core.trainer.rng import seed_everything
+        from rl.core.weight_sync import WeightSender
+
+        if self.world_size > 1:
+            seed_everything(config.trainer.seed + self.rank)
+        tokenizer = load_tokenizer(config.model)
+        for role in TRAIN_ROLES:
+            if role in roles:
+                self.engines[role] = build_train_engine(config, role, tokenizer, total_steps)
+        if "rollout" in roles:
+            rollout = config.rollout
+            if self.world_size > 1:
+                config = replace(config, rollout=replace(rollout, seed=rollout.seed + self.rank))
+            self.engines["rollout"] = build_rollout_engine(config, tokenizer)
+            self.sender = WeightSender(
+                rollout.update_weights_bucket_megabytes << 20, delta=rollout.update_weights_delta
+            )
+        self.turns = Turns(self.engines, offloading_roles(config, roles), config.trainer.device)
+
+    # --- calls --------------------------------------------------------------------
+
+    def run(self, role: str, method: str, *args: Any) -> Any:
+        """`engines[role].method(*args)` after `role` takes its turn on the device; an
+        iterator result is materialised (it crosses a process boundary)."""
+        assert self.turns is not None, "build() first"
+        if method not in ("sleep", "wake", "offload", "onload"):
+            self.turns.enter(role)
+        result = getattr(self.engines[role], method)(*args)
+        if isinstance(result, Iterator):
+            result = list(result)
+        if method == "train_step":
+            result = {**result, **self.turns.drain_metrics()}
+        return result
+
+    def export(self, role: str) -> list[tuple[str, Any]] | None:
+        """The role's full weights on rank 0 (every rank gathers them together)."""
+        assert self.turns is not None, "build() first"
+        self.turns.enter(role)
+        weights = [(name, t.cpu()) for name, t in self.engines[role].export_weights()]
+        return weights if self.rank == 0 else None
+
+    def sync_weights(self) -> dict[str, float]:
+        """The actor's weights into this rank's rollout engine (every rank gathers each
+        tensor together; each replica loads the full weights)."""
+        rollout = self.engines["rollout"]
+        rollout.wake()
+        return dict(self.sender.sync(self.engines["actor"].export_weights(), rollout))
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def shutdown(self) -> None:
+        """Close the engines and leave the process group."""
+        import torch.distributed as dist
+
+        close = getattr(self.engines.get("rollout"), "close", None)
+        if close is not None:
+            close()
+        self.engines.clear()
+        if dist.is_initialized():
+            dist.destroy_process_group()
