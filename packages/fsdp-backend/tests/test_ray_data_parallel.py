@@ -73,7 +73,7 @@ def two_ranks():
 def run_steps(group, config, batches, load=None, save=None):
     """Build the actor on `group`, optionally load, train on `batches`; metrics, weights."""
     group.call("workers", "build", config, ["actor"], 10)
-    actor = TrainRole(group, "actor")
+    actor = TrainRole(group, "actor", config.actor.ulysses_sequence_parallel_size)
     if load is not None:
         actor.load(load)
     logprobs = actor.compute_logprobs(batches[0])
@@ -98,14 +98,16 @@ def assert_same(a, b):
 
 def assert_close_weights(a, b, name):
     """fp32 tolerance for AdamW updates. Its first steps move each weight by about lr
-    whatever the gradient's size, so where the gradient is rounding noise (k_proj.bias:
-    exactly zero in exact arithmetic) or cancels to a few ulps, summing it in another
-    order over ranks moves the weight a little differently. Measured: max 0.3 % of a
-    step, mean below 0.01 %; a wrong reduction (a rank's share lost or counted twice)
-    moves weights by a whole step."""
+    whatever the gradient's size, so where a gradient is rounding noise (k_proj.bias:
+    exactly zero in exact arithmetic) or cancels to a few ulps, summing it in another order
+    moves that weight a little differently. Measured over these tests: mean below 0.001 %
+    of a step, at most 2 elements of a tensor beyond 0.1 %, the worst 1.6 %. (Adam's first
+    step does not see a gradient's scale: a doubled or halved gradient is caught by the
+    loss and grad-norm checks, a lost or misplaced share by these.)"""
     diff = (a - b).abs()
-    assert float(diff.max()) <= 1e-2 * LR, (name, float(diff.max()))
     assert float(diff.mean()) <= 1e-3 * LR, (name, float(diff.mean()))
+    assert float((diff > 1e-3 * LR).float().mean()) <= 1e-3, (name, "too many differ")
+    assert float(diff.max()) <= 0.1 * LR, (name, float(diff.max()))
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +130,18 @@ def test_two_fsdp_ranks_make_the_update_one_rank_makes(two_ranks, one_rank_refer
 def test_hsdp_two_replicas_of_one_shard_match_too(two_ranks, one_rank_reference):
     config = make_config("actor.fsdp_config.fsdp_size=1")
     assert_same(one_rank_reference, run_steps(two_ranks, config, [make_batch(config, 1)]))
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_ulysses_over_two_ranks_gives_the_log_probs_and_update_of_one(two_ranks, fused):
+    """Each rank runs half of every packed row; attention all-to-alls heads and sequence.
+    The fused path applies the LM head after the gather, on both ranks: its gradient is
+    shared, not doubled."""
+    kernels = f"actor.use_fused_kernels={fused}"
+    one = make_config(kernels)
+    reference = run_steps(LocalWorkerGroup(["actor"]), one, [make_batch(one, 1)])
+    config = make_config("actor.ulysses_sequence_parallel_size=2", kernels)
+    assert_same(reference, run_steps(two_ranks, config, [make_batch(config, 1)]))
 
 
 def test_a_two_rank_checkpoint_resumes_on_one_rank_and_on_two(two_ranks, tmp_path):

@@ -10,7 +10,10 @@ from rl.core.placement import PlacementError
 @pytest.mark.parametrize(
     ("section", "roles"),
     [
-        (ClusterConfig(placement={"actor": "0-3", "rollout": "4-7"}), ("actor", "rollout")),
+        (
+            ClusterConfig(n_gpus_per_node=8, placement={"actor": "0-3", "rollout": "4-7"}),
+            ("actor", "rollout"),
+        ),
         (
             ClusterConfig(component_placement={"actor,rollout,reward": "all"}),
             ("actor", "rollout", "reward"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from rl.cli import doctor, train
+from rl.cli import doctor, merge, train
 from rl.cli.config_cmd import config_app
 
 app = typer.Typer(
@@ -42,6 +42,7 @@ def root(
 app.command("doctor")(doctor.doctor)
 app.command("train")(train.train)
 app.command("sft")(train.sft)
+app.command("merge")(merge.merge)
 app.add_typer(config_app, name="config")
 
 

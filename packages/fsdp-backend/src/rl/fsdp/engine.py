@@ -34,6 +34,8 @@ from rl.core.workers.dispatch import data_parallel_rows
 from rl.fsdp.distributed import fsdp_mesh
 from rl.fsdp.forward import fused_logprobs_and_entropy, response_logprobs, response_values
 from rl.fsdp.micro_batches import MicroBatching, micro_batch_rows
+from rl.fsdp.ulysses import SequenceParallel, check_heads, sequence_parallel_group
+from rl.fsdp.ulysses import register as register_ulysses
 from rl.fsdp.wrap import shard_model
 from rl.kernels.varlen_attention import register as register_varlen_attention
 
@@ -62,16 +64,25 @@ class FSDPTrainEngine:
         train_batching: MicroBatching | None = None,
         forward_batching: MicroBatching | None = None,
         fsdp: FSDPConfig | None = None,
+        sequence_parallel_size: int = 1,
     ) -> None:
         self.role, self.device = role, torch.device(device)
-        if use_remove_padding:  # attention within each packed sequence, no [N, N] mask
-            model.set_attn_implementation(register_varlen_attention())
+        section = "critic" if role == "critic" else "actor"
         self.fsdp = fsdp or FSDPConfig()
-        key = f"{'critic' if role == 'critic' else 'actor'}.fsdp_config.fsdp_size"
-        mesh = fsdp_mesh(self.device.type, self.fsdp.fsdp_size, key)
-        # data parallel over every rank (FSDP shards, HSDP replicas): each rank takes its
-        # share of every batch, gradients are averaged over all of them
-        self.dp_rank, self.dp_size = dist.get_rank(), dist.get_world_size()
+        mesh = fsdp_mesh(self.device.type, self.fsdp.fsdp_size, f"{section}.fsdp_config.fsdp_size")
+        self.sp = self._sequence_parallel(
+            model, sequence_parallel_size, use_remove_padding, section
+        )
+        if use_remove_padding:  # attention within each packed sequence, no [N, N] mask
+            attention = register_varlen_attention() if self.sp is None else register_ulysses()
+            model.set_attn_implementation(attention)
+        # FSDP shards (or HSDP replicates) over every rank and averages gradients over all
+        # of them; data parallelism is over groups of sequence-parallel ranks, which share
+        # their rows: each group takes its share of every batch
+        world = dist.get_world_size()
+        self.rank, self.world_size, self.loss_scale = dist.get_rank(), world, world
+        self.dp_size = world // sequence_parallel_size
+        self.dp_rank = dist.get_rank() // sequence_parallel_size
         self.model = shard_model(model.to(self.device), mesh, self.fsdp)
         self.mini_batch_size = mini_batch_size
         # micro-batches of updates and of forward-only passes: rows, or a token budget
@@ -97,6 +108,22 @@ class FSDPTrainEngine:
                 weight_decay=optim.weight_decay,
             )
             self.lr_scheduler = make_lr_scheduler(self.optimizer, optim, total_steps)
+
+    def _sequence_parallel(
+        self, model: torch.nn.Module, size: int, packed: bool, section: str
+    ) -> SequenceParallel | None:
+        key = f"{section}.ulysses_sequence_parallel_size"
+        if size == 1:
+            return None
+        from rl.core.config import ConfigError
+
+        world = dist.get_world_size()
+        if world % size:
+            raise ConfigError(f"{key} = {size} does not divide the world of {world} ranks")
+        if not packed:
+            raise ConfigError(f"{key} = {size} needs {section}.use_remove_padding=true")
+        check_heads(model.config, size, key)
+        return sequence_parallel_group(self.device.type, size)
 
     @classmethod
     def from_config(
@@ -134,6 +161,9 @@ class FSDPTrainEngine:
             train_batching=train,
             forward_batching=forward,
             fsdp=config.critic.fsdp_config if role == "critic" else config.actor.fsdp_config,
+            sequence_parallel_size=(
+                config.critic if role == "critic" else config.actor
+            ).ulysses_sequence_parallel_size,
         )
 
     # --- forward ------------------------------------------------------------------
@@ -145,10 +175,12 @@ class FSDPTrainEngine:
 
     def _forward(self, micro: Mapping[str, torch.Tensor], with_entropy: bool) -> Any:
         if self.role == "critic":
-            return response_values(self.model, micro, self.packed)
+            return response_values(self.model, micro, self.packed, sp=self.sp)
         compute = fused_logprobs_and_entropy if self._fused() else response_logprobs
         return LogprobOutput(
-            *compute(self.model, micro, self.temperature, with_entropy, packed=self.packed)
+            *compute(
+                self.model, micro, self.temperature, with_entropy, packed=self.packed, sp=self.sp
+            )
         )
 
     def _forward_rows(self, batch: Mapping[str, torch.Tensor], with_entropy: bool) -> list[Any]:
@@ -218,10 +250,11 @@ class FSDPTrainEngine:
         return {key: sum(values) / len(values) for key, values in metrics.items()}
 
     def _sum_over_ranks(self, value: torch.Tensor) -> float:
-        if self.dp_size > 1:
+        """The sum over data-parallel shares (a sequence-parallel group's ranks hold one)."""
+        if self.world_size > 1:
             on_device = value.to(self.device) if self.device.type == "cuda" else value
             dist.all_reduce(on_device)
-            value = on_device.cpu()
+            value = on_device.cpu() / (self.world_size // self.dp_size)
         return float(value)
 
     @torch.no_grad()
@@ -243,7 +276,9 @@ class FSDPTrainEngine:
                 continue
             micro = select(local, rows.to(self.device))
             loss, metrics = loss_fn(self._forward(micro, True), micro, mini)
-            (loss * self.dp_size).backward()  # FSDP averages over ranks; the loss is a share
+            # FSDP averages over all ranks; each rank's loss is its share (a sequence-parallel
+            # group's ranks each backpropagate their slice of the same share)
+            (loss * self.loss_scale).backward()
             total_loss += float(loss.detach())
             for key, value in metrics.items():
                 step_metrics[key].append(float(value))
@@ -298,11 +333,11 @@ class FSDPTrainEngine:
         if self.optimizer is not None and self.lr_scheduler is not None:
             state["optimizer"] = get_optimizer_state_dict(self.model, self.optimizer, options=FULL)
             state["lr_scheduler"] = self.lr_scheduler.state_dict()
-        if self.dp_rank == 0:
+        if self.rank == 0:
             folder.mkdir(parents=True, exist_ok=True)
             save_weights(weights, folder / "model.safetensors")
             save_state(state, folder / "state.pt")
-        if self.dp_size > 1:
+        if self.world_size > 1:
             dist.barrier()  # no rank reads the folder before it is written
 
     def load(self, path: str) -> None:
@@ -317,11 +352,11 @@ class FSDPTrainEngine:
     def save_hf(self, path: str, tokenizer: Any = None) -> None:
         """A Hugging Face folder loadable with `AutoModelForCausalLM.from_pretrained`."""
         state = get_model_state_dict(self.model, options=FULL)  # every rank gathers
-        if self.dp_rank == 0:
+        if self.rank == 0:
             self.model.save_pretrained(path, state_dict=state)
             if tokenizer is not None:
                 tokenizer.save_pretrained(path)
-        if self.dp_size > 1:
+        if self.world_size > 1:
             dist.barrier()
 
     def offload(self) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from rl.fsdp.packing import pack
+from rl.fsdp.ulysses import GatherSequence, SequenceParallel, ShareGradient, local_slice
 
 
 def _run(model: torch.nn.Module, batch: Mapping[str, torch.Tensor], **options: Any) -> Any:
@@ -34,15 +35,24 @@ def response_outputs(
     batch: Mapping[str, torch.Tensor],
     packed: bool,
     hidden: bool = False,
+    sp: SequenceParallel | None = None,
 ) -> torch.Tensor:
     """The output (logits, or the final hidden states when `hidden`) that predicts each real
-    response token: [M, V] or [M, H], in the model's dtype."""
+    response token: [M, V] or [M, H], in the model's dtype. With `sp` (Ulysses), this rank
+    runs its slice of the packed row and the outputs are gathered along it."""
     options: dict[str, Any] = {"output_hidden_states": True, "logits_to_keep": 1} if hidden else {}
     if packed:
         inputs = pack(batch)
-        output = model(**inputs.model_kwargs(), use_cache=False, **options)
+        if sp is None:
+            output = model(**inputs.model_kwargs(), use_cache=False, **options)
+            states = output.hidden_states[-1] if hidden else output.logits
+            return states[0, inputs.predict_index]
+        kwargs, _ = local_slice(inputs, sp)
+        output = model(**kwargs, use_cache=False, **options)
         states = output.hidden_states[-1] if hidden else output.logits
-        return states[0, inputs.predict_index]
+        return GatherSequence.apply(states, 1, sp)[0, inputs.predict_index]
+    if sp is not None:
+        raise ValueError("Ulysses sequence parallelism runs on packed rows (use_remove_padding)")
     output = _run(model, batch, **options)
     states = output.hidden_states[-1] if hidden else output.logits
     response_len = batch["responses"].shape[1]
@@ -75,10 +85,11 @@ def response_logprobs(
     temperature: float,
     with_entropy: bool,
     packed: bool,
+    sp: SequenceParallel | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """log p and entropy [B, R] of the response tokens from full logits of the real tokens."""
     mask = batch["response_mask"]
-    logits = response_outputs(model, batch, packed)
+    logits = response_outputs(model, batch, packed, sp=sp)
     tokens = batch["responses"][mask.bool()]
     logprob, entropy = logprobs_and_entropy(logits, tokens, temperature, with_entropy)
     return scatter_to_rows(logprob, mask), (
@@ -87,10 +98,13 @@ def response_logprobs(
 
 
 def response_values(
-    model: torch.nn.Module, batch: Mapping[str, torch.Tensor], packed: bool = False
+    model: torch.nn.Module,
+    batch: Mapping[str, torch.Tensor],
+    packed: bool = False,
+    sp: SequenceParallel | None = None,
 ) -> torch.Tensor:
     """Critic values V(s_t) of the state before each response token: [B, R] float32."""
-    values = response_outputs(model, batch, packed)[:, 0]
+    values = response_outputs(model, batch, packed, sp=sp)[:, 0]
     return scatter_to_rows(values, batch["response_mask"])
 
 
@@ -105,6 +119,7 @@ def fused_logprobs_and_entropy(
     temperature: float,
     with_entropy: bool,
     packed: bool = False,
+    sp: SequenceParallel | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Like `response_logprobs` without [M, V] logits: the model returns its final hidden
     states (logits only for the last position), and `rl.kernels.fused_logprob_entropy`
@@ -112,8 +127,10 @@ def fused_logprobs_and_entropy(
     from rl.kernels import fused_logprob_entropy
 
     mask = batch["response_mask"]
-    hidden = response_outputs(model, batch, packed, hidden=True)
+    hidden = response_outputs(model, batch, packed, hidden=True, sp=sp)
     weight = _full(model.get_output_embeddings().weight)
+    if sp is not None:  # every rank of the group applies it to the whole row
+        weight = ShareGradient.apply(weight, sp)
     logprob, entropy = fused_logprob_entropy(
         hidden,
         weight,

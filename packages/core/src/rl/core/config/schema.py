@@ -175,6 +175,7 @@ class OptimConfig:
 # Checks the actor and the critic share (each runs PPO mini-batch updates).
 PPO_UPDATE_RULES = {
     "strategy": NOT_EMPTY,
+    "ulysses_sequence_parallel_size": POSITIVE_INT,
     "ppo_mini_batch_size": POSITIVE_INT,
     "ppo_micro_batch_size_per_gpu": POSITIVE_INT,
     "ppo_epochs": POSITIVE_INT,
@@ -213,6 +214,8 @@ class ActorConfig:
     use_dynamic_bsz: bool = False
     ppo_max_token_len_per_gpu: int = 16384
     fsdp_config: FSDPConfig = field(default_factory=FSDPConfig)  # also the reference's
+    # Ulysses: ranks that split each packed row (attention heads over an all-to-all)
+    ulysses_sequence_parallel_size: int = 1
 
     def __post_init__(self) -> None:
         check(self, **PPO_UPDATE_RULES)
@@ -247,6 +250,7 @@ class CriticConfig:
     ppo_max_token_len_per_gpu: int = 32768
     forward_max_token_len_per_gpu: int = 32768  # compute_values (no gradients)
     fsdp_config: FSDPConfig = field(default_factory=FSDPConfig)
+    ulysses_sequence_parallel_size: int = 1
 
     def __post_init__(self) -> None:
         check(self, **PPO_UPDATE_RULES)

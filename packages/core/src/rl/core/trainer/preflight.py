@@ -46,7 +46,7 @@ def preflight(config: Config, *, with_rl_roles: bool = True) -> None:
         _train_engines,
     ]
     if with_rl_roles:
-        checks += [_rl_engines, validate_algorithm_names]
+        checks += [_rl_engines, validate_algorithm_names, _launcher]
     for check in checks:
         check(config)
 
@@ -139,6 +139,19 @@ def _resume(config: Config) -> None:
 
 def _train_engines(config: Config) -> None:
     check_engine(config.actor.strategy, "train", "actor.strategy")
+
+
+def _launcher(config: Config) -> None:
+    """Ray installed, and a placement it can run (before any worker starts)."""
+    if config.trainer.launcher != "ray":
+        return
+    if not is_installed("ray"):
+        raise MissingDependencyError(
+            "trainer.launcher = 'ray' needs Ray, which is not installed: pip install 'rl-core[ray]'"
+        )
+    from rl.core.workers.launch import ray_world
+
+    ray_world(config)
 
 
 def _rl_engines(config: Config) -> None:

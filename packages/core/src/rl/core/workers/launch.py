@@ -89,18 +89,28 @@ def ray_world(config: Config) -> tuple[int, float]:
 
 
 def check_divisible(config: Config, world: int) -> None:
-    """Rows split evenly over data-parallel ranks (every rank runs as many passes)."""
+    """Rows split evenly over data-parallel ranks (every rank runs as many passes): the
+    world divided by each role's Ulysses size (ROLL's global batch arithmetic)."""
     n = config.rollout.n
-    sizes = [("data.train_batch_size", config.data.train_batch_size)]
-    sizes.append(("actor.ppo_mini_batch_size", config.actor.ppo_mini_batch_size))
+    sections = [("actor", config.actor)]
     if config.uses_critic:
-        sizes.append(("critic.ppo_mini_batch_size", config.critic.ppo_mini_batch_size))
-    for key, size in sizes:
-        if (size * n) % world:
+        sections.append(("critic", config.critic))
+    for section, role in sections:
+        sp = role.ulysses_sequence_parallel_size
+        if world % sp:
             raise ConfigError(
-                f"{key} = {size}: × rollout.n ({n}) = {size * n} rows do not split evenly over "
-                f"{world} data-parallel ranks; use a multiple of {world // math.gcd(n, world)}"
+                f"{section}.ulysses_sequence_parallel_size = {sp} does not divide the {world} ranks"
             )
+        dp = world // sp
+        for key, size in (
+            ("data.train_batch_size", config.data.train_batch_size),
+            (f"{section}.ppo_mini_batch_size", role.ppo_mini_batch_size),
+        ):
+            if (size * n) % dp:
+                raise ConfigError(
+                    f"{key} = {size}: × rollout.n ({n}) = {size * n} rows do not split evenly "
+                    f"over {dp} data-parallel ranks; use a multiple of {dp // math.gcd(n, dp)}"
+                )
 
 
 def launch_roles(config: Config, total_steps: int) -> LaunchedRoles:
@@ -127,11 +137,13 @@ def launch_roles(config: Config, total_steps: int) -> LaunchedRoles:
         group.shutdown()
         raise
     rollout = RolloutRole(group, rerank=config.rollout.data_rerank)
+    actor_sp = config.actor.ulysses_sequence_parallel_size
+    critic_sp = config.critic.ulysses_sequence_parallel_size
     return LaunchedRoles(
-        actor=TrainRole(group, "actor"),
+        actor=TrainRole(group, "actor", actor_sp),
         rollout=rollout,
-        ref=TrainRole(group, "ref") if "ref" in roles else None,
-        critic=TrainRole(group, "critic") if "critic" in roles else None,
+        ref=TrainRole(group, "ref", actor_sp) if "ref" in roles else None,
+        critic=TrainRole(group, "critic", critic_sp) if "critic" in roles else None,
         sync_weights=rollout.sync_weights,
         group=group,
     )

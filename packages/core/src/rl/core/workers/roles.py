@@ -20,10 +20,11 @@ from rl.core.workers.dispatch import gather_rows, mean_metrics, scatter_rows, sp
 
 
 class TrainRole:
-    """`TrainEngine` over every rank of a group (data parallel)."""
+    """`TrainEngine` over every rank of a group: data parallel over groups of
+    `sequence_parallel` consecutive ranks, which share their rows (Ulysses)."""
 
-    def __init__(self, group: Any, role: str) -> None:
-        self.group, self.role = group, role
+    def __init__(self, group: Any, role: str, sequence_parallel: int = 1) -> None:
+        self.group, self.role, self.sp = group, role, sequence_parallel
 
     def _run(self, method: str, *args: Any) -> list[Any]:
         return self.group.call(self.role, "run", self.role, method, *args)
@@ -31,10 +32,10 @@ class TrainRole:
     def _forward(
         self, method: str, batch: Mapping[str, Any]
     ) -> tuple[list[torch.Tensor], list[Any]]:
-        parts = scatter_rows(batch, self.group.world_size)
-        answers = self.group.call_each(
-            self.role, "run", [(self.role, method, sub) for _, sub in parts]
-        )
+        world = self.group.world_size
+        parts = scatter_rows(batch, world // self.sp)
+        per_rank = [(self.role, method, parts[rank // self.sp][1]) for rank in range(world)]
+        answers = self.group.call_each(self.role, "run", per_rank)[:: self.sp]
         return [rows for rows, _ in parts], answers
 
     def compute_logprobs(self, batch: Mapping[str, Any]) -> LogprobOutput:

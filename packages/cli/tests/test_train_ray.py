@@ -1,0 +1,148 @@
+"""`rl train trainer.launcher=ray`: the embedded demo on 2 Ray ranks, a worker killed mid-run,
+and placements the launcher cannot run."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rl.cli.main import app
+
+pytest.importorskip("ray")
+
+RAY_TWO_RANKS = ["trainer.launcher=ray", "cluster.n_gpus_per_node=2"]
+ENV = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+
+
+def metrics_rows(output_dir):
+    path = Path(output_dir) / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_the_demo_learns_on_two_ray_ranks_with_colocated_roles_taking_turns(
+    tmp_path, rl_executable
+):
+    """2 actor ranks (FSDP over gloo), the reference and a rollout replica per rank on the
+    same workers, offloading between phases; the margins of the local demo's test (seed 1
+    measured here: 0.30 -> 0.81)."""
+    result = subprocess.run(
+        [
+            rl_executable,
+            "train",
+            *RAY_TWO_RANKS,
+            "actor.use_kl_loss=true",  # a colocated reference role
+            "actor.fsdp_config.param_offload=true",
+            "actor.fsdp_config.optimizer_offload=true",
+            f"trainer.output_dir={tmp_path}",
+            "trainer.progress_bar=false",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        env=ENV,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = metrics_rows(tmp_path)
+    accuracy = [r["val/accuracy"] for r in rows if "val/accuracy" in r]
+    assert len(accuracy) >= 5
+    assert accuracy[-1] - accuracy[0] >= 0.15, accuracy
+    assert accuracy[-1] >= max(accuracy) - 0.10, accuracy
+    trained = [r for r in rows if "actor/grad_norm" in r]
+    assert trained and all(r["memory/actor_after_gib"] > 0 for r in trained)
+    assert (tmp_path / "hf" / "model.safetensors").exists()
+
+
+def descendants(pid):
+    """Processes below `pid` (Ray's raylet and its workers are the driver's children)."""
+    table = subprocess.run(
+        ["ps", "-eo", "pid=,ppid=,args="], capture_output=True, text=True, check=True
+    ).stdout
+    rows = [line.split(None, 2) for line in table.splitlines() if line.strip()]
+    children: dict[int, list[tuple[int, str]]] = {}
+    for row in rows:
+        children.setdefault(int(row[1]), []).append((int(row[0]), row[2] if len(row) > 2 else ""))
+    found, todo = [], [pid]
+    while todo:
+        for child, args in children.get(todo.pop(), []):
+            found.append((child, args))
+            todo.append(child)
+    return found
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_worker_killed_mid_run_ends_it_with_one_clear_error(tmp_path, rl_executable, tiny_run):
+    run = subprocess.Popen(
+        [
+            rl_executable,
+            "train",
+            *RAY_TWO_RANKS,
+            *[o for o in tiny_run if not o.startswith("trainer.total_training_steps")],
+            "trainer.total_training_steps=500",
+            "trainer.worker_timeout_s=120",
+            f"trainer.output_dir={tmp_path}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    try:
+        deadline = time.time() + 600
+        while not any(r.get("step", 0) >= 1 for r in metrics_rows(tmp_path)):
+            assert run.poll() is None, run.stderr.read()[-3000:]
+            assert time.time() < deadline, "the run made no step"
+            time.sleep(0.2)
+        workers = [pid for pid, args in descendants(run.pid) if args.startswith("ray::RoleWorker")]
+        assert len(workers) == 2, descendants(run.pid)
+        os.kill(workers[1], signal.SIGKILL)
+        killed_at = time.time()
+        _, stderr = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 2
+    assert time.time() - killed_at < 150  # the timeout, and shutting Ray down
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, stderr[-3000:]
+    assert "died" in errors[0] or "did not answer" in errors[0], errors[0]
+    assert "rank" in errors[0]
+    assert "Traceback" not in stderr.split(errors[0])[-1]
+
+
+@pytest.mark.parametrize(
+    ("cluster", "message"),
+    [
+        (
+            {"n_gpus_per_node": 2, "placement": {"actor": "0-3", "rollout": "0-3"}},
+            "role 'actor' is placed on devices [2, 3], beyond the cluster's 2",
+        ),
+        (
+            {"n_gpus_per_node": 4, "placement": {"actor": "0-1", "rollout": "2-3"}},
+            "{'rollout': [2, 3]} are not on the actor's devices [0, 1]",
+        ),
+        (
+            {"n_gpus_per_node": 3},
+            "data.train_batch_size = 32: × rollout.n (16) = 512 rows do not split evenly over 3",
+        ),
+    ],
+)
+def test_a_placement_the_launcher_cannot_run_fails_before_any_worker_starts(
+    tmp_path, cluster, message
+):
+    config = tmp_path / "run.yaml"
+    config.write_text(json.dumps({"trainer": {"launcher": "ray"}, "cluster": cluster}))
+    started = time.time()
+    result = CliRunner().invoke(app, ["train", str(config), f"trainer.output_dir={tmp_path}"])
+    assert result.exit_code == 2, result.output
+    assert message in result.output.replace("\n", " ")
+    assert time.time() - started < 30  # no Ray, no model

@@ -1,0 +1,66 @@
+"""`rl merge`: a checkpoint's role weights as a Hugging Face folder.
+
+A checkpoint holds each role's full weights under their Hugging Face names (written by
+rank 0 whatever the world size), so merging is: verify the checkpoint, rebuild the
+model's architecture from the run's config, load the weights, `save_pretrained` with
+the tokenizer. The output loads with `AutoModelForCausalLM.from_pretrained` (or
+`AutoModelForTokenClassification` for the critic).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rl.core.checkpoint_io import load_weights
+from rl.core.config import load_config
+from rl.core.errors import CheckpointError
+from rl.core.trainer.checkpoint import checkpoint_dir, find_resume_checkpoint
+from rl.core.trainer.manifest import verify_checkpoint
+
+ROLES = ("actor", "critic", "ref")
+
+
+def resolve_checkpoint(path: str | Path) -> Path:
+    """A checkpoint folder (`.../global_step_N`), or a run's output folder (its newest good
+    checkpoint); verified against its manifest either way."""
+    folder = Path(path).expanduser()
+    if (folder / "checkpoints").is_dir():
+        point = find_resume_checkpoint(checkpoint_dir(folder), "auto", None)
+        if point is None:
+            raise CheckpointError(f"{folder} holds no checkpoint")
+        return point.path
+    verify_checkpoint(folder)
+    return folder
+
+
+def merge_checkpoint(path: str | Path, out: str | Path, role: str = "actor") -> Path:
+    """Write `role`'s weights of the checkpoint at `path` to the Hugging Face folder `out`."""
+    from rl.core.models import load_causal_lm, load_tokenizer, load_value_model
+
+    if role not in ROLES:
+        raise CheckpointError(f"role {role!r} is not one of {', '.join(ROLES)}")
+    folder = resolve_checkpoint(path)
+    weights_file = folder / role / "model.safetensors"
+    if not weights_file.is_file():
+        held = [r for r in ROLES if (folder / r / "model.safetensors").is_file()]
+        raise CheckpointError(f"{folder} holds no {role} weights (it holds: {', '.join(held)})")
+    run_config = folder.parent.parent / "config.yaml"
+    if not run_config.is_file():
+        raise CheckpointError(
+            f"{run_config} is missing: rl merge rebuilds the model from the run's config"
+        )
+    config = load_config(run_config)
+    tokenizer = load_tokenizer(config.model)
+    load = load_value_model if role == "critic" else load_causal_lm
+    model = load(config.model, tokenizer)
+    missing, unexpected = model.load_state_dict(load_weights(weights_file), strict=False)
+    tied = {"lm_head.weight"} if getattr(model.config, "tie_word_embeddings", False) else set()
+    if set(missing) - tied or unexpected:
+        raise CheckpointError(
+            f"{weights_file} does not fit the run's model ({config.model.path}): missing "
+            f"{sorted(set(missing) - tied)[:3]}, unexpected {sorted(unexpected)[:3]}"
+        )
+    target = Path(out).expanduser()
+    model.save_pretrained(target)
+    tokenizer.save_pretrained(target)
+    return target
