@@ -10,6 +10,7 @@ the tokenizer. The output loads with `AutoModelForCausalLM.from_pretrained` (or
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rl.core.checkpoint_io import load_weights
 from rl.core.config import load_config
@@ -52,7 +53,7 @@ def merge_checkpoint(path: str | Path, out: str | Path, role: str = "actor") -> 
     config = load_config(run_config)
     tokenizer = load_tokenizer(config.model)
     load = load_value_model if role == "critic" else load_causal_lm
-    model = load(config.model, tokenizer)
+    model: Any = load(config.model, tokenizer)
     missing, unexpected = model.load_state_dict(load_weights(weights_file), strict=False)
     tied = {"lm_head.weight"} if getattr(model.config, "tie_word_embeddings", False) else set()
     if set(missing) - tied or unexpected:

@@ -92,7 +92,7 @@ def check_divisible(config: Config, world: int) -> None:
     """Rows split evenly over data-parallel ranks (every rank runs as many passes): the
     world divided by each role's Ulysses size (ROLL's global batch arithmetic)."""
     n = config.rollout.n
-    sections = [("actor", config.actor)]
+    sections: list[tuple[str, Any]] = [("actor", config.actor)]
     if config.uses_critic:
         sections.append(("critic", config.critic))
     for section, role in sections:
