@@ -17,7 +17,14 @@ def logprobs(model, ids):
 def test_a_checkpoint_merges_into_a_folder_transformers_loads(tmp_path, rl_executable, tiny_run):
     out = tmp_path / "run"
     run = subprocess.run(
-        [rl_executable, "train", *tiny_run, "trainer.save_freq=3", f"trainer.output_dir={out}"],
+        [
+            rl_executable,
+            "train",
+            *tiny_run,
+            "trainer.save_freq=3",
+            "trainer.save_hf=true",
+            f"trainer.output_dir={out}",
+        ],
         capture_output=True,
         text=True,
         timeout=600,
@@ -38,6 +45,11 @@ def test_a_checkpoint_merges_into_a_folder_transformers_loads(tmp_path, rl_execu
         3, mine.config.vocab_size, (2, 12), generator=torch.Generator().manual_seed(0)
     )
     assert torch.equal(logprobs(mine, ids), logprobs(final, ids))
+    # trainer.save_hf: the checkpoint carries the same folder already
+    saved = AutoModelForCausalLM.from_pretrained(
+        out / "checkpoints" / "global_step_3" / "actor" / "hf"
+    )
+    assert torch.equal(logprobs(saved, ids), logprobs(final, ids))
     # and it is the trained model, not the one the run started from
     config = load_config(out / "config.yaml")
     initial = load_causal_lm(config.model, load_tokenizer(config.model), seed=config.trainer.seed)

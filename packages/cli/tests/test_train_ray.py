@@ -132,7 +132,7 @@ def test_a_worker_killed_mid_run_ends_it_with_one_clear_error(tmp_path, rl_execu
         ),
         (
             {"n_gpus_per_node": 3},
-            "data.train_batch_size = 32: × rollout.n (16) = 512 rows do not split evenly over 3",
+            "data.train_batch_size = 16: × rollout.n (4) = 64 rows do not split evenly over 3",
         ),
     ],
 )

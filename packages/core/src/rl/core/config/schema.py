@@ -375,6 +375,10 @@ class TrainerConfig:
     test_freq: int = 5
     save_freq: int = -1
     max_ckpt_to_keep: int | None = 2
+    # each checkpoint also holds the actor as a Hugging Face folder (<ckpt>/actor/hf),
+    # ChatLearn's save_hf / verl's checkpoint.save_contents "hf_model"; `rl merge` makes
+    # one from any checkpoint afterwards
+    save_hf: bool = False
     # stop when this many steps in a row skip their update (non-finite gradients)
     max_skipped_steps: int = 5
     resume_mode: Literal["auto", "disable", "path"] = "auto"

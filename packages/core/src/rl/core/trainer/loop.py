@@ -48,6 +48,8 @@ def save_run(ctx: Any, step: int, kl_ctrl: Any, run_id: str) -> Path:
     def write(folder: Path) -> None:
         for name, engine in _roles(ctx).items():
             engine.save(str(folder / name))
+        if ctx.config.trainer.save_hf:
+            ctx.actor.save_hf(str(folder / "actor" / "hf"), ctx.tokenizer)
         save_state(
             {
                 "step": step,
