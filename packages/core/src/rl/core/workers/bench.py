@@ -99,6 +99,37 @@ def run_once(rl: str, launcher: list[str], steps: int, extra: list[str]) -> dict
     return result
 
 
+def machine() -> dict[str, Any]:
+    """Where it ran: CPU model and count, versions, date."""
+    import platform
+
+    import torch
+
+    try:
+        import ray
+
+        ray_version = ray.__version__
+    except ImportError:
+        ray_version = None
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as info:
+            model = next(
+                (line.split(":", 1)[1].strip() for line in info if line.startswith("model name")),
+                "",
+            )
+    except OSError:
+        pass
+    return {
+        "cpu": model or platform.processor(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "ray": ray_version,
+        "date": time.strftime("%Y-%m-%d"),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=12)
@@ -129,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         for world in (1, 2)
     }
     report = {
+        "machine": machine(),
         "runs": runs,
         "median": summary,
         "step_ratio_2_over_1": ratio,
