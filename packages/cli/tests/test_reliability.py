@@ -86,10 +86,10 @@ def test_a_corrupt_newest_checkpoint_falls_back_to_the_newest_good_one(
     out = tmp_path / "out"
     completed(rl_train(rl_executable, tiny_run, out, "trainer.total_training_steps=2"))
     assert steps(out) == [1, 2]
-    weights = out / "checkpoints" / "global_step_2" / "actor" / "model.safetensors"
+    weights = out / "checkpoints" / "global_step_2" / "actor" / "dcp" / "__0_0.distcp"
     weights.write_bytes(weights.read_bytes()[:-100])  # truncated
     result = completed(rl_train(rl_executable, tiny_run, out))
-    assert f"not resuming from {weights.parent.parent}" in result.stderr
+    assert f"not resuming from {weights.parents[2]}:" in result.stderr
     assert "has " in result.stderr and "the manifest says" in result.stderr
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [row["step"] for row in rows] == [0, 1, 2, 3]  # step 2 was redone from step 1

@@ -24,12 +24,13 @@ from torch.distributed.checkpoint.state_dict import (
 )
 
 from rl.core.batch import batch_size, select, to_device
-from rl.core.checkpoint_io import load_state, load_weights, save_state, save_weights
+from rl.core.checkpoint_io import load_state, save_state
 from rl.core.config import Config, OptimConfig
 from rl.core.config.fsdp import FSDPConfig
 from rl.core.engines import LogprobOutput, LossFn
 from rl.core.models import load_causal_lm, load_value_model
 from rl.core.optim import make_lr_scheduler
+from rl.core.sharded_io import load_sharded, save_sharded
 from rl.core.workers.dispatch import data_parallel_rows
 from rl.fsdp.distributed import fsdp_mesh
 from rl.fsdp.forward import fused_logprobs_and_entropy, response_logprobs, response_values
@@ -320,33 +321,40 @@ class FSDPTrainEngine:
         set_model_state_dict(self.model, dict(named_tensors), options=FULL)
 
     def save(self, path: str) -> None:
-        """Weights to `path`/model.safetensors; optimizer, LR-schedule and sampling-generator
-        state to `path`/state.pt (tensors and plain values only: it loads with
-        `weights_only=True`, so a crafted checkpoint cannot run code).
-
-        Every rank takes part in gathering the full state; rank 0 writes it (a folder on
-        storage every rank can read, for `load`), so it loads at any world size.
-        """
+        """Sharded: each rank writes its shards of the weights and optimizer state to
+        `path`/dcp (torch.distributed.checkpoint, tensors only); rank 0 writes the rest
+        (LR schedule, optimizer hyper-parameters, sampling generator) to `path`/state.pt.
+        Loads at any world size (`load` reshards), and `rl merge` makes a Hugging Face
+        folder of it. Nothing in it is unpickled as code (`rl.core.sharded_io`)."""
         folder = Path(path)
-        weights = get_model_state_dict(self.model, options=FULL)
+        tensors: dict[str, Any] = {"model": get_model_state_dict(self.model)}
         state: dict[str, Any] = {"generator": self.generator.get_state()}
         if self.optimizer is not None and self.lr_scheduler is not None:
-            state["optimizer"] = get_optimizer_state_dict(self.model, self.optimizer, options=FULL)
+            optim = get_optimizer_state_dict(self.model, self.optimizer)
+            tensors["optimizer"] = optim["state"]
+            state["param_groups"] = optim["param_groups"]
             state["lr_scheduler"] = self.lr_scheduler.state_dict()
+        save_sharded(tensors, folder / "dcp")
         if self.rank == 0:
-            folder.mkdir(parents=True, exist_ok=True)
-            save_weights(weights, folder / "model.safetensors")
             save_state(state, folder / "state.pt")
         if self.world_size > 1:
             dist.barrier()  # no rank reads the folder before it is written
 
     def load(self, path: str) -> None:
         folder = Path(path)
-        set_model_state_dict(self.model, load_weights(folder / "model.safetensors"), options=FULL)
+        tensors: dict[str, Any] = {"model": get_model_state_dict(self.model)}
+        if self.optimizer is not None:
+            tensors["optimizer"] = get_optimizer_state_dict(self.model, self.optimizer)["state"]
+        load_sharded(tensors, folder / "dcp")
+        set_model_state_dict(self.model, tensors["model"])
         state = load_state(folder / "state.pt")
         self.generator.set_state(state["generator"])
         if self.optimizer is not None and self.lr_scheduler is not None:
-            set_optimizer_state_dict(self.model, self.optimizer, state["optimizer"], options=FULL)
+            set_optimizer_state_dict(
+                self.model,
+                self.optimizer,
+                {"state": tensors["optimizer"], "param_groups": state["param_groups"]},
+            )
             self.lr_scheduler.load_state_dict(state["lr_scheduler"])
 
     def save_hf(self, path: str, tokenizer: Any = None) -> None:

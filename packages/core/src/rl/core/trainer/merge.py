@@ -1,9 +1,10 @@
 """`rl merge`: a checkpoint's role weights as a Hugging Face folder.
 
-A checkpoint holds each role's full weights under their Hugging Face names (written by
-rank 0 whatever the world size), so merging is: verify the checkpoint, rebuild the
-model's architecture from the run's config, load the weights, `save_pretrained` with
-the tokenizer. The output loads with `AutoModelForCausalLM.from_pretrained` (or
+A checkpoint holds each role's weights as torch.distributed.checkpoint shards under
+their Hugging Face names (written by every rank of whatever world size), so merging is:
+verify the checkpoint, rebuild the model's architecture from the run's config, load the
+shards into its full tensors (no process group needed), `save_pretrained` with the
+tokenizer. The output loads with `AutoModelForCausalLM.from_pretrained` (or
 `AutoModelForTokenClassification` for the critic).
 """
 
@@ -12,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rl.core.checkpoint_io import load_weights
 from rl.core.config import load_config
 from rl.core.errors import CheckpointError
+from rl.core.sharded_io import load_sharded
 from rl.core.trainer.checkpoint import checkpoint_dir, find_resume_checkpoint
 from rl.core.trainer.manifest import verify_checkpoint
 
@@ -41,9 +42,9 @@ def merge_checkpoint(path: str | Path, out: str | Path, role: str = "actor") -> 
     if role not in ROLES:
         raise CheckpointError(f"role {role!r} is not one of {', '.join(ROLES)}")
     folder = resolve_checkpoint(path)
-    weights_file = folder / role / "model.safetensors"
-    if not weights_file.is_file():
-        held = [r for r in ROLES if (folder / r / "model.safetensors").is_file()]
+    shards = folder / role / "dcp"
+    if not shards.is_dir():
+        held = [r for r in ROLES if (folder / r / "dcp").is_dir()]
         raise CheckpointError(f"{folder} holds no {role} weights (it holds: {', '.join(held)})")
     run_config = folder.parent.parent / "config.yaml"
     if not run_config.is_file():
@@ -54,13 +55,9 @@ def merge_checkpoint(path: str | Path, out: str | Path, role: str = "actor") -> 
     tokenizer = load_tokenizer(config.model)
     load = load_value_model if role == "critic" else load_causal_lm
     model: Any = load(config.model, tokenizer)
-    missing, unexpected = model.load_state_dict(load_weights(weights_file), strict=False)
-    tied = {"lm_head.weight"} if getattr(model.config, "tie_word_embeddings", False) else set()
-    if set(missing) - tied or unexpected:
-        raise CheckpointError(
-            f"{weights_file} does not fit the run's model ({config.model.path}): missing "
-            f"{sorted(set(missing) - tied)[:3]}, unexpected {sorted(unexpected)[:3]}"
-        )
+    state = {"model": dict(model.state_dict())}
+    load_sharded(state, shards, no_dist=True)  # every tensor of the model, or an error
+    model.load_state_dict(state["model"])
     target = Path(out).expanduser()
     model.save_pretrained(target)
     tokenizer.save_pretrained(target)
