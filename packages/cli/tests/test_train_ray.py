@@ -1,6 +1,7 @@
 """`rl train trainer.launcher=ray`: the embedded demo on 2 Ray ranks, a worker killed mid-run,
 and placements the launcher cannot run."""
 
+import contextlib
 import json
 import os
 import signal
@@ -9,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 from typer.testing import CliRunner
 
 from rl.cli.main import app
@@ -146,3 +148,50 @@ def test_a_placement_the_launcher_cannot_run_fails_before_any_worker_starts(
     assert result.exit_code == 2, result.output
     assert message in result.output.replace("\n", " ")
     assert time.time() - started < 30  # no Ray, no model
+
+
+def final_weights(output_dir):
+    from safetensors.torch import load_file
+
+    return load_file(str(Path(output_dir) / "hf" / "model.safetensors"))
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_sigkill_after_a_checkpoint_then_rerun_ends_bit_identical_at_two_ranks(
+    tmp_path, rl_executable, tiny_run
+):
+    """The driver killed after its 3rd checkpoint (world size 2, sharded checkpoints, each
+    rank's RNG in them): the resumed run ends with the uninterrupted run's weights."""
+    args = [*RAY_TWO_RANKS, *tiny_run, "trainer.total_training_steps=5", "trainer.save_freq=1"]
+
+    def start(out):
+        return subprocess.Popen(
+            [rl_executable, "train", *args, f"trainer.output_dir={out}"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
+        )
+
+    straight = start(tmp_path / "straight")
+    assert straight.wait(timeout=600) == 0, straight.stderr.read()[-3000:]
+    killed_dir = tmp_path / "killed"
+    run = start(killed_dir)
+    marker = killed_dir / "checkpoints" / "global_step_3" / "trainer_state.pt"
+    deadline = time.time() + 600
+    while not marker.exists() and run.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert run.poll() is None, "the run ended before it could be killed"
+    ray_processes = [pid for pid, _ in descendants(run.pid)]
+    os.kill(run.pid, signal.SIGKILL)
+    run.wait()
+    for pid in ray_processes:  # the driver's local Ray cluster dies with it
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    resumed = start(killed_dir)
+    assert resumed.wait(timeout=600) == 0, resumed.stderr.read()[-3000:]
+    expected, got = final_weights(tmp_path / "straight"), final_weights(killed_dir)
+    assert expected.keys() == got.keys()
+    for name in expected:
+        assert torch.equal(expected[name], got[name]), name

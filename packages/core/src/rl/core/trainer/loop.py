@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,8 @@ from rl.core.trainer.rng import rng_state, seed_everything, set_rng_state
 from rl.core.trainer.sft import run_sft_steps
 from rl.core.trainer.step import rl_step
 from rl.core.trainer.validate import validate
+
+log = logging.getLogger(__name__)
 
 
 def write_run_config(output_dir: Path, config: Config) -> None:
@@ -54,6 +57,7 @@ def save_run(ctx: Any, step: int, kl_ctrl: Any, run_id: str) -> Path:
             {
                 "step": step,
                 "rng": rng_state(),
+                "worker_rng": ctx.workers.rng_states(),
                 "sampler": ctx.sampler.state_dict(),
                 "kl_ctrl": losses.kl_state(kl_ctrl),
             },
@@ -73,6 +77,12 @@ def load_run(ctx: Any, point: ResumePoint, kl_ctrl: Any) -> int:
     ctx.sampler.load_state_dict(state["sampler"])
     losses.load_kl_state(kl_ctrl, state["kl_ctrl"])
     set_rng_state(state["rng"])
+    if not ctx.workers.set_rng_states(state.get("worker_rng", [])):
+        log.warning(
+            "%s was written by another number of ranks: sampling continues from fresh random "
+            "state (the run goes on, but not bit-identically to one that was not resumed)",
+            point.path,
+        )
     return int(state["step"])
 
 

@@ -37,6 +37,18 @@ class LaunchedRoles:
     def shutdown(self) -> None:
         self.group.shutdown()
 
+    def rng_states(self) -> list[dict[str, Any]]:
+        """Each rank's RNG state, for checkpoints (resumes are bit-identical with them)."""
+        return self.group.call("workers", "rng_state")
+
+    def set_rng_states(self, states: list[dict[str, Any]]) -> bool:
+        """Restore what `rng_states` returned; False (nothing changed) when the checkpoint
+        was written by another number of ranks."""
+        if len(states) != self.group.world_size:
+            return False
+        self.group.call_each("workers", "set_rng_state", [(state,) for state in states])
+        return True
+
 
 def needed_roles(config: Config) -> tuple[str, ...]:
     roles = ["actor", "rollout"]

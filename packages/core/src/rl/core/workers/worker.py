@@ -117,6 +117,17 @@ class RoleWorker:
         rollout.wake()
         return dict(self.sender.sync(self.engines["actor"].export_weights(), rollout))
 
+    def rng_state(self) -> dict[str, Any]:
+        """This process's RNG state (sampling draws from it): checkpoints carry one per rank."""
+        from rl.core.trainer.rng import rng_state
+
+        return rng_state()
+
+    def set_rng_state(self, state: dict[str, Any]) -> None:
+        from rl.core.trainer.rng import set_rng_state
+
+        set_rng_state(state)
+
     def pid(self) -> int:
         return os.getpid()
 
