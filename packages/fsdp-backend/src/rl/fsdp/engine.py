@@ -70,6 +70,13 @@ class FSDPTrainEngine:
         self.role, self.device = role, torch.device(device)
         section = "critic" if role == "critic" else "actor"
         self.fsdp = fsdp or FSDPConfig()
+        if self.fsdp.offload_policy and self.device.type != "cuda":
+            from rl.core.config import ConfigError
+
+            raise ConfigError(
+                f"{section}.fsdp_config.offload_policy = true needs trainer.device=cuda (it "
+                "moves shards between the GPU and CPU; on CPU they are there already)"
+            )
         mesh = fsdp_mesh(self.device.type, self.fsdp.fsdp_size, f"{section}.fsdp_config.fsdp_size")
         self.sp = self._sequence_parallel(
             model, sequence_parallel_size, use_remove_padding, section
