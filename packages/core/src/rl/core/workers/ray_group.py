@@ -19,8 +19,8 @@ from typing import Any
 from rl.core.errors import WorkerError
 from rl.core.workers.worker import RoleWorker
 
-# What each actor's process needs before anything is imported: one thread per CPU share
-# (torch would otherwise start one per core in every rank), and no auth token files.
+# What each actor's process needs before anything is imported: no auth token files, no
+# tokenizer threads (OMP_NUM_THREADS, one per whole CPU of the share, is set per actor).
 WORKER_ENV = {"RAY_AUTH_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false"}
 
 
@@ -65,8 +65,11 @@ class RayWorkerGroup:
 
         self.roles, self.world_size, self.timeout_s = tuple(roles), world_size, timeout_s
         self.broken = False  # a call failed: ranks may hang in a collective, do not wait on them
-        start_ray(address, num_cpus=None if address else max(2.0, cpus_per_worker * world_size))
         gpus = 1 if device_type == "cuda" else 0
+        # a local Ray on CPU gets room for the workers' (possibly fractional) CPU shares;
+        # on GPUs, and on a cluster, Ray counts what the machines have
+        local_cpus = None if address or gpus else max(2.0, cpus_per_worker * world_size)
+        start_ray(address, num_cpus=local_cpus)
         bundle = {"CPU": cpus_per_worker, **({"GPU": gpus} if gpus else {})}
         self.placement_group = placement_group([bundle] * world_size, strategy="PACK")
         ready, _ = ray.wait([self.placement_group.ready()], timeout=timeout_s)
@@ -167,9 +170,6 @@ class RayWorkerGroup:
                     "(the full traceback is in the worker's log above)"
                 ) from None
         return ray.get(refs)
-
-    def pids(self) -> list[int]:
-        return self.call("workers", "pid")
 
     def shutdown(self) -> None:
         """Stop the workers (best effort: a dead one is already gone) and free the devices."""

@@ -113,6 +113,8 @@ class RoleWorker:
     def sync_weights(self) -> dict[str, float]:
         """The actor's weights into this rank's rollout engine (every rank gathers each
         tensor together; each replica loads the full weights)."""
+        assert self.turns is not None, "build() first"
+        self.turns.enter("actor")  # its weights on the device for the all-gathers
         rollout = self.engines["rollout"]
         rollout.wake()
         return dict(self.sender.sync(self.engines["actor"].export_weights(), rollout))
