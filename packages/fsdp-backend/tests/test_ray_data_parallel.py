@@ -156,6 +156,26 @@ def test_a_two_rank_checkpoint_resumes_on_one_rank_and_on_two(two_ranks, tmp_pat
             assert_close_weights(tensor, resumed_weights[name], name)
 
 
+def test_meta_init_ranks_receive_rank_zeros_weights(two_ranks, one_rank_reference):
+    """Rank 1 builds the model on the meta device and receives its shards (and the rotary
+    buffers) from rank 0: the same log-probs and update as one rank."""
+    config = make_config("actor.fsdp_config.meta_init=true")
+    assert_same(one_rank_reference, run_steps(two_ranks, config, [make_batch(config, 1)]))
+
+
+def test_two_rank_shards_load_into_a_plain_model_as_rl_merge_does(two_ranks, tmp_path):
+    from rl.core.models import load_causal_lm
+    from rl.core.sharded_io import load_sharded
+
+    config = make_config()
+    _, _, weights = run_steps(two_ranks, config, [make_batch(config, 1)], save=str(tmp_path))
+    plain = load_causal_lm(config.model, load_tokenizer(config.model), seed=99)
+    state = {"model": dict(plain.state_dict())}
+    load_sharded(state, tmp_path / "dcp", no_dist=True)
+    for name, tensor in weights.items():
+        assert torch.equal(state["model"][name], tensor), name
+
+
 def raise_on_rank_one(output, micro, mini):
     if os.environ.get("RANK") == "1":
         raise ValueError("reward shaping exploded on this rank")

@@ -11,6 +11,7 @@ else is refused (`CheckpointError`), never executed.
 
 from __future__ import annotations
 
+import errno
 import pickle
 import re
 from pathlib import Path
@@ -93,12 +94,17 @@ def save_sharded(state: dict[str, Any], folder: str | Path) -> None:
     _check_tensors(state, "")
     try:
         dcp.save(state, storage_writer=FileSystemWriter(str(folder)))
-    except OSError:
-        raise
-    except RuntimeError as error:  # DCP wraps a rank's write failure
-        if "No space left" in str(error) or "Errno" in str(error):
-            raise OSError(str(error)) from error
-        raise
+    except CheckpointException as error:
+        # A rank's write failed. The state was checked to be tensors only, so what is left
+        # is I/O: a full disk or a file-size limit surfaces as OSError from Python's writer
+        # or as a RuntimeError from torch's zip writer ("unexpected pos"); both are OSError
+        # here, which the checkpoint writer reports keeping the previous checkpoint.
+        for failure, _ in error.failures.values():
+            if isinstance(failure, OSError):
+                raise OSError(failure.errno, f"{folder}: {failure.strerror or failure}") from error
+        first = next(iter(error.failures.values()))[0]
+        detail = str(first).strip().splitlines()[-1] if str(first).strip() else type(first).__name__
+        raise OSError(errno.EIO, f"{folder}: {detail}") from error
 
 
 def load_sharded(state: dict[str, Any], folder: str | Path, *, no_dist: bool = False) -> None:

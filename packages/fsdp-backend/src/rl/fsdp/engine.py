@@ -32,7 +32,7 @@ from rl.core.models import load_causal_lm, load_value_model
 from rl.core.optim import make_lr_scheduler
 from rl.core.sharded_io import load_sharded, save_sharded
 from rl.core.workers.dispatch import data_parallel_rows
-from rl.fsdp.distributed import fsdp_mesh
+from rl.fsdp.distributed import ensure_process_group, fsdp_mesh
 from rl.fsdp.forward import fused_logprobs_and_entropy, response_logprobs, response_values
 from rl.fsdp.micro_batches import MicroBatching, micro_batch_rows
 from rl.fsdp.ulysses import SequenceParallel, check_heads, sequence_parallel_group
@@ -91,7 +91,12 @@ class FSDPTrainEngine:
         self.rank, self.world_size, self.loss_scale = dist.get_rank(), world, world
         self.dp_size = world // sequence_parallel_size
         self.dp_rank = dist.get_rank() // sequence_parallel_size
-        self.model = shard_model(model.to(self.device), mesh, self.fsdp)
+        empty = any(p.is_meta for p in model.parameters())
+        # rank 0's full weights, to broadcast once sharded (meta_init)
+        full = model.to(self.device).state_dict() if self.fsdp.meta_init and not empty else None
+        self.model = shard_model(model if empty else model.to(self.device), mesh, self.fsdp)
+        if self.fsdp.meta_init:
+            self._receive_from_rank0(full)
         self.mini_batch_size = mini_batch_size
         # micro-batches of updates and of forward-only passes: rows, or a token budget
         self.train_batching = train_batching or MicroBatching(rows=micro_batch_size)
@@ -116,6 +121,17 @@ class FSDPTrainEngine:
                 weight_decay=optim.weight_decay,
             )
             self.lr_scheduler = make_lr_scheduler(self.optimizer, optim, total_steps)
+
+    def _receive_from_rank0(self, full: dict[str, torch.Tensor] | None) -> None:
+        """Every rank's shards from rank 0's full weights (the others built the model on
+        the meta device); buffers, persistent or not (rotary frequencies), likewise."""
+        if self.rank != 0:
+            self.model.to_empty(device=self.device)
+        options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=True)
+        set_model_state_dict(self.model, full or {}, options=options)
+        with torch.no_grad():
+            for buffer in self.model.buffers():
+                dist.broadcast(buffer, src=0)
 
     def _sequence_parallel(
         self, model: torch.nn.Module, size: int, packed: bool, section: str
@@ -150,8 +166,11 @@ class FSDPTrainEngine:
         """
         if section is None:
             section = config.critic if role == "critic" else config.actor
+        fsdp = config.critic.fsdp_config if role == "critic" else config.actor.fsdp_config
+        ensure_process_group(config.trainer.device)
         load = load_value_model if role == "critic" else load_causal_lm
-        model = load(config.model, tokenizer, seed=config.trainer.seed)
+        empty = fsdp.meta_init and dist.get_rank() != 0  # rank 0 reads, the others receive
+        model = load(config.model, tokenizer, seed=config.trainer.seed, empty=empty)
         train, forward = micro_batching(config, role, section)
         return cls(
             model,
@@ -168,7 +187,7 @@ class FSDPTrainEngine:
             use_remove_padding=section.use_remove_padding,
             train_batching=train,
             forward_batching=forward,
-            fsdp=config.critic.fsdp_config if role == "critic" else config.actor.fsdp_config,
+            fsdp=fsdp,
             sequence_parallel_size=(
                 config.critic if role == "critic" else config.actor
             ).ulysses_sequence_parallel_size,

@@ -37,6 +37,10 @@ class FSDPConfig:
     # FSDP2 CPUOffloadPolicy: shards live on CPU, moved per layer, optimizer steps on CPU
     offload_policy: bool = False
     reshard_after_forward: bool = True
+    # only rank 0 reads the weights; the others build the model on the meta device and
+    # receive their shards by broadcast (ChatLearn's meta_init): for models that do not
+    # fit one host's memory once per rank
+    meta_init: bool = False
     mixed_precision: MixedPrecisionConfig = field(default_factory=MixedPrecisionConfig)
 
     def __post_init__(self) -> None:

@@ -130,13 +130,26 @@ def _model_config(config: ModelConfig, tokenizer: Any) -> Any:
     )
 
 
-def load_causal_lm(config: ModelConfig, tokenizer: Any, seed: int = 0) -> torch.nn.Module:
-    """The causal LM of `model.path`; the built-in one gets seeded random weights."""
+def load_causal_lm(
+    config: ModelConfig, tokenizer: Any, seed: int = 0, empty: bool = False
+) -> torch.nn.Module:
+    """The causal LM of `model.path`; the built-in one gets seeded random weights.
+
+    `empty`: the architecture only, on the meta device (no weights read or allocated),
+    for ranks that receive their shards from rank 0.
+    """
     _check_path(config)
     from transformers import AutoModelForCausalLM
 
     dtype = DTYPES[config.dtype]
-    if config.path == BUILTIN_TINY:
+    if empty:
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(
+                _model_config(config, tokenizer),
+                dtype=dtype,
+                trust_remote_code=config.trust_remote_code,
+            )
+    elif config.path == BUILTIN_TINY:
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             model = AutoModelForCausalLM.from_config(_model_config(config, tokenizer), dtype=dtype)
@@ -152,14 +165,22 @@ def load_causal_lm(config: ModelConfig, tokenizer: Any, seed: int = 0) -> torch.
     return model
 
 
-def load_value_model(config: ModelConfig, tokenizer: Any, seed: int = 0) -> torch.nn.Module:
-    """A critic: the same backbone with a one-output token-classification (value) head."""
+def load_value_model(
+    config: ModelConfig, tokenizer: Any, seed: int = 0, empty: bool = False
+) -> torch.nn.Module:
+    """A critic: the same backbone with a one-output token-classification (value) head
+    (`empty`: on the meta device, as for `load_causal_lm`)."""
     _check_path(config)
     from transformers import AutoModelForTokenClassification
 
     model_config = _model_config(config, tokenizer)
     model_config.num_labels = 1
     dtype = DTYPES[config.dtype]
+    if empty:
+        with torch.device("meta"):
+            return AutoModelForTokenClassification.from_config(
+                model_config, dtype=dtype, trust_remote_code=config.trust_remote_code
+            )
     with torch.random.fork_rng():
         torch.manual_seed(seed + 1)
         if config.path == BUILTIN_TINY:
