@@ -1,4 +1,5 @@
-"""The real reference: a megatron-core GPTModel (local spec, CPU) built for the same tiny shapes.
+"""The real reference: a megatron-core GPTModel (local spec, CPU) built for the same tiny shapes
+by rl-megatron's `build_gpt_model`.
 
 `from_hf` must produce exactly its state-dict names and shapes, and the
 converted HF weights loaded into it must give the HF model's logits — the
@@ -6,8 +7,6 @@ proof that the QKV grouping and gate/up order are megatron-core's.
 """
 
 from __future__ import annotations
-
-import warnings
 
 import pytest
 import torch
@@ -24,71 +23,10 @@ pytestmark = [
 LOGIT_ATOL = 1e-5
 
 
-def _rope_theta(config) -> float:
-    rope = getattr(config, "rope_parameters", None) or {}
-    return float(rope.get("rope_theta", getattr(config, "rope_theta", 10000.0)))
-
-
-def _moe_kwargs(config) -> dict:
-    if config.model_type != "qwen3_moe":
-        return {}
-    return dict(
-        num_moe_experts=config.num_experts,
-        moe_router_topk=config.num_experts_per_tok,
-        moe_ffn_hidden_size=config.moe_intermediate_size,
-        moe_router_pre_softmax=not config.norm_topk_prob,
-        moe_aux_loss_coeff=0.0,
-        moe_grouped_gemm=False,
-    )
-
-
 def build_gpt_model(config):
-    """A megatron-core GPTModel with the local spec, the HF config's shapes, no fusions, fp32."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from megatron.core.models.gpt import GPTModel
-        from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
-        from megatron.core.transformer import TransformerConfig
-
-    qk_norm = config.model_type in ("qwen3", "qwen3_moe")
-    moe = _moe_kwargs(config)
-    tc = TransformerConfig(
-        num_layers=config.num_hidden_layers,
-        hidden_size=config.hidden_size,
-        num_attention_heads=config.num_attention_heads,
-        num_query_groups=config.num_key_value_heads,
-        kv_channels=config.head_dim,
-        ffn_hidden_size=config.intermediate_size,
-        normalization="RMSNorm",
-        layernorm_epsilon=config.rms_norm_eps,
-        gated_linear_unit=True,
-        activation_func=torch.nn.functional.silu,
-        add_bias_linear=False,
-        add_qkv_bias=config.model_type == "qwen2",
-        qk_layernorm=qk_norm,
-        hidden_dropout=0.0,
-        attention_dropout=0.0,
-        params_dtype=torch.float32,
-        use_cpu_initialization=True,
-        bias_activation_fusion=False,
-        bias_dropout_fusion=False,
-        masked_softmax_fusion=False,
-        gradient_accumulation_fusion=False,
-        apply_rope_fusion=False,
-        **moe,
-    )
-    spec = get_gpt_layer_local_spec(
-        num_experts=moe.get("num_moe_experts"), qk_layernorm=qk_norm, normalization="RMSNorm"
-    )
-    return GPTModel(
-        tc,
-        spec,
-        vocab_size=config.vocab_size,
-        max_sequence_length=config.max_position_embeddings,
-        position_embedding_type="rope",
-        rotary_base=_rope_theta(config),
-        share_embeddings_and_output_weights=config.tie_word_embeddings,
-    ).eval()
+    """rl-megatron's builder: the HF config's shapes, local spec, no fusions, fp32."""
+    model = pytest.importorskip("rl.megatron.model")
+    return model.build_gpt_model(config, spec="local").eval()
 
 
 def _real_entries(model) -> dict[str, tuple[int, ...]]:

@@ -1,0 +1,124 @@
+"""A megatron-core `GPTModel` from a Hugging Face config (Llama, Qwen2/2.5, Qwen3, Qwen3-MoE).
+
+`transformer_config` maps the HF config's shapes and choices to megatron-core's
+`TransformerConfig` (RMSNorm, SwiGLU, rotary base, grouped query attention, Qwen2's QKV
+bias, Qwen3's QK norm, the MoE router); `build_gpt_model` builds the model with the
+local layer spec or, when TransformerEngine is installed (`rl-megatron[te]`), its spec.
+The weights then come from `rl.core.layouts.converter_for(hf_config, spec=...)`, whose
+names are this model's state-dict names (checked against it in the tests, with the
+converted HF weights giving the HF model's logits).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+from typing import Any, Literal
+
+import torch
+
+SUPPORTED = ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe")
+Spec = Literal["auto", "local", "te"]
+
+
+def _rope_theta(config: Any) -> float:
+    rope = getattr(config, "rope_parameters", None) or {}
+    return float(rope.get("rope_theta", getattr(config, "rope_theta", 10000.0)))
+
+
+def _moe(config: Any) -> dict[str, Any]:
+    if config.model_type != "qwen3_moe":
+        return {}
+    return dict(
+        num_moe_experts=config.num_experts,
+        moe_router_topk=config.num_experts_per_tok,
+        moe_ffn_hidden_size=config.moe_intermediate_size,
+        moe_router_pre_softmax=not config.norm_topk_prob,
+        moe_aux_loss_coeff=0.0,
+        moe_grouped_gemm=False,
+    )
+
+
+def transformer_config(
+    config: Any, params_dtype: torch.dtype = torch.float32, **overrides: Any
+) -> Any:
+    """megatron-core's TransformerConfig for the HF `config` (no fused kernels: they need
+    CUDA; `overrides` sets parallelism, recompute, MoE dispatch and the like)."""
+    if config.model_type not in SUPPORTED:
+        raise ValueError(
+            f"model_type {config.model_type!r} is not supported by rl-megatron yet "
+            f"(supported: {', '.join(SUPPORTED)})"
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from megatron.core.transformer import TransformerConfig
+
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    options: dict[str, Any] = dict(
+        num_layers=config.num_hidden_layers,
+        hidden_size=config.hidden_size,
+        num_attention_heads=config.num_attention_heads,
+        num_query_groups=config.num_key_value_heads,
+        kv_channels=head_dim,
+        ffn_hidden_size=config.intermediate_size,
+        normalization="RMSNorm",
+        layernorm_epsilon=config.rms_norm_eps,
+        gated_linear_unit=True,
+        activation_func=torch.nn.functional.silu,
+        add_bias_linear=False,
+        add_qkv_bias=config.model_type == "qwen2",
+        qk_layernorm=config.model_type in ("qwen3", "qwen3_moe"),
+        hidden_dropout=0.0,
+        attention_dropout=0.0,
+        params_dtype=params_dtype,
+        use_cpu_initialization=not torch.cuda.is_available(),
+        bias_activation_fusion=False,
+        bias_dropout_fusion=False,
+        masked_softmax_fusion=False,
+        gradient_accumulation_fusion=False,
+        apply_rope_fusion=False,
+        **_moe(config),
+    )
+    options.update(overrides)
+    return TransformerConfig(**options)
+
+
+def resolve_spec(spec: Spec) -> Literal["local", "te"]:
+    """`auto`: TransformerEngine's spec when it is installed, the local spec otherwise."""
+    if spec != "auto":
+        return spec
+    return "te" if importlib.util.find_spec("transformer_engine") is not None else "local"
+
+
+def build_gpt_model(
+    config: Any,
+    spec: Spec = "auto",
+    params_dtype: torch.dtype = torch.float32,
+    **overrides: Any,
+) -> torch.nn.Module:
+    """A GPTModel with the HF `config`'s shapes (random weights: load them with
+    `rl.core.layouts.converter_for(config, spec=resolve_spec(spec)).from_hf(...)`)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from megatron.core.models.gpt import GPTModel, gpt_layer_specs
+
+    tc = transformer_config(config, params_dtype, **overrides)
+    layer_spec = {
+        "local": gpt_layer_specs.get_gpt_layer_local_spec,
+        "te": gpt_layer_specs.get_gpt_layer_with_transformer_engine_spec,
+    }[resolve_spec(spec)]
+    if resolve_spec(spec) == "local":
+        layers = layer_spec(
+            num_experts=tc.num_moe_experts, qk_layernorm=tc.qk_layernorm, normalization="RMSNorm"
+        )
+    else:
+        layers = layer_spec(num_experts=tc.num_moe_experts, qk_layernorm=tc.qk_layernorm)
+    return GPTModel(
+        tc,
+        layers,
+        vocab_size=config.vocab_size,
+        max_sequence_length=config.max_position_embeddings,
+        position_embedding_type="rope",
+        rotary_base=_rope_theta(config),
+        share_embeddings_and_output_weights=config.tie_word_embeddings,
+    )

@@ -1,0 +1,50 @@
+"""rl.megatron.model: the HF config -> megatron-core mapping (the logits check against the HF
+model lives with the weight layouts, packages/core/tests/layouts/test_megatron_reference.py)."""
+
+import importlib.util
+
+import pytest
+from transformers import AutoConfig
+
+pytest.importorskip("megatron.core", reason="megatron-core is not installed")
+
+from rl.megatron.model import resolve_spec, transformer_config
+
+pytestmark = [
+    pytest.mark.megatron,
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:megatron.*"),
+]
+TINY = dict(
+    hidden_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    intermediate_size=128,
+    vocab_size=256,
+)
+
+
+@pytest.mark.parametrize(
+    ("model_type", "qkv_bias", "qk_norm"),
+    [("llama", False, False), ("qwen2", True, False), ("qwen3", False, True)],
+)
+def test_shapes_and_architecture_choices_follow_the_hf_config(model_type, qkv_bias, qk_norm):
+    config = AutoConfig.for_model(model_type, **TINY, head_dim=16)
+    tc = transformer_config(config)
+    assert (tc.num_layers, tc.hidden_size, tc.ffn_hidden_size) == (2, 64, 128)
+    assert (tc.num_attention_heads, tc.num_query_groups, tc.kv_channels) == (4, 2, 16)
+    assert (tc.add_qkv_bias, tc.qk_layernorm) == (qkv_bias, qk_norm)
+    assert tc.normalization == "RMSNorm" and tc.gated_linear_unit
+    assert transformer_config(config, tensor_model_parallel_size=1).tensor_model_parallel_size == 1
+
+
+def test_an_unsupported_architecture_is_named():
+    config = AutoConfig.for_model("gpt2", n_layer=1, n_embd=32, n_head=2)
+    with pytest.raises(ValueError, match="model_type 'gpt2' is not supported by rl-megatron yet"):
+        transformer_config(config)
+
+
+def test_auto_spec_is_transformer_engine_only_when_installed():
+    installed = importlib.util.find_spec("transformer_engine") is not None
+    assert resolve_spec("auto") == ("te" if installed else "local")
+    assert resolve_spec("local") == "local"
