@@ -43,14 +43,12 @@ def response_outputs(
     options: dict[str, Any] = {"output_hidden_states": True, "logits_to_keep": 1} if hidden else {}
     if packed:
         inputs = pack(batch)
-        if sp is None:
-            output = model(**inputs.model_kwargs(), use_cache=False, **options)
-            states = output.hidden_states[-1] if hidden else output.logits
-            return states[0, inputs.predict_index]
-        kwargs, _ = local_slice(inputs, sp)
+        kwargs = inputs.model_kwargs() if sp is None else local_slice(inputs, sp)
         output = model(**kwargs, use_cache=False, **options)
         states = output.hidden_states[-1] if hidden else output.logits
-        return GatherSequence.apply(states, 1, sp)[0, inputs.predict_index]
+        if sp is not None:  # every rank's slice of the row
+            states = GatherSequence.apply(states, 1, sp)
+        return states[0, inputs.predict_index]
     if sp is not None:
         raise ValueError("Ulysses sequence parallelism runs on packed rows (use_remove_padding)")
     output = _run(model, batch, **options)

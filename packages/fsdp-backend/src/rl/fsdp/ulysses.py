@@ -143,8 +143,8 @@ def check_heads(config: Any, size: int, key: str) -> None:
         )
 
 
-def local_slice(inputs: PackedInputs, sp: SequenceParallel) -> tuple[dict[str, Any], int]:
-    """This rank's slice of the packed row as model kwargs, and the padded row length.
+def local_slice(inputs: PackedInputs, sp: SequenceParallel) -> dict[str, Any]:
+    """This rank's slice of the packed row as model kwargs.
 
     The row is padded to a multiple of `S` with a separate dummy sequence (it attends to
     nothing real and is never read back); sequence bounds stay those of the whole row.
@@ -166,7 +166,7 @@ def local_slice(inputs: PackedInputs, sp: SequenceParallel) -> tuple[dict[str, A
     kwargs["input_ids"] = ids[:, start : start + share]
     kwargs["position_ids"] = positions[:, start : start + share]
     kwargs["sequence_parallel"] = sp
-    return kwargs, padded
+    return kwargs
 
 
 def sequence_parallel_group(device_type: str, size: int) -> SequenceParallel | None:

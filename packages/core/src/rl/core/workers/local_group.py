@@ -41,6 +41,5 @@ class LocalWorkerGroup:
         return self.worker.engines[role]
 
     def shutdown(self) -> None:
-        close = getattr(self.worker.engines.get("rollout"), "close", None)
-        if close is not None:
-            close()
+        """The engines end; the driver's process group stays (the process goes on)."""
+        self.worker.close_engines()

@@ -133,13 +133,17 @@ class RoleWorker:
     def pid(self) -> int:
         return os.getpid()
 
-    def shutdown(self) -> None:
-        """Close the engines and leave the process group."""
-        import torch.distributed as dist
-
+    def close_engines(self) -> None:
+        """Close the rollout engine (if it can be closed) and drop every engine."""
         close = getattr(self.engines.get("rollout"), "close", None)
         if close is not None:
             close()
         self.engines.clear()
+
+    def shutdown(self) -> None:
+        """Close the engines and leave the process group (a worker process's end)."""
+        import torch.distributed as dist
+
+        self.close_engines()
         if dist.is_initialized():
             dist.destroy_process_group()
