@@ -8,10 +8,10 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from rl.core.config import OptimConfig, load_config
 from rl.core.engines import Rollouts
+from rl.core.micro_batches import MicroBatching
 from rl.core.models import load_causal_lm, load_tokenizer, load_value_model
 from rl.core.trainer.rollout_batch import build_batch
 from rl.fsdp.engine import FSDPTrainEngine
-from rl.fsdp.micro_batches import MicroBatching
 
 
 @pytest.fixture(scope="module")

@@ -28,13 +28,13 @@ from rl.core.checkpoint_io import load_state, save_state
 from rl.core.config import Config, OptimConfig
 from rl.core.config.fsdp import FSDPConfig
 from rl.core.engines import LogprobOutput, LossFn
+from rl.core.micro_batches import MicroBatching, micro_batch_rows, micro_batching
 from rl.core.models import load_causal_lm, load_value_model
 from rl.core.optim import make_lr_scheduler
 from rl.core.sharded_io import load_sharded, save_sharded
 from rl.core.workers.dispatch import data_parallel_rows
 from rl.fsdp.distributed import ensure_process_group, fsdp_mesh
 from rl.fsdp.forward import fused_logprobs_and_entropy, response_logprobs, response_values
-from rl.fsdp.micro_batches import MicroBatching, micro_batch_rows
 from rl.fsdp.ulysses import SequenceParallel, check_heads, sequence_parallel_group
 from rl.fsdp.ulysses import register as register_ulysses
 from rl.fsdp.wrap import shard_model
@@ -413,33 +413,3 @@ class FSDPTrainEngine:
                 for key, value in state.items():
                     if isinstance(value, torch.Tensor):
                         state[key] = value.to(device, non_blocking=True)
-
-
-def micro_batching(config: Config, role: Role, section: Any) -> tuple[MicroBatching, MicroBatching]:
-    """(updates, forward-only passes) micro-batching of `role` from its config keys (verl's
-    names: `ppo_max_token_len_per_gpu`, `log_prob_max_token_len_per_gpu`, ...)."""
-    if role == "critic":
-        critic = config.critic
-        rows = critic.ppo_micro_batch_size_per_gpu
-        if not critic.use_dynamic_bsz:
-            return MicroBatching(rows), MicroBatching(rows)
-        return (
-            MicroBatching(
-                rows, critic.ppo_max_token_len_per_gpu, "critic.ppo_max_token_len_per_gpu"
-            ),
-            MicroBatching(
-                rows, critic.forward_max_token_len_per_gpu, "critic.forward_max_token_len_per_gpu"
-            ),
-        )
-    log_prob = config.ref if role == "ref" else config.rollout
-    prefix = "ref" if role == "ref" else "rollout"
-    forward = MicroBatching(
-        log_prob.log_prob_micro_batch_size_per_gpu,
-        log_prob.log_prob_max_token_len_per_gpu if log_prob.log_prob_use_dynamic_bsz else None,
-        f"{prefix}.log_prob_max_token_len_per_gpu",
-    )
-    budget = section.ppo_max_token_len_per_gpu if section.use_dynamic_bsz else None
-    train = MicroBatching(
-        section.ppo_micro_batch_size_per_gpu, budget, "actor.ppo_max_token_len_per_gpu"
-    )
-    return train, forward

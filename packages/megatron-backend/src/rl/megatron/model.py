@@ -94,13 +94,29 @@ def build_gpt_model(
     config: Any,
     spec: Spec = "auto",
     params_dtype: torch.dtype = torch.float32,
+    pre_process: bool = True,
+    post_process: bool = True,
+    vp_stage: int | None = None,
     **overrides: Any,
 ) -> torch.nn.Module:
     """A GPTModel with the HF `config`'s shapes (random weights: load them with
-    `rl.core.layouts.converter_for(config, spec=resolve_spec(spec)).from_hf(...)`)."""
+    `rl.core.layouts.converter_for(config, spec=resolve_spec(spec)).from_hf(...)`).
+
+    `pre_process` / `post_process`: whether this pipeline stage holds the embedding / the
+    output layer; `vp_stage`: its virtual pipeline chunk. The local spec's attention is
+    `CausalCoreAttention` (packed sequences without TransformerEngine) and its norms
+    `LocalRMSNorm` (sequence parallelism without TransformerEngine)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from megatron.core.models.gpt import GPTModel, gpt_layer_specs
+
+    from megatron.core.transformer.transformer_block import (
+        TransformerBlockSubmodules,
+        get_num_layers_to_build,
+    )
+
+    from rl.megatron.attention import CausalCoreAttention
+    from rl.megatron.norm import LocalRMSNorm
 
     tc = transformer_config(config, params_dtype, **overrides)
     layer_spec = {
@@ -110,6 +126,15 @@ def build_gpt_model(
     if resolve_spec(spec) == "local":
         layers = layer_spec(
             num_experts=tc.num_moe_experts, qk_layernorm=tc.qk_layernorm, normalization="RMSNorm"
+        )
+        layers.submodules.input_layernorm = LocalRMSNorm
+        layers.submodules.pre_mlp_layernorm = LocalRMSNorm
+        attention = layers.submodules.self_attention.submodules
+        attention.core_attention = CausalCoreAttention
+        if tc.qk_layernorm:
+            attention.q_layernorm = attention.k_layernorm = LocalRMSNorm
+        layers = TransformerBlockSubmodules(
+            layer_specs=[layers] * get_num_layers_to_build(tc, vp_stage), layer_norm=LocalRMSNorm
         )
     else:
         layers = layer_spec(num_experts=tc.num_moe_experts, qk_layernorm=tc.qk_layernorm)
@@ -121,4 +146,7 @@ def build_gpt_model(
         position_embedding_type="rope",
         rotary_base=_rope_theta(config),
         share_embeddings_and_output_weights=config.tie_word_embeddings,
+        pre_process=pre_process,
+        post_process=post_process,
+        vp_stage=vp_stage,
     )

@@ -18,6 +18,7 @@ from rl.core.algorithms.rollout_correction import RolloutCorrectionConfig
 from rl.core.config.cluster import ClusterConfig
 from rl.core.config.errors import FieldError
 from rl.core.config.fsdp import FSDPConfig
+from rl.core.config.megatron import MegatronConfig
 from rl.core.config.rollout import LOG_PROB_RULES, RolloutConfig
 from rl.core.config.rules import (
     FILES,
@@ -156,10 +157,21 @@ class OptimConfig:
     min_lr_ratio: float = 0.0
     wsd_decay_ratio: float = 0.1
     grad_clip: float = 1.0
+    # the megatron engine's schedule (megatron-core's OptimizerParamScheduler; verl's
+    # megatron optim keys): warmup from this LR, decay over this many steps (null: all),
+    # WSD's decay shape, weight decay constant or rising, and whether a resumed run keeps
+    # the checkpoint's schedule settings over the config's
+    lr_warmup_init: float = 0.0
+    lr_decay_steps: int | None = None
+    lr_wsd_decay_style: Literal["linear", "cosine", "exponential", "minus_sqrt"] = "linear"
+    weight_decay_incr_style: Literal["constant", "linear", "cosine"] = "constant"
+    use_checkpoint_opt_param_scheduler: bool = False
 
     def __post_init__(self) -> None:
         check(
             self,
+            lr_warmup_init=NON_NEGATIVE,
+            lr_decay_steps=optional(POSITIVE_INT),
             lr=POSITIVE,
             weight_decay=NON_NEGATIVE,
             betas=BETAS,
@@ -214,6 +226,7 @@ class ActorConfig:
     use_dynamic_bsz: bool = False
     ppo_max_token_len_per_gpu: int = 16384
     fsdp_config: FSDPConfig = field(default_factory=FSDPConfig)  # also the reference's
+    megatron: MegatronConfig = field(default_factory=MegatronConfig)  # also the reference's
     # Ulysses: ranks that split each packed row (attention heads over an all-to-all)
     ulysses_sequence_parallel_size: int = 1
 
@@ -250,6 +263,7 @@ class CriticConfig:
     ppo_max_token_len_per_gpu: int = 32768
     forward_max_token_len_per_gpu: int = 32768  # compute_values (no gradients)
     fsdp_config: FSDPConfig = field(default_factory=FSDPConfig)
+    megatron: MegatronConfig = field(default_factory=MegatronConfig)
     ulysses_sequence_parallel_size: int = 1
 
     def __post_init__(self) -> None:

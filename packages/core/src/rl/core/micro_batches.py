@@ -10,9 +10,12 @@ the number of micro-batches (the max over ranks), so every rank steps together.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as dist
+
+from rl.core.config import Config
 
 
 @dataclass(frozen=True)
@@ -54,3 +57,33 @@ def _max_over_ranks(count: int, group: dist.ProcessGroup | None) -> int:
         value = value.cuda()
     dist.all_reduce(value, op=dist.ReduceOp.MAX, group=group)
     return int(value.item())
+
+
+def micro_batching(config: Config, role: str, section: Any) -> tuple[MicroBatching, MicroBatching]:
+    """(updates, forward-only passes) micro-batching of `role` from its config keys (verl's
+    names: `ppo_max_token_len_per_gpu`, `log_prob_max_token_len_per_gpu`, ...)."""
+    if role == "critic":
+        critic = config.critic
+        rows = critic.ppo_micro_batch_size_per_gpu
+        if not critic.use_dynamic_bsz:
+            return MicroBatching(rows), MicroBatching(rows)
+        return (
+            MicroBatching(
+                rows, critic.ppo_max_token_len_per_gpu, "critic.ppo_max_token_len_per_gpu"
+            ),
+            MicroBatching(
+                rows, critic.forward_max_token_len_per_gpu, "critic.forward_max_token_len_per_gpu"
+            ),
+        )
+    log_prob = config.ref if role == "ref" else config.rollout
+    prefix = "ref" if role == "ref" else "rollout"
+    forward = MicroBatching(
+        log_prob.log_prob_micro_batch_size_per_gpu,
+        log_prob.log_prob_max_token_len_per_gpu if log_prob.log_prob_use_dynamic_bsz else None,
+        f"{prefix}.log_prob_max_token_len_per_gpu",
+    )
+    budget = section.ppo_max_token_len_per_gpu if section.use_dynamic_bsz else None
+    train = MicroBatching(
+        section.ppo_micro_batch_size_per_gpu, budget, "actor.ppo_max_token_len_per_gpu"
+    )
+    return train, forward

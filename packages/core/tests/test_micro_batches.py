@@ -9,7 +9,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from rl.fsdp.micro_batches import MicroBatching, micro_batch_rows
+from rl.core.micro_batches import MicroBatching, micro_batch_rows
 
 
 def mask_of(lengths, width=16):

@@ -1,0 +1,81 @@
+"""`actor.megatron` / `critic.megatron`: how the megatron-core backend splits a model.
+
+Read when `actor.strategy` (`critic.strategy`) is `megatron`; the reference model uses the
+actor's. Names are verl's (`actor_rollout_ref.actor.megatron.*`); the mapping from
+ChatLearn, ROLL and RLinf is in packages/megatron-backend/README.md ("Config keys").
+Whether the sizes fit the model and the world is checked by `rl.megatron.parallel`
+before any process group starts (it needs the model's config).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from rl.core.config.errors import FieldError
+from rl.core.config.rules import POSITIVE_INT, SEED, Rule, check, optional
+
+DType = Literal["float32", "bfloat16", "float16"]
+
+VPP = Rule(lambda value: value >= 2, ">= 2 (or null: no interleaving)")
+
+
+@dataclass(frozen=True)
+class MegatronConfig:
+    tensor_model_parallel_size: int = 1
+    pipeline_model_parallel_size: int = 1
+    virtual_pipeline_model_parallel_size: int | None = None
+    context_parallel_size: int = 1
+    # activations split over the TP ranks along the sequence outside attention/MLP
+    # (verl's default; ignored at TP = 1, where there is nothing to split)
+    sequence_parallel: bool = True
+    expert_model_parallel_size: int = 1
+    expert_tensor_parallel_size: int | None = None  # null: the TP size
+    use_distributed_optimizer: bool = True
+    # between phases (colocated roles take turns): to CPU and back
+    param_offload: bool = False
+    grad_offload: bool = False
+    optimizer_offload: bool = False
+    seed: int = 42
+    # null: model.dtype. bfloat16 / float16 train with fp32 master weights in the optimizer;
+    # float16 with dynamic loss scaling
+    dtype: DType | None = None
+    # megatron-core TransformerConfig fields, applied last: recompute_granularity
+    # (full | selective), recompute_method, recompute_num_layers, recompute_modules,
+    # num_layers_in_first/last_pipeline_stage, moe_token_dispatcher_type, moe_grouped_gemm,
+    # moe_router_load_balancing_type, moe_aux_loss_coeff, moe_router_force_load_balancing, ...
+    override_transformer_config: dict[str, Any] = field(default_factory=dict)
+    # megatron-core DistributedDataParallelConfig fields: overlap_grad_reduce,
+    # overlap_param_gather, bucket_size, ...
+    override_ddp_config: dict[str, Any] = field(default_factory=dict)
+    # start from a megatron distributed checkpoint (`rl convert-ckpt` writes one) instead of
+    # model.path's Hugging Face weights
+    use_dist_checkpointing: bool = False
+    dist_checkpointing_path: str | None = None
+
+    def __post_init__(self) -> None:
+        check(
+            self,
+            tensor_model_parallel_size=POSITIVE_INT,
+            pipeline_model_parallel_size=POSITIVE_INT,
+            virtual_pipeline_model_parallel_size=optional(VPP),
+            context_parallel_size=POSITIVE_INT,
+            expert_model_parallel_size=POSITIVE_INT,
+            expert_tensor_parallel_size=optional(POSITIVE_INT),
+            seed=SEED,
+        )
+        if self.use_dist_checkpointing and not self.dist_checkpointing_path:
+            raise FieldError(
+                "dist_checkpointing_path",
+                self.dist_checkpointing_path,
+                "a folder written by `rl convert-ckpt` when use_dist_checkpointing is true",
+            )
+
+    @property
+    def model_parallel_size(self) -> int:
+        """Ranks that hold one copy of the model between them (TP × PP × CP)."""
+        return (
+            self.tensor_model_parallel_size
+            * self.pipeline_model_parallel_size
+            * self.context_parallel_size
+        )

@@ -1,0 +1,516 @@
+"""`MegatronTrainEngine`: actor or reference on megatron-core, implementing `rl.core.engines.TrainEngine`.
+
+The same semantics as the FSDP engine: a mini-batch is one optimizer step, cut into
+micro-batches (rows or a token budget) whose gradients accumulate; `loss_fn` normalises
+by the whole mini-batch; with several data-parallel groups each takes its token-balanced
+share of every mini-batch and the update equals one rank's on the whole of it. Micro-
+batches run through megatron-core's pipeline schedule (1F1B, interleaved with virtual
+stages), gradients through its DDP (bucketed, optionally overlapped) and the step through
+its optimizer (distributed or not, fp32 master weights under bf16/fp16, dynamic loss
+scaling under fp16), the learning rate through its `OptimizerParamScheduler`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
+from typing import Any, Literal
+
+import torch
+import torch.distributed as dist
+
+from rl.core.batch import batch_size, select, to_device
+from rl.core.config import Config, ConfigError, OptimConfig
+from rl.core.config.megatron import MegatronConfig
+from rl.core.distributed import ensure_process_group
+from rl.core.engines import LogprobOutput, LossFn
+from rl.core.layouts import converter_for
+from rl.core.micro_batches import MicroBatching, micro_batch_rows, micro_batching
+from rl.core.optim import warmup_steps
+from rl.core.workers.dispatch import data_parallel_rows
+from rl.megatron.inputs import model_inputs
+from rl.megatron.logprobs import response_logprobs, run_model, unwrap
+from rl.megatron.model import build_gpt_model, resolve_spec, transformer_config
+from rl.megatron.parallel import check_layout, init_model_parallel
+from rl.megatron.weights import export_hf, load_hf
+
+Role = Literal["actor", "ref", "critic"]
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+DECAY_STYLES = {"constant": "constant", "cosine": "cosine", "linear": "linear", "wsd": "WSD"}
+
+
+def _known(cls: type, values: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """`values` if every key is a field of the megatron dataclass `cls`, else ConfigError."""
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - fields)
+    if unknown:
+        raise ConfigError(
+            f"{key}: {', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not "
+            f"{cls.__name__} field(s) of megatron-core"
+        )
+    return dict(values)
+
+
+class MegatronTrainEngine:
+    """One model on megatron-core with (for the actor) its optimizer and LR schedule."""
+
+    def __init__(
+        self,
+        hf_config: Any,
+        hf_weights: Callable[[], Iterable[tuple[str, torch.Tensor]]],
+        role: Role,
+        megatron: MegatronConfig | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        optim: OptimConfig | None = None,
+        total_steps: int = 1,
+        mini_batch_size: int = 8,
+        ppo_epochs: int = 1,
+        shuffle: bool = False,
+        temperature: float = 1.0,
+        seed: int = 0,
+        use_remove_padding: bool = True,
+        train_batching: MicroBatching | None = None,
+        forward_batching: MicroBatching | None = None,
+        section: str = "actor",
+    ) -> None:
+        if role == "critic":
+            raise ConfigError(
+                "critic.strategy = 'megatron' is not supported yet: use critic.strategy=fsdp "
+                "(the actor and reference can run on megatron)"
+            )
+        self.role, self.section = role, section
+        self.device = torch.device(device)
+        self.m = megatron or MegatronConfig()
+        ensure_process_group(self.device.type)
+        check_layout(hf_config, self.m, dist.get_world_size(), section, use_remove_padding)
+        init_model_parallel(self.m)
+        from megatron.core import parallel_state as ps
+
+        self.ps = ps
+        self.packed = use_remove_padding
+        self.dtype = DTYPES[self.m.dtype or dtype]
+        self.spec = resolve_spec("auto")
+        self.converter = converter_for(hf_config, spec=self.spec)
+        self.chunks = self._build(hf_config)
+        for chunk in self.chunks:  # each virtual stage takes its layers from a stream
+            load_hf(unwrap(chunk), self.converter, hf_weights())
+        self.dp_size = ps.get_data_parallel_world_size()
+        self.dp_rank = ps.get_data_parallel_rank()
+        self.mini_batch_size, self.ppo_epochs, self.shuffle = mini_batch_size, ppo_epochs, shuffle
+        self.temperature = temperature
+        self.train_batching = train_batching or MicroBatching(rows=8)
+        self.forward_batching = forward_batching or self.train_batching
+        self.generator = torch.Generator().manual_seed(seed)
+        self.optim_config = optim
+        self.optimizer: Any = None
+        self.lr_scheduler: Any = None
+        if role == "ref":
+            for chunk in self.chunks:
+                chunk.requires_grad_(False)
+        else:
+            assert optim is not None, f"the {role} engine needs an optimizer config"
+            self._make_optimizer(optim, total_steps)
+
+    # --- building -------------------------------------------------------------------
+
+    def _transformer_overrides(self) -> dict[str, Any]:
+        from megatron.core.transformer import TransformerConfig
+
+        m, tp = self.m, self.m.tensor_model_parallel_size
+        options: dict[str, Any] = dict(
+            tensor_model_parallel_size=tp,
+            pipeline_model_parallel_size=m.pipeline_model_parallel_size,
+            virtual_pipeline_model_parallel_size=m.virtual_pipeline_model_parallel_size,
+            context_parallel_size=m.context_parallel_size,
+            sequence_parallel=m.sequence_parallel and tp > 1,
+            expert_model_parallel_size=m.expert_model_parallel_size,
+            expert_tensor_parallel_size=m.expert_tensor_parallel_size or tp,
+            # packed micro-batches differ in length: pipeline stages send shapes first
+            variable_seq_lengths=m.pipeline_model_parallel_size > 1,
+            pipeline_dtype=self.dtype,
+            bf16=self.dtype == torch.bfloat16,
+            fp16=self.dtype == torch.float16,
+            use_cpu_initialization=self.device.type != "cuda",
+        )
+        if options["variable_seq_lengths"] and getattr(self, "_moe", False):
+            options["moe_token_dispatcher_type"] = "alltoall"  # allgather needs fixed lengths
+        key = f"{self.section}.megatron.override_transformer_config"
+        options.update(_known(TransformerConfig, m.override_transformer_config, key))
+        return options
+
+    def _build(self, hf_config: Any) -> list[torch.nn.Module]:
+        """This rank's model chunks (one per virtual pipeline stage), wrapped for training."""
+        ps = self.ps
+        vpp = self.m.virtual_pipeline_model_parallel_size
+        self._moe = bool(getattr(hf_config, "num_experts", 0))
+        overrides = self._transformer_overrides()
+        self.tf_config = transformer_config(hf_config, self.dtype, **overrides)
+        chunks = []
+        for stage in range(vpp or 1):
+            vp_stage = stage if vpp else None
+            model = build_gpt_model(
+                hf_config,
+                spec=self.spec,
+                params_dtype=self.dtype,
+                pre_process=ps.is_pipeline_first_stage(ignore_virtual=False, vp_stage=vp_stage),
+                post_process=ps.is_pipeline_last_stage(ignore_virtual=False, vp_stage=vp_stage),
+                vp_stage=vp_stage,
+                **overrides,
+            ).to(self.device)
+            if self.dtype != torch.float32:
+                from megatron.core.transformer.module import Float16Module
+
+                model = Float16Module(model.config, model)
+            chunks.append(model)
+        return chunks
+
+    def _make_optimizer(self, optim: OptimConfig, total_steps: int) -> None:
+        from megatron.core.distributed import (
+            DistributedDataParallel,
+            DistributedDataParallelConfig,
+            finalize_model_grads,
+        )
+        from megatron.core.optimizer import OptimizerConfig, get_megatron_optimizer
+        from megatron.core.optimizer_param_scheduler import OptimizerParamScheduler
+
+        m = self.m
+        key = f"{self.section}.megatron.override_ddp_config"
+        ddp_config = DistributedDataParallelConfig(
+            **{
+                "grad_reduce_in_fp32": True,
+                "use_distributed_optimizer": m.use_distributed_optimizer,
+                **_known(DistributedDataParallelConfig, m.override_ddp_config, key),
+            }
+        )
+        self.chunks = [
+            DistributedDataParallel(self.tf_config, ddp_config, chunk, disable_bucketing=i > 0)
+            for i, chunk in enumerate(self.chunks)
+        ]
+        beta1, beta2 = optim.betas
+        self.optimizer = get_megatron_optimizer(
+            OptimizerConfig(
+                optimizer="adam",
+                lr=optim.lr,
+                min_lr=optim.min_lr_ratio * optim.lr,
+                weight_decay=optim.weight_decay,
+                adam_beta1=beta1,
+                adam_beta2=beta2,
+                clip_grad=optim.grad_clip,
+                bf16=self.dtype == torch.bfloat16,
+                fp16=self.dtype == torch.float16,
+                params_dtype=self.dtype,
+                use_distributed_optimizer=m.use_distributed_optimizer,
+            ),
+            self.chunks,
+        )
+        config = self.tf_config
+        config.finalize_model_grads_func = finalize_model_grads
+        config.grad_scale_func = self.optimizer.scale_loss
+        no_sync = [chunk.no_sync for chunk in self.chunks]
+        config.no_sync_func = no_sync[0] if len(no_sync) == 1 else no_sync
+        if ddp_config.overlap_param_gather and m.use_distributed_optimizer:
+            syncs = [chunk.start_param_sync for chunk in self.chunks]
+            config.param_sync_func = syncs[0] if len(syncs) == 1 else syncs
+        warmup = warmup_steps(optim, total_steps)
+        decay_steps = optim.lr_decay_steps or max(total_steps, warmup + 1)
+        self.lr_scheduler = OptimizerParamScheduler(
+            self.optimizer,
+            init_lr=optim.lr_warmup_init,
+            max_lr=optim.lr,
+            min_lr=optim.min_lr_ratio * optim.lr,
+            lr_warmup_steps=warmup,
+            lr_decay_steps=decay_steps,
+            lr_decay_style=DECAY_STYLES[optim.lr_scheduler],
+            start_wd=optim.weight_decay,
+            end_wd=optim.weight_decay,
+            wd_incr_steps=max(total_steps, 1),
+            wd_incr_style=optim.weight_decay_incr_style,
+            use_checkpoint_opt_param_scheduler=optim.use_checkpoint_opt_param_scheduler,
+            override_opt_param_scheduler=not optim.use_checkpoint_opt_param_scheduler,
+            wsd_decay_steps=int(optim.wsd_decay_ratio * decay_steps)
+            if optim.lr_scheduler == "wsd"
+            else None,
+            lr_wsd_decay_style=optim.lr_wsd_decay_style,
+        )
+
+    @classmethod
+    def from_config(
+        cls,
+        config: Config,
+        role: Role,
+        tokenizer: Any,
+        total_steps: int = 1,
+        responses_per_prompt: int = 1,
+        section: Any = None,
+        temperature: float | None = None,
+    ) -> MegatronTrainEngine:
+        """Build the `role` engine from config (`actor.*`, or `section`); the reference
+        uses the actor's `megatron` layout."""
+        from rl.core.models import load_model_config
+
+        name = "critic" if role == "critic" else "actor"
+        if section is None:
+            section = config.critic if role == "critic" else config.actor
+        train, forward = micro_batching(config, role, section)
+        return cls(
+            load_model_config(config.model, tokenizer),
+            partial(hf_weights, config, tokenizer),
+            role,
+            megatron=(config.critic if role == "critic" else config.actor).megatron,
+            device=config.trainer.device,
+            dtype=config.model.dtype,
+            optim=None if role == "ref" else section.optim,
+            total_steps=total_steps,
+            mini_batch_size=section.ppo_mini_batch_size * responses_per_prompt,
+            ppo_epochs=section.ppo_epochs,
+            shuffle=getattr(section, "shuffle", False),
+            temperature=config.rollout.temperature if temperature is None else temperature,
+            seed=config.trainer.seed,
+            use_remove_padding=section.use_remove_padding,
+            train_batching=train,
+            forward_batching=forward,
+            section=name,
+        )
+
+    @classmethod
+    def replica_size(cls, config: Config, role: str) -> int:
+        """Consecutive ranks that hold one model copy between them and share its rows."""
+        return (config.critic if role == "critic" else config.actor).megatron.model_parallel_size
+
+    # --- forward ----------------------------------------------------------------------
+
+    @property
+    def _align(self) -> int:
+        """Packed sequences' lengths are padded to a multiple of this (megatron's THD rule)."""
+        tp, cp = self.m.tensor_model_parallel_size, self.m.context_parallel_size
+        sp = self.tf_config.sequence_parallel
+        return (tp if sp else 1) * (2 * cp if cp > 1 else 1)
+
+    def _schedule(
+        self,
+        micros: list[Mapping[str, torch.Tensor]],
+        forward_only: bool,
+        last_stage: Callable[[Mapping[str, torch.Tensor], LogprobOutput], tuple[Any, dict]],
+    ) -> list[dict[str, Any]]:
+        """Run `micros` through megatron's pipeline schedule; `last_stage(micro, output)`
+        turns the last stage's log-probs into (loss, results). Returns the last stage's
+        results per micro-batch (empty on other stages)."""
+        from megatron.core.pipeline_parallel import get_forward_backward_func
+
+        def forward_step(data_iterator: Any, model: torch.nn.Module) -> Any:
+            micro = next(data_iterator)
+            inputs = model_inputs(micro, self.packed, self._align)
+            hidden = run_model(model, inputs)
+
+            def finish(output_tensor: torch.Tensor) -> Any:
+                logprobs, entropy = response_logprobs(
+                    model, output_tensor, inputs, micro, self.temperature, True
+                )
+                return last_stage(micro, LogprobOutput(logprobs, entropy))
+
+            return hidden, finish
+
+        # interleaved schedules pull micro-batches per model chunk: each gets all of them
+        iterators: Any = (
+            iter(micros) if len(self.chunks) == 1 else [iter(micros) for _ in self.chunks]
+        )
+        return get_forward_backward_func()(
+            forward_step_func=forward_step,
+            data_iterator=iterators,
+            model=self.chunks if len(self.chunks) > 1 else self.chunks[0],
+            num_microbatches=len(micros),
+            seq_length=1,  # variable_seq_lengths: shapes travel with the tensors
+            micro_batch_size=1,
+            forward_only=forward_only,
+        )
+
+    def _micro_batches(
+        self, batch: Mapping[str, torch.Tensor], spec: MicroBatching
+    ) -> list[tuple[torch.Tensor, dict[str, torch.Tensor]]]:
+        group = self.ps.get_data_parallel_group()
+        parts = micro_batch_rows(batch["attention_mask"], spec, group=group)
+        return [(rows, to_device(select(batch, rows), self.device)) for rows in parts]
+
+    @torch.no_grad()
+    def compute_logprobs(self, batch: Mapping[str, torch.Tensor]) -> LogprobOutput:
+        """Log-probs and entropy of the response tokens: float32 [B, R] each, in the
+        caller's order (every rank of a model copy returns them)."""
+        for chunk in self.chunks:
+            chunk.eval()
+        shape = batch["response_mask"].shape
+        micros = [
+            (rows, micro)
+            for rows, micro in self._micro_batches(batch, self.forward_batching)
+            if rows.numel()
+        ]
+        results = self._schedule(
+            [micro for _, micro in micros],
+            True,
+            lambda micro, out: (
+                torch.zeros((), device=self.device),
+                {"logprobs": out.logprobs, "entropy": out.entropy},
+            ),
+        )
+        logprobs, entropy = torch.zeros(shape), torch.zeros(shape)
+        if self.ps.is_pipeline_last_stage(ignore_virtual=True):
+            for (rows, _), result in zip(micros, results, strict=True):
+                logprobs[rows] = result["logprobs"].float().cpu()
+                entropy[rows] = result["entropy"].float().cpu()
+        self._from_last_stage(logprobs, entropy)
+        return LogprobOutput(logprobs, entropy)
+
+    def _from_last_stage(self, *tensors: torch.Tensor) -> None:
+        """Every pipeline stage gets the last stage's results (in place)."""
+        if self.ps.get_pipeline_model_parallel_world_size() == 1:
+            return
+        group = self.ps.get_pipeline_model_parallel_group()
+        last = self.ps.get_pipeline_model_parallel_last_rank()
+        for tensor in tensors:
+            on_device = tensor.to(self.device)
+            dist.broadcast(on_device, src=last, group=group)
+            tensor.copy_(on_device.cpu())
+
+    def compute_values(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        raise NotImplementedError("the megatron engine has no critic yet (critic.strategy=fsdp)")
+
+    # --- update -------------------------------------------------------------------------
+
+    def train_step(self, batch: Mapping[str, torch.Tensor], loss_fn: LossFn) -> dict[str, float]:
+        """`ppo_epochs` passes of mini-batch updates; metrics averaged over them (see
+        `FSDPTrainEngine.train_step`: the same contract, rank by rank)."""
+        assert self.optimizer is not None and self.lr_scheduler is not None
+        for chunk in self.chunks:
+            chunk.train()
+        metrics: dict[str, list[float]] = defaultdict(list)
+        rows = batch_size(batch)
+        for _ in range(self.ppo_epochs):
+            order = (
+                torch.randperm(rows, generator=self.generator)
+                if self.shuffle
+                else torch.arange(rows)
+            )
+            for start in range(0, rows, self.mini_batch_size):
+                mini = select(batch, order[start : start + self.mini_batch_size])
+                for key, value in self._optimizer_step(mini, loss_fn).items():
+                    metrics[key].append(value)
+        metrics["lr"].append(self.optimizer.param_groups[0]["lr"])
+        if min(metrics[f"{self.section}/skipped_steps"]) < 1.0:
+            self.lr_scheduler.step(increment=1)
+        metrics[f"{self.section}/weight_norm"].append(self._weight_norm())
+        return {key: sum(values) / len(values) for key, values in metrics.items()}
+
+    def _optimizer_step(
+        self, mini: Mapping[str, torch.Tensor], loss_fn: LossFn
+    ) -> dict[str, float]:
+        for chunk in self.chunks:
+            chunk.zero_grad_buffer()
+        self.optimizer.zero_grad()
+        mine = data_parallel_rows(mini["attention_mask"].cpu(), self.dp_size)[self.dp_rank]
+        local = select(mini, mine)
+        micros = [m for rows, m in self._micro_batches(local, self.train_batching) if rows.numel()]
+        whole = to_device(mini, self.device)
+        # megatron divides each micro-batch loss by their count and DDP averages over the
+        # data-parallel ranks; loss_fn's shares already add up to the mini-batch loss
+        scale = len(micros) * self.dp_size
+
+        def last_stage(micro: Mapping[str, torch.Tensor], output: LogprobOutput) -> Any:
+            loss, step_metrics = loss_fn(output, micro, whole)
+            reported = {k: float(v) for k, v in step_metrics.items()}
+            reported["_loss"] = float(loss.detach())
+            return loss * scale, reported
+
+        results = self._schedule(micros, False, last_stage)
+        success, grad_norm, _ = self.optimizer.step()
+        grad_norm = float("nan") if grad_norm is None else float(grad_norm)
+        skipped = not success or not math.isfinite(grad_norm)
+        averaged = self._metrics(results)
+        averaged[f"{self.section}/grad_norm"] = grad_norm
+        averaged[f"{self.section}/skipped_steps"] = float(skipped)
+        return averaged
+
+    def _metrics(self, results: list[dict[str, float]]) -> dict[str, float]:
+        """The last stage's micro-batch metrics, averaged, on every rank; the loss summed
+        over micro-batches and data-parallel ranks (the mini-batch loss)."""
+        gathered: list[Any] = [results]
+        if self.ps.get_pipeline_model_parallel_world_size() > 1:
+            dist.broadcast_object_list(
+                gathered,
+                src=self.ps.get_pipeline_model_parallel_last_rank(),
+                group=self.ps.get_pipeline_model_parallel_group(),
+            )
+        values: dict[str, list[float]] = defaultdict(list)
+        for result in gathered[0]:
+            for key, value in result.items():
+                values[key].append(value)
+        loss = torch.tensor(sum(values.pop("_loss", [])), dtype=torch.float64)
+        if self.dp_size > 1:
+            on_device = loss.to(self.device)
+            dist.all_reduce(on_device, group=self.ps.get_data_parallel_group())
+            loss = on_device.cpu()
+        out = {
+            (k if "/" in k else f"{self.section}/{k}"): sum(v) / len(v) for k, v in values.items()
+        }
+        out[f"{self.section}/loss"] = float(loss)
+        return out
+
+    @torch.no_grad()
+    def _weight_norm(self) -> float:
+        """The L2 norm of the whole model (TP shards and pipeline stages summed once)."""
+        from megatron.core.transformer.module import param_is_not_shared
+        from megatron.core.tensor_parallel import param_is_not_tensor_parallel_duplicate
+
+        total = torch.zeros((), dtype=torch.float64, device=self.device)
+        for chunk in self.chunks:
+            for param in chunk.parameters():
+                if param_is_not_shared(param) and param_is_not_tensor_parallel_duplicate(param):
+                    total += param.detach().double().pow(2).sum()
+        group = self.ps.get_model_parallel_group()
+        dist.all_reduce(total, group=group)
+        return float(total.sqrt())
+
+    # --- weights ----------------------------------------------------------------------
+
+    def export_weights(self) -> Iterator[tuple[str, torch.Tensor]]:
+        """Full tensors under their Hugging Face names, one at a time, on every rank in the
+        same order (each rank feeds its rollout replica): TP shards gathered, pipeline
+        stages' and expert ranks' tensors broadcast from their holder."""
+        for chunk in self.chunks:
+            yield from export_hf(unwrap(chunk), self.converter, self.device)
+
+    def load_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None:
+        """Replace the weights with full HF-named tensors (the reference from the actor)."""
+        tensors = list(named_tensors)
+        for chunk in self.chunks:
+            load_hf(unwrap(chunk), self.converter, tensors)
+
+    def offload(self) -> None:
+        """Parameters, gradients and optimizer state to CPU while another role works."""
+
+    def onload(self) -> None:
+        pass
+
+
+def hf_weights(config: Config, tokenizer: Any) -> Iterator[tuple[str, torch.Tensor]]:
+    """`model.path`'s tensors under their checkpoint names, one at a time: read from the
+    safetensors files (no full model in memory), or from the built-in model."""
+    from rl.core.models import load_causal_lm, model_source
+
+    source = model_source(config.model)
+    if source is not None:
+        from pathlib import Path
+
+        files = sorted(Path(source).glob("*.safetensors"))
+        if files:
+            from safetensors import safe_open
+
+            for file in files:
+                with safe_open(str(file), framework="pt") as reader:
+                    for name in reader.keys():  # noqa: SIM118 (safe_open has no __iter__)
+                        yield name, reader.get_tensor(name)
+            return
+    model = load_causal_lm(config.model, tokenizer, seed=config.trainer.seed)
+    yield from model.state_dict().items()

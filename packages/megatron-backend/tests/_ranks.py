@@ -1,0 +1,165 @@
+"""One rank of a megatron engine scenario: `python _ranks.py SCENARIO RANK WORLD PORT OUT LAYOUT`.
+
+Run by `mcore_world.run_ranks` in separate processes (gloo on CPU, the test-only CUDA
+shims of `_cpu_shims.py` installed first); each rank writes what the test compares to
+OUT/<rank>.pt. LAYOUT is a JSON object of `MegatronConfig` fields.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import warnings
+from pathlib import Path
+
+warnings.simplefilter("ignore")
+sys.path.insert(0, str(Path(__file__).parent))
+
+import _cpu_shims  # noqa: E402
+
+_cpu_shims.install()
+
+import torch  # noqa: E402
+
+from rl.core.config import OptimConfig  # noqa: E402
+from rl.core.config.megatron import MegatronConfig  # noqa: E402
+from rl.core.engines import Rollouts  # noqa: E402
+from rl.core.micro_batches import MicroBatching  # noqa: E402
+from rl.core.trainer.rollout_batch import build_batch  # noqa: E402
+
+TINY = dict(
+    hidden_size=64,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=16,
+    intermediate_size=128,
+    vocab_size=96,
+    max_position_embeddings=128,
+)
+MOE = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, norm_topk_prob=True)
+
+
+def hf_model(model_type: str) -> torch.nn.Module:
+    import transformers
+
+    extra = MOE if model_type == "qwen3_moe" else {}
+    config = transformers.AutoConfig.for_model(model_type, **TINY, **extra)
+    torch.manual_seed(0)
+    return transformers.AutoModelForCausalLM.from_config(config).float().eval()
+
+
+def checkpoint_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The tensors as `save_pretrained` writes them (per-expert names for Qwen3-MoE)."""
+    import tempfile
+
+    from safetensors.torch import load_file
+
+    with tempfile.TemporaryDirectory() as folder:
+        model.save_pretrained(folder)
+        return load_file(os.path.join(folder, "model.safetensors"))
+
+
+def ragged_batch(rows: int = 8, seed: int = 0) -> dict[str, torch.Tensor]:
+    """Prompts and responses of different lengths, empty responses included."""
+    generator = torch.Generator().manual_seed(seed)
+    prompts = [
+        torch.randint(1, TINY["vocab_size"], (3 + (5 * i) % 7,), generator=generator).tolist()
+        for i in range(rows)
+    ]
+    lengths = [9, 1, 0, 3, 9, 2, 5, 7][:rows]
+    responses = [
+        torch.randint(1, TINY["vocab_size"], (n,), generator=generator).tolist() for n in lengths
+    ]
+    return build_batch(Rollouts(prompts, responses, [[0.0] * len(r) for r in responses]), 0, 9)
+
+
+def token_mean_loss(output, micro, mini):
+    """-mean log p over the mini-batch's response tokens, weighted by a fixed advantage."""
+    mask = micro["response_mask"].float()
+    weight = 1.0 + 0.1 * torch.arange(mask.shape[1], dtype=torch.float32)
+    loss = -(output.logprobs * mask * weight).sum() / mini["response_mask"].sum()
+    return loss, {"entropy": float((output.entropy * mask).sum() / mask.sum().clamp(min=1))}
+
+
+HF: dict[str, tuple[torch.nn.Module, dict[str, torch.Tensor]]] = {}
+
+
+def reference(model_type: str) -> tuple[torch.nn.Module, dict[str, torch.Tensor]]:
+    """The HF model and its checkpoint tensors (built before torch.distributed starts:
+    `save_pretrained` writes only on rank 0 once it has)."""
+    if model_type not in HF:
+        model = hf_model(model_type)
+        HF[model_type] = model, checkpoint_tensors(model)
+    return HF[model_type]
+
+
+def engine(model_type: str, layout: dict, role: str = "ref", packed: bool = True, **kwargs):
+    from rl.megatron.engine import MegatronTrainEngine
+
+    model, tensors = reference(model_type)
+    return (
+        MegatronTrainEngine(
+            model.config,
+            lambda: iter(tensors.items()),
+            role,
+            megatron=MegatronConfig(**layout),
+            optim=None if role == "ref" else OptimConfig(lr=1e-2, grad_clip=1.0),
+            mini_batch_size=8,
+            use_remove_padding=packed,
+            train_batching=MicroBatching(rows=3),
+            **kwargs,
+        ),
+        model,
+        tensors,
+    )
+
+
+def scenario_logprobs(layout: dict, model_type: str = "qwen2") -> dict:
+    """Log-probs and entropy, packed and padded, and the HF model's for reference."""
+    batch = ragged_batch()
+    out = {}
+    for packed in (True, False):
+        mcore, model, _ = engine(model_type, layout, packed=packed)
+        result = mcore.compute_logprobs(batch)
+        out[f"packed={packed}"] = (result.logprobs, result.entropy)
+    from rl.fsdp.forward import response_logprobs
+
+    with torch.no_grad():
+        out["hf"] = response_logprobs(model, batch, 1.0, True, packed=False)
+    out["mask"] = batch["response_mask"]
+    return out
+
+
+def scenario_export(layout: dict, model_type: str = "qwen2") -> dict:
+    mcore, _, tensors = engine(model_type, layout)
+    return {"exported": dict(mcore.export_weights()), "original": tensors}
+
+
+def scenario_train(layout: dict, model_type: str = "qwen2", steps: int = 2) -> dict:
+    """Two train steps on one batch; the metrics and the updated (exported) weights."""
+    mcore, _, _ = engine(model_type, layout, role="actor")
+    batch = ragged_batch()
+    metrics = [mcore.train_step(batch, token_mean_loss) for _ in range(steps)]
+    return {"metrics": metrics, "weights": dict(mcore.export_weights())}
+
+
+def main() -> None:
+    scenario, rank, world, port, out, layout = sys.argv[1:7]
+    os.environ.update(
+        RANK=rank, WORLD_SIZE=world, LOCAL_RANK=rank, MASTER_ADDR="127.0.0.1", MASTER_PORT=port
+    )
+    options = json.loads(layout)
+    model_type = options.pop("model_type", "qwen2")
+    reference(model_type)
+    result = globals()[f"scenario_{scenario}"](options, model_type)
+    torch.save(result, Path(out) / f"{rank}.pt")
+    import torch.distributed as dist
+
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""Engine scenarios on 1, 2 or 4 CPU processes (gloo), each rank in its own interpreter.
+
+The CUDA shims megatron-core needs on CPU (`_cpu_shims.py`) are installed only in those
+processes, never in the pytest process or the package.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from rl.core.distributed import free_port
+
+RANKS = Path(__file__).parent / "_ranks.py"
+
+
+def _run(tmp_path: Path, scenario: str, world: int, layout: dict[str, Any]) -> list[Any]:
+    out = tmp_path / f"{scenario}-{world}-{abs(hash(json.dumps(layout, sort_keys=True)))}"
+    out.mkdir()
+    port = str(free_port())
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    ranks = [
+        subprocess.Popen(
+            [sys.executable, str(RANKS), scenario, str(rank), str(world), port, str(out)]
+            + [json.dumps(layout)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for rank in range(world)
+    ]
+    outputs = []
+    try:
+        for process in ranks:
+            outputs.append(process.communicate(timeout=600)[0])
+    finally:
+        for process in ranks:
+            process.kill()
+    failed = [
+        f"rank {rank} failed:\n{output[-3000:]}"
+        for rank, (process, output) in enumerate(zip(ranks, outputs, strict=True))
+        if process.returncode != 0
+    ]
+    assert not failed, "\n".join(failed)
+    return [torch.load(out / f"{rank}.pt", weights_only=False) for rank in range(world)]
+
+
+@pytest.fixture
+def run_ranks(tmp_path: Path) -> Callable[..., list[Any]]:
+    """`run_ranks(scenario, world, **layout)`: each rank's result of `_ranks.scenario_<name>`."""
+    pytest.importorskip("megatron.core", reason="megatron-core is not installed")
+
+    def run(scenario: str, world: int = 1, **layout: Any) -> list[Any]:
+        return _run(tmp_path, scenario, world, layout)
+
+    return run
