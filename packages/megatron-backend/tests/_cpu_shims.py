@@ -10,6 +10,7 @@ itself a CUDA one when asked by name. Collectives then run on gloo.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import torch
@@ -37,6 +38,27 @@ def _on_cpu(factory):
     return wrapped
 
 
+class _Stream:
+    """CUDA streams and events on CPU: everything is already in order."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        pass
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: _Stream()
+
+
+def _moe_splits_as_numpy() -> None:
+    """The all-to-all dispatcher turns its split sizes into numpy when it copies them
+    from the GPU; on CPU there is no copy, and torch's all_to_all refuses a tensor."""
+    from megatron.core.transformer.moe import token_dispatcher
+
+    def move(tensor, as_numpy=False, record_stream=False):
+        return tensor.numpy() if as_numpy and torch.is_tensor(tensor) else tensor
+
+    token_dispatcher.maybe_move_tensor_to_cpu = move
+
+
 @functools.cache
 def install() -> None:
     import megatron.core.tensor_parallel.random as mrandom
@@ -46,6 +68,9 @@ def install() -> None:
     torch.cuda.get_rng_state = lambda *a, **k: torch.get_rng_state()
     torch.cuda.set_rng_state = lambda state, *a, **k: torch.set_rng_state(state)
     torch.cuda.synchronize = lambda *a, **k: None
+    torch.cuda.Stream = torch.cuda.Event = _Stream
+    torch.cuda.current_stream = lambda *a, **k: _Stream()
+    torch.cuda.stream = lambda *a, **k: contextlib.nullcontext()
     mrandom._get_cuda_rng_state = lambda *a, **k: torch.get_rng_state()
     mrandom._set_cuda_rng_state = lambda state, *a, **k: torch.set_rng_state(state)
     for name in FACTORIES:
@@ -63,6 +88,7 @@ def install() -> None:
             return type_(self, *args, **kwargs)
         return type_(self).replace("torch.", "torch.cuda.", 1)
 
+    _moe_splits_as_numpy()
     torch.Tensor.to = tensor_to
     torch.Tensor.cuda = lambda self, *a, **k: self
     torch.Tensor.type = tensor_type

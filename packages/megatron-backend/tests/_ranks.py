@@ -129,12 +129,9 @@ def scenario_logprobs(layout: dict, model_type: str = "qwen2") -> dict:
     with torch.no_grad():
         out["hf"] = response_logprobs(model, batch, 1.0, True, packed=False)
     out["mask"] = batch["response_mask"]
+    out["exported"] = dict(mcore.export_weights())
+    out["original"] = reference(model_type)[1]
     return out
-
-
-def scenario_export(layout: dict, model_type: str = "qwen2") -> dict:
-    mcore, _, tensors = engine(model_type, layout)
-    return {"exported": dict(mcore.export_weights()), "original": tensors}
 
 
 def scenario_train(layout: dict, model_type: str = "qwen2", steps: int = 2) -> dict:
@@ -142,7 +139,24 @@ def scenario_train(layout: dict, model_type: str = "qwen2", steps: int = 2) -> d
     mcore, _, _ = engine(model_type, layout, role="actor")
     batch = ragged_batch()
     metrics = [mcore.train_step(batch, token_mean_loss) for _ in range(steps)]
-    return {"metrics": metrics, "weights": dict(mcore.export_weights())}
+    out = {"metrics": metrics, "weights": dict(mcore.export_weights())}
+    import torch.distributed as dist
+
+    if dist.get_world_size() == 1:  # the FSDP engine on the same model, loss and optimizer
+        import copy
+
+        from rl.fsdp.engine import FSDPTrainEngine
+
+        fsdp = FSDPTrainEngine(
+            copy.deepcopy(reference(model_type)[0]),
+            "actor",
+            optim=OptimConfig(lr=1e-2, grad_clip=1.0),
+            mini_batch_size=8,
+            train_batching=MicroBatching(rows=3),
+        )
+        out["fsdp_metrics"] = [fsdp.train_step(batch, token_mean_loss) for _ in range(steps)]
+        out["fsdp_weights"] = dict(fsdp.export_weights())
+    return out
 
 
 def main() -> None:

@@ -136,17 +136,23 @@ class MegatronTrainEngine:
             fp16=self.dtype == torch.float16,
             use_cpu_initialization=self.device.type != "cuda",
         )
-        if options["variable_seq_lengths"] and getattr(self, "_moe", False):
-            options["moe_token_dispatcher_type"] = "alltoall"  # allgather needs fixed lengths
+        # ranks' micro-batches differ in tokens; megatron's (default) allgather dispatcher
+        # assumes they do not (dense models ignore the setting)
+        options["moe_token_dispatcher_type"] = "alltoall"
         key = f"{self.section}.megatron.override_transformer_config"
         options.update(_known(TransformerConfig, m.override_transformer_config, key))
+        dispatcher = options.get("moe_token_dispatcher_type")
+        if dispatcher == "allgather" and m.expert_model_parallel_size > 1:
+            raise ConfigError(
+                f"{key}.moe_token_dispatcher_type = 'allgather' gathers equal token counts from "
+                "every expert-parallel rank, but RL micro-batches differ in length: use alltoall"
+            )
         return options
 
     def _build(self, hf_config: Any) -> list[torch.nn.Module]:
         """This rank's model chunks (one per virtual pipeline stage), wrapped for training."""
         ps = self.ps
         vpp = self.m.virtual_pipeline_model_parallel_size
-        self._moe = bool(getattr(hf_config, "num_experts", 0))
         overrides = self._transformer_overrides()
         self.tf_config = transformer_config(hf_config, self.dtype, **overrides)
         chunks = []
@@ -459,18 +465,20 @@ class MegatronTrainEngine:
 
     @torch.no_grad()
     def _weight_norm(self) -> float:
-        """The L2 norm of the whole model (TP shards and pipeline stages summed once)."""
-        from megatron.core.transformer.module import param_is_not_shared
+        """The L2 norm of the whole model: each TP shard, pipeline stage and expert once."""
         from megatron.core.tensor_parallel import param_is_not_tensor_parallel_duplicate
+        from megatron.core.transformer.module import param_is_not_shared
 
-        total = torch.zeros((), dtype=torch.float64, device=self.device)
+        dense = torch.zeros((), dtype=torch.float64, device=self.device)
+        experts = torch.zeros((), dtype=torch.float64, device=self.device)
         for chunk in self.chunks:
             for param in chunk.parameters():
                 if param_is_not_shared(param) and param_is_not_tensor_parallel_duplicate(param):
+                    total = experts if not getattr(param, "allreduce", True) else dense
                     total += param.detach().double().pow(2).sum()
-        group = self.ps.get_model_parallel_group()
-        dist.all_reduce(total, group=group)
-        return float(total.sqrt())
+        dist.all_reduce(dense, group=self.ps.get_model_parallel_group())
+        dist.all_reduce(experts, group=self.ps.get_expert_tensor_model_pipeline_parallel_group())
+        return float((dense + experts).sqrt())
 
     # --- weights ----------------------------------------------------------------------
 

@@ -114,8 +114,8 @@ def build_gpt_model(
         TransformerBlockSubmodules,
         get_num_layers_to_build,
     )
-
     from rl.megatron.attention import CausalCoreAttention
+    from rl.megatron.compat import fix_router_without_te
     from rl.megatron.norm import LocalRMSNorm
 
     tc = transformer_config(config, params_dtype, **overrides)
@@ -127,6 +127,7 @@ def build_gpt_model(
         layers = layer_spec(
             num_experts=tc.num_moe_experts, qk_layernorm=tc.qk_layernorm, normalization="RMSNorm"
         )
+        fix_router_without_te()
         layers.submodules.input_layernorm = LocalRMSNorm
         layers.submodules.pre_mlp_layernorm = LocalRMSNorm
         attention = layers.submodules.self_attention.submodules

@@ -69,8 +69,14 @@ def _check_layers(layers: int, m: MegatronConfig, key: str) -> None:
     override = m.override_transformer_config
     first = override.get("num_layers_in_first_pipeline_stage")
     last = override.get("num_layers_in_last_pipeline_stage")
-    if vpp is not None and pp == 1:
-        raise ConfigError(f"{key}.virtual_pipeline_model_parallel_size = {vpp} needs PP > 1")
+    if vpp is not None:
+        # megatron-core's interleaved schedule paired a chunk's micro-batch with another
+        # micro-batch's activations when their lengths differed (CPU test, PP 2 × VPP 2):
+        # refused until that is understood, rather than training on mixed-up rows
+        raise ConfigError(
+            f"{key}.virtual_pipeline_model_parallel_size = {vpp}: the interleaved pipeline "
+            "schedule is not supported yet with variable-length RL micro-batches; use null"
+        )
     if first is None and last is None:
         chunks = pp * (vpp or 1)
         if layers % chunks:

@@ -1,0 +1,118 @@
+"""The megatron engine against Hugging Face and against itself at other layouts.
+
+Each scenario runs in 1 or 2 real processes (gloo on CPU, megatron-core's local spec with
+the test-only CUDA shims); `_ranks.py` holds the scenarios. References are independent:
+the HF model's own forward (fp32) for log-probs, the checkpoint's tensors for the weight
+round trip, and the TP = PP = EP = DP = 1 run for training (itself checked against
+log-probs of HF).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytestmark = [pytest.mark.megatron, pytest.mark.slow]
+
+LAYOUTS = {
+    "TP=1": (1, {}),
+    "TP=2 (sequence parallel)": (2, {"tensor_model_parallel_size": 2}),
+    "TP=2 (no sequence parallel)": (
+        2,
+        {"tensor_model_parallel_size": 2, "sequence_parallel": False},
+    ),
+}
+
+
+def close_to_hf(result, atol=2e-5):
+    mask = result["mask"].bool()
+    hf_logprobs, hf_entropy = result["hf"]
+    for key in ("packed=True", "packed=False"):
+        logprobs, entropy = result[key]
+        assert (logprobs - hf_logprobs)[mask].abs().max() < atol, key
+        assert (entropy - hf_entropy)[mask].abs().max() < atol, key
+        assert not logprobs[~mask].any() and not entropy[~mask].any(), key  # zeros at padding
+
+
+def bit_exact_round_trip(result):
+    exported, original = result["exported"], result["original"]
+    assert list(exported) == [n for n in exported if n in original]
+    assert set(exported) == set(original)
+    for name, tensor in original.items():
+        assert torch.equal(exported[name], tensor), name
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_logprobs_equal_hf_packed_and_padded_and_weights_round_trip(run_ranks, layout):
+    world, options = LAYOUTS[layout]
+    for result in run_ranks("logprobs", world, **options):
+        close_to_hf(result)
+        bit_exact_round_trip(result)
+
+
+def test_qwen3_moe_at_ep2_equals_hf(run_ranks):
+    for result in run_ranks("logprobs", 2, model_type="qwen3_moe", expert_model_parallel_size=2):
+        close_to_hf(result)
+        bit_exact_round_trip(result)
+
+
+@pytest.fixture(scope="module")
+def reference_runs():
+    return {}
+
+
+def trained(run_ranks, cache, world, **layout):
+    key = (world, tuple(sorted(layout.items())))
+    if key not in cache:
+        cache[key] = run_ranks("train", world, **layout)
+    return cache[key]
+
+
+def same_training(reference, results, weights_atol=5e-5):
+    """Equal metrics (loss, gradient norm, weight norm) and updated weights. Two AdamW
+    steps at lr 1e-2 turn reduction-order rounding (~1e-7) into ~1e-5 differences in the
+    weights: the bound is 0.5 % of one step."""
+    (ref,) = reference
+    for result in results:
+        for mine, theirs in zip(result["metrics"], ref["metrics"], strict=True):
+            for key in ("actor/loss", "actor/grad_norm", "actor/weight_norm", "lr"):
+                assert mine[key] == pytest.approx(theirs[key], rel=1e-5), key
+        assert set(result["weights"]) == set(ref["weights"])
+        for name, tensor in ref["weights"].items():
+            assert (result["weights"][name] - tensor).abs().max() < weights_atol, name
+
+
+@pytest.mark.parametrize(
+    "world, layout",
+    [
+        (2, {"tensor_model_parallel_size": 2}),
+        (2, {}),  # data parallel, distributed optimizer
+        (2, {"pipeline_model_parallel_size": 2}),
+    ],
+    ids=["TP=2", "DP=2", "PP=2"],
+)
+def test_training_steps_equal_the_single_rank_ones(run_ranks, reference_runs, world, layout):
+    reference = trained(run_ranks, reference_runs, 1)
+    same_training(reference, trained(run_ranks, reference_runs, world, **layout))
+
+
+def test_qwen3_moe_training_at_ep2_equals_ep1(run_ranks, reference_runs):
+    reference = trained(run_ranks, reference_runs, 1, model_type="qwen3_moe")
+    results = trained(
+        run_ranks, reference_runs, 2, model_type="qwen3_moe", expert_model_parallel_size=2
+    )
+    same_training(reference, results)
+
+
+def test_the_single_rank_step_equals_the_fsdp_engines(run_ranks, reference_runs):
+    """An independent reference: the FSDP engine (HF model, torch AdamW) on the same batch,
+    loss and optimizer settings reports the same loss and gradient norm and ends with the
+    same weights."""
+    (ref,) = trained(run_ranks, reference_runs, 1)
+    for mine, theirs in zip(ref["metrics"], ref["fsdp_metrics"], strict=True):
+        for key in ("actor/loss", "actor/grad_norm", "actor/weight_norm", "lr"):
+            assert mine[key] == pytest.approx(theirs[key], rel=1e-5), key
+    for name, tensor in ref["fsdp_weights"].items():
+        assert (ref["weights"][name] - tensor).abs().max() < 5e-5, name
+    first, second = ref["metrics"]
+    assert second["actor/loss"] < first["actor/loss"] - 0.1  # and it learns
