@@ -159,10 +159,34 @@ def scenario_train(layout: dict, model_type: str = "qwen2", steps: int = 2) -> d
     return out
 
 
+def scenario_resume(layout: dict, model_type: str = "qwen2") -> dict:
+    """Step, save, step; and a fresh engine that loads the checkpoint and steps: both
+    second steps must agree (weights, optimizer moments, LR schedule restored)."""
+    folder = Path(os.environ["RL_TEST_OUT"]) / "checkpoint"
+    batch = ragged_batch()
+    first, _, _ = engine(model_type, layout, role="actor")
+    first.train_step(batch, token_mean_loss)
+    first.save(str(folder))
+    straight = first.train_step(batch, token_mean_loss)
+    straight_weights = dict(first.export_weights())
+    second, _, _ = engine(model_type, layout, role="actor")
+    second.load(str(folder))
+    resumed = second.train_step(batch, token_mean_loss)
+    return {
+        "straight": (straight, straight_weights),
+        "resumed": (resumed, dict(second.export_weights())),
+    }
+
+
 def main() -> None:
     scenario, rank, world, port, out, layout = sys.argv[1:7]
     os.environ.update(
-        RANK=rank, WORLD_SIZE=world, LOCAL_RANK=rank, MASTER_ADDR="127.0.0.1", MASTER_PORT=port
+        RL_TEST_OUT=out,
+        RANK=rank,
+        WORLD_SIZE=world,
+        LOCAL_RANK=rank,
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=port,
     )
     options = json.loads(layout)
     model_type = options.pop("model_type", "qwen2")

@@ -29,8 +29,7 @@ def _run(tmp_path: Path, scenario: str, world: int, layout: dict[str, Any]) -> l
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     ranks = [
         subprocess.Popen(
-            [sys.executable, str(RANKS), scenario, str(rank), str(world), port, str(out)]
-            + [json.dumps(layout)],
+            [sys.executable, RANKS, scenario, str(rank), str(world), port, out, json.dumps(layout)],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

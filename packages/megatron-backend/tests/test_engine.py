@@ -116,3 +116,20 @@ def test_the_single_rank_step_equals_the_fsdp_engines(run_ranks, reference_runs)
         assert (ref["weights"][name] - tensor).abs().max() < 5e-5, name
     first, second = ref["metrics"]
     assert second["actor/loss"] < first["actor/loss"] - 0.1  # and it learns
+
+
+@pytest.mark.parametrize(
+    "layout", [{"tensor_model_parallel_size": 2}, {}], ids=["TP=2", "DP=2 distributed optimizer"]
+)
+def test_a_resumed_step_is_bit_identical_to_the_uninterrupted_one(run_ranks, layout):
+    """dist-checkpointing of the model and the (distributed) optimizer state, and the LR
+    schedule, the Adam step and the sampling generator beside it: the step after loading
+    equals the step the saving engine took next, bit for bit."""
+    for result in run_ranks("resume", 2, **layout):
+        (straight, straight_weights), (resumed, resumed_weights) = (
+            result["straight"],
+            result["resumed"],
+        )
+        assert resumed == straight
+        for name, tensor in straight_weights.items():
+            assert torch.equal(resumed_weights[name], tensor), name

@@ -193,6 +193,12 @@ class FSDPTrainEngine:
             ).ulysses_sequence_parallel_size,
         )
 
+    @classmethod
+    def replica_size(cls, config: Config, role: str) -> int:
+        """Consecutive ranks that share rows: a Ulysses group."""
+        section = config.critic if role == "critic" else config.actor
+        return section.ulysses_sequence_parallel_size
+
     # --- forward ------------------------------------------------------------------
 
     def _fused(self) -> bool:

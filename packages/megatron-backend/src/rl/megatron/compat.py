@@ -5,6 +5,9 @@ Each is a no-op once megatron-core has fixed it; none changes behaviour on CUDA.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 def fix_router_without_te() -> None:
     """megatron-core 0.16 reads `moe_utils.te_general_gemm` in the MoE router's gating
@@ -15,3 +18,74 @@ def fix_router_without_te() -> None:
 
     if not hasattr(moe_utils, "te_general_gemm"):
         moe_utils.te_general_gemm = None
+
+
+@contextmanager
+def fresh_adam_state(optimizer: object) -> Iterator[None]:
+    """Within: a fresh megatron optimizer has the Adam state a checkpoint overwrites.
+
+    Without TransformerEngine or Apex, megatron-core 0.16's distributed optimizer reads
+    the torch Adam `step` of every parameter when building the state dict to load into,
+    and asserts there is exactly one value; a fresh optimizer has none (its
+    `init_state_fn` creates the moments but no step). Zero moments and step 0 are what a
+    fresh Adam has anyway. The steps added are removed on the way out (the checkpoint's
+    per-parameter state has none; the loaded global step is set by the load itself).
+    """
+    _add_steps(optimizer)
+    try:
+        yield
+    finally:
+        for state in _states(optimizer):
+            state.pop("step", None)
+
+
+def _states(optimizer: object) -> Iterator[dict]:
+    import torch
+
+    for chained in getattr(optimizer, "chained_optimizers", [optimizer]):
+        inner = getattr(chained, "optimizer", None)
+        if isinstance(inner, torch.optim.Optimizer):
+            for group in inner.param_groups:
+                for param in group["params"]:
+                    yield inner.state[param]
+
+
+def _add_steps(optimizer: object) -> None:
+    import torch
+
+    for chained in getattr(optimizer, "chained_optimizers", [optimizer]):
+        inner = getattr(chained, "optimizer", None)
+        if not isinstance(inner, torch.optim.Optimizer):
+            continue
+        for group in inner.param_groups:
+            for param in group["params"]:
+                state = inner.state[param]
+                if "step" not in state:
+                    state["step"] = torch.zeros((), dtype=torch.float32)
+                    state.setdefault("exp_avg", torch.zeros_like(param))
+                    state.setdefault("exp_avg_sq", torch.zeros_like(param))
+
+
+def adam_step(optimizer: object) -> float | None:
+    """The torch Adam step count (every parameter steps together under megatron: its
+    gradient buffers hold zeros for parameters without a gradient); None under TE/Apex's
+    fused Adam, which keeps it per parameter group."""
+    for state in _states(optimizer):
+        if "step" in state:
+            return float(state["step"])
+    return None
+
+
+def set_adam_steps(optimizer: object, step: float | None) -> None:
+    """After a load without TransformerEngine/Apex, megatron-core 0.16 restores torch
+    Adam's `step` from a value it did not save correctly (0 after one step, measured), and
+    gives every parameter the *same* tensor, which torch's Adam increments in place once
+    per parameter: the bias correction would be wrong from the first step after resuming.
+    Each parameter gets its own copy of the step saved beside the checkpoint."""
+    import torch
+
+    if step is None:
+        return
+    for state in _states(optimizer):
+        if "step" in state:
+            state["step"] = torch.tensor(step, dtype=torch.float32)

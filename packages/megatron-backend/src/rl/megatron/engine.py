@@ -17,12 +17,14 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
+from pathlib import Path
 from typing import Any, Literal
 
 import torch
 import torch.distributed as dist
 
 from rl.core.batch import batch_size, select, to_device
+from rl.core.checkpoint_io import load_state, save_state
 from rl.core.config import Config, ConfigError, OptimConfig
 from rl.core.config.megatron import MegatronConfig
 from rl.core.distributed import ensure_process_group
@@ -39,6 +41,10 @@ from rl.megatron.weights import export_hf, load_hf
 
 Role = Literal["actor", "ref", "critic"]
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+CRITIC_UNSUPPORTED = (
+    "critic.strategy = 'megatron' is not supported yet: use critic.strategy=fsdp (the actor "
+    "and reference can run on megatron)"
+)
 DECAY_STYLES = {"constant": "constant", "cosine": "cosine", "linear": "linear", "wsd": "WSD"}
 
 
@@ -78,10 +84,7 @@ class MegatronTrainEngine:
         section: str = "actor",
     ) -> None:
         if role == "critic":
-            raise ConfigError(
-                "critic.strategy = 'megatron' is not supported yet: use critic.strategy=fsdp "
-                "(the actor and reference can run on megatron)"
-            )
+            raise ConfigError(CRITIC_UNSUPPORTED)
         self.role, self.section = role, section
         self.device = torch.device(device)
         self.m = megatron or MegatronConfig()
@@ -94,6 +97,7 @@ class MegatronTrainEngine:
         self.packed = use_remove_padding
         self.dtype = DTYPES[self.m.dtype or dtype]
         self.spec = resolve_spec("auto")
+        self.hf_config = hf_config
         self.converter = converter_for(hf_config, spec=self.spec)
         self.chunks = self._build(hf_config)
         for chunk in self.chunks:  # each virtual stage takes its layers from a stream
@@ -281,6 +285,22 @@ class MegatronTrainEngine:
             forward_batching=forward,
             section=name,
         )
+
+    @classmethod
+    def preflight(cls, config: Config, role: str) -> None:
+        """The layout against the model's shapes and the world, before any process starts."""
+        from rl.core.models import load_model_config, load_tokenizer
+
+        if role == "critic":
+            raise ConfigError(CRITIC_UNSUPPORTED)
+        world = 1
+        if config.trainer.launcher == "ray":
+            from rl.core.workers.launch import ray_world
+
+            world = ray_world(config)[0]
+        hf_config = load_model_config(config.model, load_tokenizer(config.model))
+        section = getattr(config, role)
+        check_layout(hf_config, section.megatron, world, role, section.use_remove_padding)
 
     @classmethod
     def replica_size(cls, config: Config, role: str) -> int:
@@ -494,6 +514,83 @@ class MegatronTrainEngine:
         tensors = list(named_tensors)
         for chunk in self.chunks:
             load_hf(unwrap(chunk), self.converter, tensors)
+
+    # --- checkpoints ----------------------------------------------------------------
+
+    def _sharded_state(self, is_loading: bool = False) -> dict[str, Any]:
+        """What megatron's dist-checkpointing saves: each chunk's sharded model state and
+        (actor) the optimizer's, sharded as the distributed optimizer holds it."""
+        state: dict[str, Any] = {}
+        for i, chunk in enumerate(self.chunks):
+            state[f"model{i}"] = unwrap(chunk).sharded_state_dict()
+        if self.optimizer is not None:
+            merged: dict[str, Any] = {}
+            for value in state.values():
+                merged.update(value)
+            # per-bucket optimizer shards: parallel writes, reshardable over DP only (the
+            # per-parameter formats fail without TE/Apex in megatron-core 0.16)
+            state["optimizer"] = self.optimizer.sharded_state_dict(
+                merged,
+                is_loading=is_loading,
+                metadata={"distrib_optim_sharding_type": "dp_reshardable"},
+            )
+        return state
+
+    def save(self, path: str) -> None:
+        """megatron-core dist-checkpointing into `path`/dist (every rank writes its shards,
+        loadable at another TP/PP/DP layout), and the rest (LR schedule, sampling
+        generator) by rank 0 into `path`/state.pt. A failed write is an OSError."""
+        from megatron.core import dist_checkpointing
+        from rl.megatron.compat import adam_step
+
+        folder = Path(path)
+        (folder / "dist").mkdir(parents=True, exist_ok=True)
+        try:
+            dist_checkpointing.save(self._sharded_state(), str(folder / "dist"))
+        except Exception as error:  # CheckpointingException wraps the OS's error
+            if isinstance(error, OSError):
+                raise
+            raise OSError(f"megatron checkpoint write to {folder} failed: {error}") from error
+        if dist.get_rank() == 0:
+            state: dict[str, Any] = {"generator": self.generator.get_state()}
+            if self.lr_scheduler is not None:
+                state["lr_scheduler"] = self.lr_scheduler.state_dict()
+                state["adam_step"] = adam_step(self.optimizer)
+            save_state(state, folder / "state.pt")
+        dist.barrier()
+
+    def load(self, path: str) -> None:
+        from megatron.core import dist_checkpointing
+        from rl.megatron.compat import fresh_adam_state, set_adam_steps
+
+        folder = Path(path)
+        with fresh_adam_state(self.optimizer):
+            sharded = self._sharded_state(is_loading=True)
+        loaded = dist_checkpointing.load(sharded, str(folder / "dist"))
+        for i, chunk in enumerate(self.chunks):
+            unwrap(chunk).load_state_dict(loaded[f"model{i}"])
+        state = load_state(folder / "state.pt")
+        if self.optimizer is not None:
+            with torch.no_grad():
+                self.optimizer.load_state_dict(loaded["optimizer"])
+            set_adam_steps(self.optimizer, state.get("adam_step"))
+        self.generator.set_state(state["generator"])
+        if self.lr_scheduler is not None:
+            self.lr_scheduler.load_state_dict(state["lr_scheduler"])
+
+    def save_hf(self, path: str, tokenizer: Any = None) -> None:
+        """A Hugging Face folder (safetensors, the model's config) from the exported weights."""
+        tensors = {name: t.cpu().contiguous() for name, t in self.export_weights()}
+        if dist.get_rank() == 0:
+            from safetensors.torch import save_file
+
+            folder = Path(path)
+            folder.mkdir(parents=True, exist_ok=True)
+            self.hf_config.save_pretrained(folder)
+            save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+            if tokenizer is not None:
+                tokenizer.save_pretrained(folder)
+        dist.barrier()
 
     def offload(self) -> None:
         """Parameters, gradients and optimizer state to CPU while another role works."""

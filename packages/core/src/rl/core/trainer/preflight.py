@@ -139,6 +139,19 @@ def _resume(config: Config) -> None:
 
 def _train_engines(config: Config) -> None:
     check_engine(config.actor.strategy, "train", "actor.strategy")
+    _engine_checks(config, "actor")
+
+
+def _engine_checks(config: Config, role: str) -> None:
+    """The train engine's own checks of the config (a parallel layout against the model's
+    shapes and the world): `preflight(config, role)`, optional in the contract."""
+    from rl.core.registry import load_engine_class
+
+    strategy = getattr(config, role).strategy
+    engine_class = load_engine_class(strategy, "train", key=f"{role}.strategy")
+    check = getattr(engine_class, "preflight", None)
+    if check is not None:
+        check(config, role)
 
 
 def _launcher(config: Config) -> None:
@@ -157,4 +170,5 @@ def _launcher(config: Config) -> None:
 def _rl_engines(config: Config) -> None:
     if config.uses_critic:
         check_engine(config.critic.strategy, "train", "critic.strategy")
+        _engine_checks(config, "critic")
     check_engine(config.rollout.name, "rollout", "rollout.name")

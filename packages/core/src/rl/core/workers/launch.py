@@ -100,18 +100,32 @@ def ray_world(config: Config) -> tuple[int, float]:
     return world, config.cluster.cpus_per_worker
 
 
+def replica_size(config: Config, role: str) -> int:
+    """Consecutive ranks that hold one copy of `role`'s model between them and take the
+    same rows (Ulysses' group, megatron's TP × CP × PP): the train engine's answer
+    (`replica_size(config, role)`, optional in the contract; 1 when absent)."""
+    from rl.core.registry import load_engine_class
+
+    section = "critic" if role == "critic" else "actor"
+    strategy = getattr(config, section).strategy
+    engine_class = load_engine_class(strategy, "train", key=f"{section}.strategy")
+    size = getattr(engine_class, "replica_size", None)
+    return int(size(config, role)) if size is not None else 1
+
+
 def check_divisible(config: Config, world: int) -> None:
     """Rows split evenly over data-parallel ranks (every rank runs as many passes): the
-    world divided by each role's Ulysses size (ROLL's global batch arithmetic)."""
+    world divided by each role's ranks per model copy (ROLL's global batch arithmetic)."""
     n = config.rollout.n
     sections: list[tuple[str, Any]] = [("actor", config.actor)]
     if config.uses_critic:
         sections.append(("critic", config.critic))
     for section, role in sections:
-        sp = role.ulysses_sequence_parallel_size
+        sp = replica_size(config, section)
         if world % sp:
             raise ConfigError(
-                f"{section}.ulysses_sequence_parallel_size = {sp} does not divide the {world} ranks"
+                f"{section}: {sp} ranks per model copy (ulysses_sequence_parallel_size, or "
+                f"megatron's TP × PP × CP) do not divide the {world} ranks"
             )
         dp = world // sp
         for key, size in (
@@ -149,8 +163,8 @@ def launch_roles(config: Config, total_steps: int) -> LaunchedRoles:
         group.shutdown()
         raise
     rollout = RolloutRole(group, rerank=config.rollout.data_rerank)
-    actor_sp = config.actor.ulysses_sequence_parallel_size
-    critic_sp = config.critic.ulysses_sequence_parallel_size
+    actor_sp = replica_size(config, "actor")
+    critic_sp = replica_size(config, "critic") if "critic" in roles else 1
     return LaunchedRoles(
         actor=TrainRole(group, "actor", actor_sp),
         rollout=rollout,
