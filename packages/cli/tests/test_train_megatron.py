@@ -1,0 +1,95 @@
+"""`rl train` with the megatron engine: the demo learns on CPU at TP = 1, and bad layouts
+are refused before anything starts.
+
+megatron-core needs CUDA-shaped calls answered on CPU: the run gets the test-only shims
+through `sitecustomize` on PYTHONPATH (packages/megatron-backend/tests/cpu_site); the
+package itself has none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("megatron.core", reason="megatron-core is not installed")
+pytestmark = pytest.mark.megatron
+
+ROOT = Path(__file__).resolve().parents[3]
+CPU_SITE = ROOT / "packages" / "megatron-backend" / "tests" / "cpu_site"
+
+
+def metrics_rows(output_dir):
+    return [
+        json.loads(line) for line in (Path(output_dir) / "metrics.jsonl").read_text().splitlines()
+    ]
+
+
+@pytest.mark.slow
+def test_the_demo_learns_on_the_megatron_engine(tmp_path, rl_executable):
+    """The embedded default with `actor.strategy=megatron` (actor and reference on
+    megatron-core, TP = PP = 1, the HF rollout engine fed by the megatron export). Same
+    margins as the FSDP demo test: a gain of 0.15 and no fall-back of more than 0.10 (seed
+    1 here: 0.30 -> see the closing note of issue 13)."""
+    env = {**os.environ, "PYTHONPATH": str(CPU_SITE)}
+    result = subprocess.run(
+        [
+            rl_executable,
+            "train",
+            "actor.strategy=megatron",
+            f"trainer.output_dir={tmp_path}",
+            "trainer.progress_bar=false",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    accuracy = [r["val/accuracy"] for r in metrics_rows(tmp_path) if "val/accuracy" in r]
+    assert len(accuracy) >= 5
+    assert accuracy[-1] - accuracy[0] >= 0.15, accuracy
+    assert accuracy[-1] >= max(accuracy) - 0.10, accuracy
+
+
+def test_rl_train_refuses_a_bad_layout_before_starting_anything(tmp_path, rl_executable):
+    """The built-in model has 2 attention heads and 1 KV head: TP 2 cannot split them."""
+    start = time.monotonic()
+    result = subprocess.run(
+        [
+            rl_executable,
+            "train",
+            "actor.strategy=megatron",
+            "actor.megatron.tensor_model_parallel_size=2",
+            f"trainer.output_dir={tmp_path}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "actor.megatron.tensor_model_parallel_size = 2 does not divide" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "metrics.jsonl").exists()
+    assert time.monotonic() - start < 60
+
+
+def test_the_critic_is_refused_on_megatron(tmp_path, rl_executable):
+    result = subprocess.run(
+        [
+            rl_executable,
+            "train",
+            "algorithm.adv_estimator=gae",
+            "critic.strategy=megatron",
+            f"trainer.output_dir={tmp_path}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "critic.strategy = 'megatron' is not supported yet" in result.stderr

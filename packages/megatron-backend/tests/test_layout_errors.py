@@ -1,0 +1,86 @@
+"""Bad layouts are refused before any process group starts, naming the key."""
+
+from __future__ import annotations
+
+import pytest
+from transformers import AutoConfig
+
+from rl.core.config import ConfigError
+from rl.core.config.megatron import MegatronConfig
+from rl.megatron.parallel import check_layout
+
+pytestmark = pytest.mark.megatron
+
+QWEN2 = dict(
+    hidden_size=64,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    intermediate_size=128,
+    vocab_size=96,
+)
+
+
+def config(model_type="qwen2", **overrides):
+    extra = {"num_experts": 4, "num_experts_per_tok": 2} if model_type == "qwen3_moe" else {}
+    return AutoConfig.for_model(model_type, **{**QWEN2, **extra, **overrides})
+
+
+@pytest.mark.parametrize(
+    ("hf", "layout", "world", "words"),
+    [
+        (config(), {"tensor_model_parallel_size": 3}, 3, "num_attention_heads (4)"),
+        (
+            config(num_key_value_heads=1),
+            {"tensor_model_parallel_size": 2},
+            2,
+            "num_key_value_heads",
+        ),
+        (config(vocab_size=97), {"tensor_model_parallel_size": 2}, 2, "vocabulary (97 tokens)"),
+        (config(), {"pipeline_model_parallel_size": 3}, 3, "do not divide the model's 4 layers"),
+        (config(), {"tensor_model_parallel_size": 2}, 3, "does not divide the world of 3"),
+        (config(), {"expert_model_parallel_size": 2}, 2, "the model has no experts"),
+        (
+            config("qwen3_moe"),
+            {"expert_model_parallel_size": 3},
+            3,
+            "does not divide the model's 4 experts",
+        ),
+        (config("gpt2"), {}, 1, "'gpt2' model, which the megatron engine does not support"),
+        (
+            config(),
+            {"pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2},
+            2,
+            "virtual_pipeline_model_parallel_size",
+        ),
+    ],
+    ids=[
+        "tp-heads",
+        "tp-kv-heads",
+        "tp-vocab",
+        "pp-layers",
+        "world",
+        "ep-dense",
+        "ep-experts",
+        "architecture",
+        "vpp",
+    ],
+)
+def test_bad_layouts_name_the_key(hf, layout, world, words):
+    with pytest.raises(ConfigError, match="actor.megatron|model.path") as error:
+        check_layout(hf, MegatronConfig(**layout), world, "actor")
+    assert words in str(error.value)
+
+
+def test_uneven_first_and_last_stages_are_checked():
+    layout = MegatronConfig(
+        pipeline_model_parallel_size=2,
+        override_transformer_config={"num_layers_in_first_pipeline_stage": 3},
+    )
+    check_layout(config(), layout, 2)  # 3 + 1 layers: fine
+    bad = MegatronConfig(
+        pipeline_model_parallel_size=3,
+        override_transformer_config={"num_layers_in_first_pipeline_stage": 3},
+    )
+    with pytest.raises(ConfigError, match="leave 1 of 4 layers for 2 middle stages"):
+        check_layout(config(), bad, 3)
