@@ -118,6 +118,19 @@ def build(session: nox.Session) -> None:
 
 
 @nox.session
+def install_check(session: nox.Session) -> None:
+    """`pip install rl-core rl-megatron` from freshly built wheels into a clean virtualenv:
+    the registry finds the megatron engine and a tiny GPT runs forward (~3 min)."""
+    session.install("build>=1.2")
+    dist = ROOT / "dist"
+    for package in ("kernels", "core", "megatron-backend"):
+        session.run(
+            "python", "-m", "build", "--wheel", "--outdir", str(dist), f"packages/{package}"
+        )
+    session.run("python", "scripts/check_install.py", "--dist", str(dist))
+
+
+@nox.session
 def demo_seeds(session: nox.Session) -> None:
     """The embedded demo over seeds 1-5 (~10 min on 2 cores): start/final validation
     accuracy as mean ± sd; `nox --no-venv -s demo_seeds -- --seeds 1 2` for fewer."""

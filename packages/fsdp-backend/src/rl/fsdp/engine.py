@@ -114,6 +114,7 @@ class FSDPTrainEngine:
             self.model.requires_grad_(False)
         else:
             assert optim is not None, f"the {role} engine needs an optimizer config"
+            _refuse_megatron_schedule_keys(optim, section)
             self.optimizer = torch.optim.AdamW(
                 self.model.parameters(),
                 lr=optim.lr,
@@ -419,3 +420,26 @@ class FSDPTrainEngine:
                 for key, value in state.items():
                     if isinstance(value, torch.Tensor):
                         state[key] = value.to(device, non_blocking=True)
+
+
+MEGATRON_SCHEDULE_KEYS = (
+    "lr_warmup_init",
+    "lr_decay_steps",
+    "lr_wsd_decay_style",
+    "weight_decay_incr_style",
+    "use_checkpoint_opt_param_scheduler",
+)
+
+
+def _refuse_megatron_schedule_keys(optim: OptimConfig, section: str) -> None:
+    """Schedule keys only the megatron engine reads: an error rather than silence."""
+    default = OptimConfig()
+    for key in MEGATRON_SCHEDULE_KEYS:
+        if getattr(optim, key) != getattr(default, key):
+            from rl.core.config import ConfigError
+
+            raise ConfigError(
+                f"{section}.optim.{key} = {getattr(optim, key)!r} is read by the megatron "
+                f"engine only ({section}.strategy=megatron); the FSDP engine's schedule is "
+                "lr_scheduler / lr_warmup_steps / min_lr_ratio / wsd_decay_ratio"
+            )
