@@ -53,6 +53,13 @@ def config(model_type="qwen2", **overrides):
             2,
             "virtual_pipeline_model_parallel_size",
         ),
+        (config(), {"param_offload": True}, 1, "not implemented in rl-megatron yet"),
+        (
+            config(),
+            {"use_dist_checkpointing": True, "dist_checkpointing_path": "/x"},
+            1,
+            "starting from a megatron checkpoint is not implemented yet",
+        ),
     ],
     ids=[
         "tp-heads",
@@ -64,6 +71,8 @@ def config(model_type="qwen2", **overrides):
         "ep-experts",
         "architecture",
         "vpp",
+        "offload",
+        "dist-checkpoint-start",
     ],
 )
 def test_bad_layouts_name_the_key(hf, layout, world, words):

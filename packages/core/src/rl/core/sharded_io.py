@@ -88,12 +88,21 @@ class TensorsOnlyPlanner(DefaultLoadPlanner):
         )
 
 
+ZIP_WRITE_FAILURE = re.compile(r"unexpected pos|PytorchStreamWriter|inline_container")
+
+
 def save_sharded(state: dict[str, Any], folder: str | Path) -> None:
     """Every rank writes its shards of `state` (nested dicts of tensors / DTensors) into
     `folder`; a collective when a process group is up. Write errors are OSError."""
     _check_tensors(state, "")
     try:
         dcp.save(state, storage_writer=FileSystemWriter(str(folder)))
+    except RuntimeError as error:
+        # the coordinator's last step (the metadata file) can raise torch's zip-writer
+        # error unwrapped, e.g. at a file-size limit
+        if not ZIP_WRITE_FAILURE.search(str(error)):
+            raise
+        raise OSError(errno.EIO, f"{folder}: {str(error).strip().splitlines()[-1]}") from error
     except CheckpointException as error:
         # A rank's write failed. The state was checked to be tensors only, so what is left
         # is I/O: a full disk or a file-size limit surfaces as OSError from Python's writer

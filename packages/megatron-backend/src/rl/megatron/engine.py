@@ -4,8 +4,8 @@ The same semantics as the FSDP engine: a mini-batch is one optimizer step, cut i
 micro-batches (rows or a token budget) whose gradients accumulate; `loss_fn` normalises
 by the whole mini-batch; with several data-parallel groups each takes its token-balanced
 share of every mini-batch and the update equals one rank's on the whole of it. Micro-
-batches run through megatron-core's pipeline schedule (1F1B, interleaved with virtual
-stages), gradients through its DDP (bucketed, optionally overlapped) and the step through
+batches run through megatron-core's pipeline schedule (1F1B; the interleaved one is
+refused for now, see `parallel.py`), gradients through its DDP (bucketed, optionally overlapped) and the step through
 its optimizer (distributed or not, fp32 master weights under bf16/fp16, dynamic loss
 scaling under fp16), the learning rate through its `OptimizerParamScheduler`.
 """
@@ -109,7 +109,6 @@ class MegatronTrainEngine:
         self.train_batching = train_batching or MicroBatching(rows=8)
         self.forward_batching = forward_batching or self.train_batching
         self.generator = torch.Generator().manual_seed(seed)
-        self.optim_config = optim
         self.optimizer: Any = None
         self.lr_scheduler: Any = None
         if role == "ref":
@@ -593,10 +592,11 @@ class MegatronTrainEngine:
         dist.barrier()
 
     def offload(self) -> None:
-        """Parameters, gradients and optimizer state to CPU while another role works."""
+        """Nothing moves yet: `megatron.param_offload` / `grad_offload` /
+        `optimizer_offload` are refused when set (the README says what is missing)."""
 
     def onload(self) -> None:
-        pass
+        """See `offload`."""
 
 
 def hf_weights(config: Config, tokenizer: Any) -> Iterator[tuple[str, torch.Tensor]]:

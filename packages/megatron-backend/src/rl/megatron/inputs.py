@@ -27,10 +27,6 @@ class ModelInputs:
     predict_index: torch.Tensor  # int64 [M], into the flattened [B * S]
     packed_seq_params: Any = None  # megatron PackedSeqParams when packed
 
-    @property
-    def shape(self) -> tuple[int, int]:
-        return tuple(self.input_ids.shape)  # type: ignore[return-value]
-
 
 def _round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple

@@ -62,6 +62,17 @@ def check_layout(
             f"copy does not divide the world of {world_size} ranks"
         )
     _check_experts(hf_config, m, world_size, key)
+    if m.use_dist_checkpointing:
+        raise ConfigError(
+            f"{key}.use_dist_checkpointing = true: starting from a megatron checkpoint is not "
+            "implemented yet (`rl convert-ckpt` is to come); start from model.path's HF weights"
+        )
+    for name in ("param_offload", "grad_offload", "optimizer_offload"):
+        if getattr(m, name):
+            raise ConfigError(
+                f"{key}.{name} = true: offloading between phases is not implemented in "
+                "rl-megatron yet (set it to false; a colocated actor keeps its GPU memory)"
+            )
 
 
 def _check_layers(layers: int, m: MegatronConfig, key: str) -> None:

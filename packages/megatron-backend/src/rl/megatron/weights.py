@@ -169,7 +169,7 @@ def export_hf(
     """Full HF tensors, one whole-model tensor at a time, on every rank in the same order."""
     placement = Placement.of(model)
     params = _parameters(model)
-    everywhere = dist.get_world_size() == placement_replicas(placement)
+    everywhere = _every_rank_holds_everything()
     for name, owner in _plan(model, placement):
         local = placement.to_local(name)
         held = local is not None and local in params
@@ -187,17 +187,14 @@ def export_hf(
         yield from converter.to_hf([(name, full)])
 
 
-def placement_replicas(placement: Placement) -> int:
-    """How many ranks hold every tensor when there is one pipeline stage and one
-    expert rank (all of them); otherwise 0 (tensors are broadcast from their holder)."""
+def _every_rank_holds_everything() -> bool:
+    """One pipeline stage and one expert rank: each rank has every tensor (its TP shard)."""
     from megatron.core import parallel_state as ps
 
-    if (
+    return (
         ps.get_pipeline_model_parallel_world_size() == 1
         and ps.get_expert_model_parallel_world_size() == 1
-    ):
-        return dist.get_world_size()
-    return 0
+    )
 
 
 def _gather_tp(
