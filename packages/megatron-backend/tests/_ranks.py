@@ -167,6 +167,7 @@ def scenario_resume(layout: dict, model_type: str = "qwen2") -> dict:
     first, _, _ = engine(model_type, layout, role="actor")
     first.train_step(batch, token_mean_loss)
     first.save(str(folder))
+    saved = {name: tensor.clone() for name, tensor in first.export_weights()}  # views
     straight = first.train_step(batch, token_mean_loss)
     straight_weights = dict(first.export_weights())
     second, _, _ = engine(model_type, layout, role="actor")
@@ -175,7 +176,16 @@ def scenario_resume(layout: dict, model_type: str = "qwen2") -> dict:
     return {
         "straight": (straight, straight_weights),
         "resumed": (resumed, dict(second.export_weights())),
+        "checkpoint": str(folder),
+        "saved": saved,
     }
+
+
+def scenario_write_hf(layout: dict, model_type: str = "qwen2") -> dict:
+    """The reference HF model as a folder (for `rl convert-ckpt`)."""
+    folder = Path(os.environ["RL_TEST_OUT"]) / "hf"
+    reference(model_type)[0].save_pretrained(folder)
+    return {"folder": str(folder)}
 
 
 def main() -> None:
@@ -195,8 +205,9 @@ def main() -> None:
     torch.save(result, Path(out) / f"{rank}.pt")
     import torch.distributed as dist
 
-    dist.barrier()
-    dist.destroy_process_group()
+    if dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

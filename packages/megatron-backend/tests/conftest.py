@@ -53,6 +53,18 @@ def _run(tmp_path: Path, scenario: str, world: int, layout: dict[str, Any]) -> l
     return [torch.load(out / f"{rank}.pt", weights_only=False) for rank in range(world)]
 
 
+@pytest.fixture(scope="session")
+def rl_executable() -> str:
+    """The `rl` script of the interpreter running the tests, else the one on PATH."""
+    import shutil
+
+    beside = Path(sys.executable).with_name("rl")
+    found = str(beside) if beside.exists() else shutil.which("rl")
+    if found is None:
+        pytest.fail("the `rl` console script is not installed: pip install -e packages/cli")
+    return found
+
+
 @pytest.fixture
 def run_ranks(tmp_path: Path) -> Callable[..., list[Any]]:
     """`run_ranks(scenario, world, **layout)`: each rank's result of `_ranks.scenario_<name>`."""

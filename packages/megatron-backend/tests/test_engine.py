@@ -9,8 +9,12 @@ log-probs of HF).
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 import torch
+from safetensors.torch import load_file
 
 pytestmark = [pytest.mark.megatron, pytest.mark.slow]
 
@@ -133,3 +137,40 @@ def test_a_resumed_step_is_bit_identical_to_the_uninterrupted_one(run_ranks, lay
         assert resumed == straight
         for name, tensor in straight_weights.items():
             assert torch.equal(resumed_weights[name], tensor), name
+
+
+def convert(rl_executable, to, source, out):
+    result = subprocess.run(
+        [rl_executable, "convert-ckpt", "--to", to, str(source), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_hf_to_megatron_checkpoint_loads_at_tp2_and_a_tp2_checkpoint_converts_to_hf(
+    run_ranks, tmp_path, rl_executable
+):
+    """`rl convert-ckpt` (one CPU process, no CUDA stand-ins) writes a distributed
+    checkpoint that an engine at TP 2 starts from (`use_dist_checkpointing`: log-probs =
+    HF); converting back is bit-exact; and a checkpoint a TP 2 run saved converts to the
+    HF weights that run exported."""
+    (written,) = run_ranks("write_hf", 1)
+    convert(rl_executable, "megatron", written["folder"], tmp_path / "dist")
+    convert(rl_executable, "hf", tmp_path / "dist", tmp_path / "back")
+    original = load_file(Path(written["folder"]) / "model.safetensors")
+    back = load_file(tmp_path / "back" / "model.safetensors")
+    assert set(back) == set(original)
+    assert all(torch.equal(back[name], tensor) for name, tensor in original.items())
+
+    layout = {"use_dist_checkpointing": True, "dist_checkpointing_path": str(tmp_path / "dist")}
+    for result in run_ranks("logprobs", 2, tensor_model_parallel_size=2, **layout):
+        close_to_hf(result)
+
+    trained = run_ranks("resume", 2, tensor_model_parallel_size=2)[0]
+    convert(rl_executable, "hf", trained["checkpoint"], tmp_path / "trained")
+    exported = load_file(tmp_path / "trained" / "model.safetensors")
+    assert set(exported) == set(trained["saved"])
+    for name, tensor in trained["saved"].items():
+        assert torch.equal(exported[name], tensor), name

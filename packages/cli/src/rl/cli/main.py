@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from rl.cli import doctor, merge, train
+from rl.cli import convert_ckpt, doctor, merge, train
 from rl.cli.config_cmd import config_app
 
 app = typer.Typer(
@@ -43,6 +43,7 @@ app.command("doctor")(doctor.doctor)
 app.command("train")(train.train)
 app.command("sft")(train.sft)
 app.command("merge")(merge.merge)
+app.command("convert-ckpt")(convert_ckpt.convert_ckpt)
 app.add_typer(config_app, name="config")
 
 

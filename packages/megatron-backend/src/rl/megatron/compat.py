@@ -89,3 +89,28 @@ def set_adam_steps(optimizer: object, step: float | None) -> None:
     for state in _states(optimizer):
         if "step" in state:
             state["step"] = torch.tensor(step, dtype=torch.float32)
+
+
+@contextmanager
+def checkpoint_writes_without_cuda() -> Iterator[None]:
+    """Within: megatron-core's checkpoint writer works on a machine without CUDA.
+
+    Its filesystem writer copies tensors to the CPU with `non_blocking=True` and then calls
+    `torch.cuda.synchronize()` unconditionally, and its finalisation puts a one-element
+    failure flag on `torch.cuda.current_device()`; both raise where torch has no CUDA.
+    Inside this block, and only when CUDA is unavailable, there is nothing to wait for and
+    the flag lives on the CPU (the process group is gloo there). Used by `rl convert-ckpt`,
+    which converts on CPU machines; training on a GPU never enters it.
+    """
+    import torch
+
+    if torch.cuda.is_available():
+        yield
+        return
+    synchronize, current_device = torch.cuda.synchronize, torch.cuda.current_device
+    torch.cuda.synchronize = lambda *args, **kwargs: None
+    torch.cuda.current_device = lambda: torch.device("cpu")  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        torch.cuda.synchronize, torch.cuda.current_device = synchronize, current_device

@@ -33,6 +33,7 @@ from rl.core.layouts import converter_for
 from rl.core.micro_batches import MicroBatching, micro_batch_rows, micro_batching
 from rl.core.optim import warmup_steps
 from rl.core.workers.dispatch import data_parallel_rows
+from rl.megatron.convert import load_dist_model
 from rl.megatron.inputs import model_inputs
 from rl.megatron.logprobs import response_logprobs, run_model, unwrap
 from rl.megatron.model import build_gpt_model, resolve_spec, transformer_config
@@ -101,7 +102,10 @@ class MegatronTrainEngine:
         self.converter = converter_for(hf_config, spec=self.spec)
         self.chunks = self._build(hf_config)
         for chunk in self.chunks:  # each virtual stage takes its layers from a stream
-            load_hf(unwrap(chunk), self.converter, hf_weights())
+            if self.m.use_dist_checkpointing:  # resharded to this layout as it loads
+                load_dist_model(unwrap(chunk), str(self.m.dist_checkpointing_path))
+            else:
+                load_hf(unwrap(chunk), self.converter, hf_weights())
         self.dp_size = ps.get_data_parallel_world_size()
         self.dp_rank = ps.get_data_parallel_rank()
         self.mini_batch_size, self.ppo_epochs, self.shuffle = mini_batch_size, ppo_epochs, shuffle
@@ -536,9 +540,11 @@ class MegatronTrainEngine:
         return state
 
     def save(self, path: str) -> None:
-        """megatron-core dist-checkpointing into `path`/dist (every rank writes its shards,
-        loadable at another TP/PP/DP layout), and the rest (LR schedule, sampling
-        generator) by rank 0 into `path`/state.pt. A failed write is an OSError."""
+        """megatron-core dist-checkpointing into `path`/dist (every rank writes its shards;
+        the model loads at another TP/PP layout, the optimizer state at another DP size),
+        the rest (LR schedule, Adam step, sampling generator) by rank 0 into
+        `path`/state.pt, and the HF config.json (so `rl convert-ckpt --to hf` and
+        `use_dist_checkpointing` read the folder). A failed write is an OSError."""
         from megatron.core import dist_checkpointing
         from rl.megatron.compat import adam_step
 
@@ -551,6 +557,7 @@ class MegatronTrainEngine:
                 raise
             raise OSError(f"megatron checkpoint write to {folder} failed: {error}") from error
         if dist.get_rank() == 0:
+            self.hf_config.save_pretrained(folder)  # `rl convert-ckpt --to hf` reads it
             state: dict[str, Any] = {"generator": self.generator.get_state()}
             if self.lr_scheduler is not None:
                 state["lr_scheduler"] = self.lr_scheduler.state_dict()

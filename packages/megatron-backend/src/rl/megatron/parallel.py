@@ -9,6 +9,7 @@ and take the same rows; data parallelism is over those groups.
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 from typing import Any
 
 import torch.distributed as dist
@@ -62,10 +63,10 @@ def check_layout(
             f"copy does not divide the world of {world_size} ranks"
         )
     _check_experts(hf_config, m, world_size, key)
-    if m.use_dist_checkpointing:
+    if m.use_dist_checkpointing and not (Path(str(m.dist_checkpointing_path)) / "dist").is_dir():
         raise ConfigError(
-            f"{key}.use_dist_checkpointing = true: starting from a megatron checkpoint is not "
-            "implemented yet (`rl convert-ckpt` is to come); start from model.path's HF weights"
+            f"{key}.dist_checkpointing_path = {m.dist_checkpointing_path!r} is not a megatron "
+            "checkpoint (no dist/ inside): write one with `rl convert-ckpt --to megatron`"
         )
     for name in ("param_offload", "grad_offload", "optimizer_offload"):
         if getattr(m, name):
@@ -141,9 +142,9 @@ def replica_size(m: MegatronConfig) -> int:
     return m.model_parallel_size
 
 
-def init_model_parallel(m: MegatronConfig) -> None:
+def init_model_parallel(m: MegatronConfig, seed: bool = True) -> None:
     """megatron-core's process groups for `m` (once per process; a second engine with
-    another layout is an error naming the keys)."""
+    another layout is an error naming the keys), and (`seed`) its model-parallel RNG."""
     from megatron.core import parallel_state as ps
 
     sizes = (
@@ -175,6 +176,7 @@ def init_model_parallel(m: MegatronConfig) -> None:
         expert_tensor_parallel_size=m.expert_tensor_parallel_size,
         order=ORDER,
     )
-    from megatron.core.tensor_parallel.random import model_parallel_cuda_manual_seed
+    if seed:
+        from megatron.core.tensor_parallel.random import model_parallel_cuda_manual_seed
 
-    model_parallel_cuda_manual_seed(m.seed)
+        model_parallel_cuda_manual_seed(m.seed)

@@ -48,8 +48,8 @@ class MegatronConfig:
     # megatron-core DistributedDataParallelConfig fields: overlap_grad_reduce,
     # overlap_param_gather, bucket_size, ...
     override_ddp_config: dict[str, Any] = field(default_factory=dict)
-    # start from a megatron distributed checkpoint (`rl convert-ckpt` writes one) instead of
-    # model.path's Hugging Face weights
+    # start from a megatron distributed checkpoint (`rl convert-ckpt --to megatron` writes
+    # one; a training checkpoint's actor folder is one) instead of model.path's HF weights
     use_dist_checkpointing: bool = False
     dist_checkpointing_path: str | None = None
 

@@ -1,0 +1,113 @@
+"""Hugging Face folders <-> megatron-core distributed checkpoints (`rl convert-ckpt`).
+
+A distributed checkpoint stores each tensor in whole-model coordinates, so one written
+here in a single process (TP = PP = 1) loads at any TP / PP / EP layout, and one written
+by a training run at any layout converts back. The folder holds `dist/` (megatron's
+dist-checkpointing files, the model under `model0.`) and the HF `config.json` the model
+was built from; `actor.megatron.use_dist_checkpointing` starts training from it, and a
+training checkpoint's `actor/` folder is one too. No forward pass runs, so no GPU is
+needed (`compat.checkpoint_writes_without_cuda` lets megatron's writer run without one).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+MODEL_KEY = "model0"  # the engine's checkpoints name their (first) model chunk so too
+
+
+def _single_process_model(hf_config: Any) -> torch.nn.Module:
+    """The whole model in this process (a world of one; megatron's groups at size 1)."""
+    import torch.distributed as dist
+
+    from rl.core.config.megatron import MegatronConfig
+    from rl.core.distributed import ensure_process_group
+    from rl.megatron.model import build_gpt_model, resolve_spec
+    from rl.megatron.parallel import init_model_parallel
+
+    ensure_process_group("cpu")
+    if dist.get_world_size() != 1:
+        raise RuntimeError("rl convert-ckpt runs in one process")
+    init_model_parallel(MegatronConfig(), seed=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return build_gpt_model(hf_config, spec=resolve_spec("auto"), use_cpu_initialization=True)
+
+
+def _safetensors(folder: Path) -> Iterator[tuple[str, torch.Tensor]]:
+    from safetensors import safe_open
+
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"{folder} has no *.safetensors files")
+    for file in files:
+        with safe_open(str(file), framework="pt") as reader:
+            for name in reader.keys():  # noqa: SIM118 (safe_open has no __iter__)
+                yield name, reader.get_tensor(name)
+
+
+def hf_to_dist(hf_folder: str | Path, out: str | Path) -> Path:
+    """Write the HF folder's weights as a megatron distributed checkpoint in `out`."""
+    from transformers import AutoConfig
+
+    from megatron.core import dist_checkpointing
+    from rl.core.layouts import converter_for
+    from rl.megatron.model import resolve_spec
+    from rl.megatron.weights import load_hf
+
+    source, target = Path(hf_folder), Path(out)
+    hf_config = AutoConfig.from_pretrained(source)
+    model = _single_process_model(hf_config)
+    load_hf(model, converter_for(hf_config, spec=resolve_spec("auto")), _safetensors(source))
+    from rl.megatron.compat import checkpoint_writes_without_cuda
+
+    (target / "dist").mkdir(parents=True, exist_ok=True)
+    with checkpoint_writes_without_cuda():
+        dist_checkpointing.save({MODEL_KEY: model.sharded_state_dict()}, str(target / "dist"))
+    hf_config.save_pretrained(target)
+    return target
+
+
+def load_dist_model(model: torch.nn.Module, folder: str | Path) -> None:
+    """Fill `model` (this rank's part, any layout) from a distributed checkpoint folder."""
+    from megatron.core import dist_checkpointing
+
+    path = Path(folder) / "dist"
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"{folder} is not a megatron checkpoint (no dist/ inside): write one with "
+            "`rl convert-ckpt --to megatron HF_FOLDER OUT`"
+        )
+    loaded = dist_checkpointing.load({MODEL_KEY: model.sharded_state_dict()}, str(path))
+    model.load_state_dict(loaded[MODEL_KEY])
+
+
+def dist_to_hf(folder: str | Path, out: str | Path) -> Path:
+    """Write a distributed checkpoint's model (any layout wrote it) as an HF folder."""
+    from safetensors.torch import save_file
+    from transformers import AutoConfig
+
+    from rl.core.layouts import converter_for
+    from rl.megatron.model import resolve_spec
+    from rl.megatron.weights import export_hf
+
+    source, target = Path(folder), Path(out)
+    if not (source / "config.json").is_file():
+        raise FileNotFoundError(f"{source} has no config.json (the HF config of its model)")
+    hf_config = AutoConfig.from_pretrained(source)
+    model = _single_process_model(hf_config)
+    load_dist_model(model, source)
+    converter = converter_for(hf_config, spec=resolve_spec("auto"))
+    tensors = {
+        name: tensor.contiguous()
+        for name, tensor in export_hf(model, converter, torch.device("cpu"))
+    }
+    target.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(target / "model.safetensors"), metadata={"format": "pt"})
+    hf_config.save_pretrained(target)
+    return target
