@@ -1,4 +1,7 @@
-"""Which rows of a (mini-)batch go into each micro-batch: by row count, or by token budget.
+"""The mini-batches of a train step, and which rows of each go into each micro-batch.
+
+`mini_batches` yields the `ppo_epochs` passes of mini-batches (one optimizer step each),
+shuffled or in order. Micro-batches are by row count or by token budget:
 
 With a token budget (`use_dynamic_bsz`), rows are partitioned by `rl.kernels`' balanced
 partitioner so that no micro-batch holds more than `max_tokens` real tokens (prompt +
@@ -9,13 +12,31 @@ the number of micro-batches (the max over ranks), so every rank steps together.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
+from rl.core.batch import batch_size, select
 from rl.core.config import Config
+
+
+def mini_batches(
+    batch: Mapping[str, torch.Tensor],
+    size: int,
+    epochs: int,
+    shuffle: bool,
+    generator: torch.Generator,
+) -> Iterator[dict[str, torch.Tensor]]:
+    """`epochs` passes over `batch` in mini-batches of `size` rows, each pass in a fresh
+    order drawn from `generator` when `shuffle` (every data-parallel rank draws the same)."""
+    rows = batch_size(batch)
+    for _ in range(epochs):
+        order = torch.randperm(rows, generator=generator) if shuffle else torch.arange(rows)
+        for start in range(0, rows, size):
+            yield select(batch, order[start : start + size])
 
 
 @dataclass(frozen=True)

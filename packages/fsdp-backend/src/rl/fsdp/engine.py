@@ -23,12 +23,17 @@ from torch.distributed.checkpoint.state_dict import (
     set_optimizer_state_dict,
 )
 
-from rl.core.batch import batch_size, select, to_device
+from rl.core.batch import select, to_device
 from rl.core.checkpoint_io import load_state, save_state
 from rl.core.config import Config, OptimConfig
 from rl.core.config.fsdp import FSDPConfig
 from rl.core.engines import LogprobOutput, LossFn
-from rl.core.micro_batches import MicroBatching, micro_batch_rows, micro_batching
+from rl.core.micro_batches import (
+    MicroBatching,
+    micro_batch_rows,
+    micro_batching,
+    mini_batches,
+)
 from rl.core.models import load_causal_lm, load_value_model
 from rl.core.optim import make_lr_scheduler
 from rl.core.sharded_io import load_sharded, save_sharded
@@ -263,19 +268,11 @@ class FSDPTrainEngine:
         assert self.optimizer is not None and self.lr_scheduler is not None
         self.model.train()
         metrics: dict[str, list[float]] = defaultdict(list)
-        rows = batch_size(batch)
-        for _ in range(self.ppo_epochs):
-            order = (
-                torch.randperm(rows, generator=self.generator)
-                if self.shuffle
-                else torch.arange(rows)
-            )
-            for start in range(0, rows, self.mini_batch_size):
-                mini = to_device(
-                    select(batch, order[start : start + self.mini_batch_size]), self.device
-                )
-                for key, value in self._optimizer_step(mini, loss_fn).items():
-                    metrics[key].append(value)
+        for mini in mini_batches(
+            batch, self.mini_batch_size, self.ppo_epochs, self.shuffle, self.generator
+        ):
+            for key, value in self._optimizer_step(to_device(mini, self.device), loss_fn).items():
+                metrics[key].append(value)
         prefix = "critic" if self.role == "critic" else "actor"
         metrics["lr"].append(self.lr_scheduler.get_last_lr()[0])
         if min(metrics[f"{prefix}/skipped_steps"]) < 1.0:  # the schedule follows real updates

@@ -12,7 +12,6 @@ needed (`compat.checkpoint_writes_without_cuda` lets megatron's writer run witho
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,18 +38,6 @@ def _single_process_model(hf_config: Any) -> torch.nn.Module:
         return build_gpt_model(hf_config, spec=resolve_spec("auto"), use_cpu_initialization=True)
 
 
-def _safetensors(folder: Path) -> Iterator[tuple[str, torch.Tensor]]:
-    from safetensors import safe_open
-
-    files = sorted(folder.glob("*.safetensors"))
-    if not files:
-        raise FileNotFoundError(f"{folder} has no *.safetensors files")
-    for file in files:
-        with safe_open(str(file), framework="pt") as reader:
-            for name in reader.keys():  # noqa: SIM118 (safe_open has no __iter__)
-                yield name, reader.get_tensor(name)
-
-
 def hf_to_dist(hf_folder: str | Path, out: str | Path) -> Path:
     """Write the HF folder's weights as a megatron distributed checkpoint in `out`."""
     from transformers import AutoConfig
@@ -58,12 +45,12 @@ def hf_to_dist(hf_folder: str | Path, out: str | Path) -> Path:
     from megatron.core import dist_checkpointing
     from rl.core.layouts import converter_for
     from rl.megatron.model import resolve_spec
-    from rl.megatron.weights import load_hf
+    from rl.megatron.weights import checkpoint_tensors, load_hf
 
     source, target = Path(hf_folder), Path(out)
     hf_config = AutoConfig.from_pretrained(source)
     model = _single_process_model(hf_config)
-    load_hf(model, converter_for(hf_config, spec=resolve_spec("auto")), _safetensors(source))
+    load_hf(model, converter_for(hf_config, spec=resolve_spec("auto")), checkpoint_tensors(source))
     from rl.megatron.compat import checkpoint_writes_without_cuda
 
     (target / "dist").mkdir(parents=True, exist_ok=True)
@@ -94,7 +81,7 @@ def dist_to_hf(folder: str | Path, out: str | Path) -> Path:
 
     from rl.core.layouts import converter_for
     from rl.megatron.model import resolve_spec
-    from rl.megatron.weights import export_hf
+    from rl.megatron.weights import export_hf, export_plan
 
     source, target = Path(folder), Path(out)
     if not (source / "config.json").is_file():
@@ -105,7 +92,7 @@ def dist_to_hf(folder: str | Path, out: str | Path) -> Path:
     converter = converter_for(hf_config, spec=resolve_spec("auto"))
     tensors = {
         name: tensor.contiguous()
-        for name, tensor in export_hf(model, converter, torch.device("cpu"))
+        for name, tensor in export_hf(model, converter, torch.device("cpu"), export_plan(model))
     }
     target.mkdir(parents=True, exist_ok=True)
     save_file(tensors, str(target / "model.safetensors"), metadata={"format": "pt"})

@@ -23,14 +23,19 @@ from typing import Any, Literal
 import torch
 import torch.distributed as dist
 
-from rl.core.batch import batch_size, select, to_device
+from rl.core.batch import select, to_device
 from rl.core.checkpoint_io import load_state, save_state
 from rl.core.config import Config, ConfigError, OptimConfig
 from rl.core.config.megatron import MegatronConfig
 from rl.core.distributed import ensure_process_group
 from rl.core.engines import LogprobOutput, LossFn
 from rl.core.layouts import converter_for
-from rl.core.micro_batches import MicroBatching, micro_batch_rows, micro_batching
+from rl.core.micro_batches import (
+    MicroBatching,
+    micro_batch_rows,
+    micro_batching,
+    mini_batches,
+)
 from rl.core.optim import warmup_steps
 from rl.core.workers.dispatch import data_parallel_rows
 from rl.megatron.convert import load_dist_model
@@ -38,7 +43,7 @@ from rl.megatron.inputs import model_inputs
 from rl.megatron.logprobs import response_logprobs, run_model, unwrap
 from rl.megatron.model import build_gpt_model, resolve_spec, transformer_config
 from rl.megatron.parallel import check_layout, init_model_parallel
-from rl.megatron.weights import export_hf, load_hf
+from rl.megatron.weights import checkpoint_tensors, export_hf, export_plan, load_hf
 
 Role = Literal["actor", "ref", "critic"]
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -101,6 +106,7 @@ class MegatronTrainEngine:
         self.hf_config = hf_config
         self.converter = converter_for(hf_config, spec=self.spec)
         self.chunks = self._build(hf_config)
+        self._export_plans: list[list[tuple[str, int]]] | None = None
         for chunk in self.chunks:  # each virtual stage takes its layers from a stream
             if self.m.use_dist_checkpointing:  # resharded to this layout as it loads
                 load_dist_model(unwrap(chunk), str(self.m.dist_checkpointing_path))
@@ -415,17 +421,11 @@ class MegatronTrainEngine:
         for chunk in self.chunks:
             chunk.train()
         metrics: dict[str, list[float]] = defaultdict(list)
-        rows = batch_size(batch)
-        for _ in range(self.ppo_epochs):
-            order = (
-                torch.randperm(rows, generator=self.generator)
-                if self.shuffle
-                else torch.arange(rows)
-            )
-            for start in range(0, rows, self.mini_batch_size):
-                mini = select(batch, order[start : start + self.mini_batch_size])
-                for key, value in self._optimizer_step(mini, loss_fn).items():
-                    metrics[key].append(value)
+        for mini in mini_batches(
+            batch, self.mini_batch_size, self.ppo_epochs, self.shuffle, self.generator
+        ):
+            for key, value in self._optimizer_step(mini, loss_fn).items():
+                metrics[key].append(value)
         metrics["lr"].append(self.optimizer.param_groups[0]["lr"])
         if min(metrics[f"{self.section}/skipped_steps"]) < 1.0:
             self.lr_scheduler.step(increment=1)
@@ -509,8 +509,10 @@ class MegatronTrainEngine:
         """Full tensors under their Hugging Face names, one at a time, on every rank in the
         same order (each rank feeds its rollout replica): TP shards gathered, pipeline
         stages' and expert ranks' tensors broadcast from their holder."""
-        for chunk in self.chunks:
-            yield from export_hf(unwrap(chunk), self.converter, self.device)
+        if self._export_plans is None:  # a collective: every rank exports together
+            self._export_plans = [export_plan(unwrap(chunk)) for chunk in self.chunks]
+        for chunk, plan in zip(self.chunks, self._export_plans, strict=True):
+            yield from export_hf(unwrap(chunk), self.converter, self.device, plan)
 
     def load_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None:
         """Replace the weights with full HF-named tensors (the reference from the actor)."""
@@ -612,17 +614,8 @@ def hf_weights(config: Config, tokenizer: Any) -> Iterator[tuple[str, torch.Tens
     from rl.core.models import load_causal_lm, model_source
 
     source = model_source(config.model)
-    if source is not None:
-        from pathlib import Path
-
-        files = sorted(Path(source).glob("*.safetensors"))
-        if files:
-            from safetensors import safe_open
-
-            for file in files:
-                with safe_open(str(file), framework="pt") as reader:
-                    for name in reader.keys():  # noqa: SIM118 (safe_open has no __iter__)
-                        yield name, reader.get_tensor(name)
-            return
+    if source is not None and any(Path(source).glob("*.safetensors")):
+        yield from checkpoint_tensors(Path(source))
+        return
     model = load_causal_lm(config.model, tokenizer, seed=config.trainer.seed)
     yield from model.state_dict().items()

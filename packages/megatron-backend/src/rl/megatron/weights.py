@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -96,6 +97,20 @@ class Placement:
         return self.tp_rank, self.tp_size
 
 
+def checkpoint_tensors(folder: Path) -> Iterator[tuple[str, torch.Tensor]]:
+    """The tensors of a Hugging Face folder's safetensors files, one at a time (no whole
+    model in memory)."""
+    from safetensors import safe_open
+
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"{folder} has no *.safetensors files")
+    for file in files:
+        with safe_open(str(file), framework="pt") as reader:
+            for name in reader.keys():  # noqa: SIM118 (safe_open has no __iter__)
+                yield name, reader.get_tensor(name)
+
+
 def _tp_group(name: str) -> Any:
     from megatron.core import parallel_state as ps
 
@@ -141,9 +156,10 @@ def load_hf(
         raise ValueError(f"the weights did not cover these megatron parameters: {sorted(missing)}")
 
 
-def _plan(model: torch.nn.Module, placement: Placement) -> list[tuple[str, int]]:
-    """Every whole-model tensor name, in one order all ranks share, with the first
-    rank holding it."""
+def export_plan(model: torch.nn.Module) -> list[tuple[str, int]]:
+    """Every whole-model tensor name, in one order all ranks share, with the first rank
+    holding it (a collective; the layout does not change, so compute it once)."""
+    placement = Placement.of(model)
     mine = [placement.to_global(name) for name in _parameters(model)]
     everyone: list[list[str] | None] = [None] * dist.get_world_size()
     dist.all_gather_object(everyone, mine)
@@ -164,13 +180,17 @@ def _order_key(name: str) -> tuple[int, int, str]:
 
 @torch.no_grad()
 def export_hf(
-    model: torch.nn.Module, converter: LayoutConverter, device: torch.device
+    model: torch.nn.Module,
+    converter: LayoutConverter,
+    device: torch.device,
+    plan: list[tuple[str, int]],
 ) -> Iterator[tuple[str, torch.Tensor]]:
-    """Full HF tensors, one whole-model tensor at a time, on every rank in the same order."""
+    """Full HF tensors, one whole-model tensor at a time, on every rank in the order of
+    `plan` (`export_plan(model)`)."""
     placement = Placement.of(model)
     params = _parameters(model)
     everywhere = _every_rank_holds_everything()
-    for name, owner in _plan(model, placement):
+    for name, owner in plan:
         local = placement.to_local(name)
         held = local is not None and local in params
         full: torch.Tensor | None = None
