@@ -23,6 +23,16 @@ ROOT = Path(__file__).resolve().parents[3]
 CPU_SITE = ROOT / "packages" / "megatron-backend" / "tests" / "cpu_site"
 
 
+def rl_train(rl_executable, output_dir, *overrides, timeout=120, env=None):
+    return subprocess.run(
+        [rl_executable, "train", *overrides, f"trainer.output_dir={output_dir}"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+
+
 def metrics_rows(output_dir):
     return [
         json.loads(line) for line in (Path(output_dir) / "metrics.jsonl").read_text().splitlines()
@@ -37,17 +47,12 @@ def test_the_demo_learns_on_the_megatron_engine(tmp_path, rl_executable):
     fall-back of more than 0.10 (seed 1 on an AMD EPYC, 100 steps: 0.30 -> 0.73 in 1.8 min;
     the full 200: 0.30 -> 0.87, the FSDP engine 0.30 -> 0.82)."""
     env = {**os.environ, "PYTHONPATH": str(CPU_SITE)}
-    result = subprocess.run(
-        [
-            rl_executable,
-            "train",
-            "actor.strategy=megatron",
-            f"trainer.output_dir={tmp_path}",
-            "trainer.progress_bar=false",
-            "trainer.total_training_steps=100",
-        ],
-        capture_output=True,
-        text=True,
+    result = rl_train(
+        rl_executable,
+        tmp_path,
+        "actor.strategy=megatron",
+        "trainer.progress_bar=false",
+        "trainer.total_training_steps=100",
         timeout=1200,
         env=env,
     )
@@ -61,17 +66,11 @@ def test_the_demo_learns_on_the_megatron_engine(tmp_path, rl_executable):
 def test_rl_train_refuses_a_bad_layout_before_starting_anything(tmp_path, rl_executable):
     """The built-in model has 2 attention heads and 1 KV head: TP 2 cannot split them."""
     start = time.monotonic()
-    result = subprocess.run(
-        [
-            rl_executable,
-            "train",
-            "actor.strategy=megatron",
-            "actor.megatron.tensor_model_parallel_size=2",
-            f"trainer.output_dir={tmp_path}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    result = rl_train(
+        rl_executable,
+        tmp_path,
+        "actor.strategy=megatron",
+        "actor.megatron.tensor_model_parallel_size=2",
     )
     assert result.returncode == 2, result.stderr[-2000:]
     assert "actor.megatron.tensor_model_parallel_size = 2 does not divide" in result.stderr
@@ -81,17 +80,8 @@ def test_rl_train_refuses_a_bad_layout_before_starting_anything(tmp_path, rl_exe
 
 
 def test_the_critic_is_refused_on_megatron(tmp_path, rl_executable):
-    result = subprocess.run(
-        [
-            rl_executable,
-            "train",
-            "algorithm.adv_estimator=gae",
-            "critic.strategy=megatron",
-            f"trainer.output_dir={tmp_path}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    result = rl_train(
+        rl_executable, tmp_path, "algorithm.adv_estimator=gae", "critic.strategy=megatron"
     )
     assert result.returncode == 2, result.stderr[-2000:]
     assert "critic.strategy = 'megatron' is not supported yet" in result.stderr

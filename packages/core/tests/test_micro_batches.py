@@ -2,13 +2,13 @@
 (2 real gloo processes)."""
 
 import json
-import socket
 
 import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from rl.core.distributed import free_port
 from rl.core.micro_batches import MicroBatching, micro_batch_rows
 
 
@@ -26,12 +26,6 @@ def test_by_rows_and_by_budget_cover_every_row_once_under_the_cap():
     assert len(parts) == 3  # ceil(52 / 20)
     with pytest.raises(ValueError, match=r"k = 15 is smaller than sequence 0 \(16 tokens"):
         micro_batch_rows(mask, MicroBatching(max_tokens=15, key="k"))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def worker(rank, world, port, out_file):

@@ -1,7 +1,6 @@
 """Broadcast transport, for real: 2 processes on gloo, a tiny HF model on each side."""
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -9,13 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from rl.core.distributed import free_port
+
 WORKER = Path(__file__).parent / "_broadcast_worker.py"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def run_ranks(tmp_path: Path) -> None:
