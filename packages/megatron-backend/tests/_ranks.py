@@ -181,6 +181,40 @@ def scenario_resume(layout: dict, model_type: str = "qwen2") -> dict:
     }
 
 
+def scenario_offload(layout: dict, model_type: str = "qwen2") -> dict:
+    """Step, offload everything, onload, step; against two uninterrupted steps. Also what
+    was left allocated while offloaded (the parameters', gradients' and optimizer
+    state's storages)."""
+    from rl.megatron.offload import gradient_storages, optimizer_storages, parameter_storages
+
+    offloading = {**layout, "param_offload": True, "grad_offload": True, "optimizer_offload": True}
+    batch = ragged_batch()
+    straight, _, _ = engine(model_type, layout, role="actor")
+    straight_metrics = [straight.train_step(batch, token_mean_loss) for _ in range(2)]
+    moved, _, _ = engine(model_type, offloading, role="actor")
+    first = moved.train_step(batch, token_mean_loss)
+    params, grads = parameter_storages(moved.chunks), gradient_storages(moved.chunks)
+    owned = optimizer_storages(moved.optimizer, exclude=[*params, *grads])
+    before = {
+        kind: sum(s.nbytes() for s in storages.values())
+        for kind, storages in (("params", params), ("grads", grads), ("optimizer", owned))
+    }
+    moved.offload()
+    while_away = {
+        kind: sum(s.nbytes() for s in storages.values())
+        for kind, storages in (("params", params), ("grads", grads), ("optimizer", owned))
+    }
+    moved.onload()
+    second = moved.train_step(batch, token_mean_loss)
+    return {
+        "straight": (straight_metrics, dict(straight.export_weights())),
+        "offloaded": ([first, second], dict(moved.export_weights())),
+        "before": before,
+        "while_away": while_away,
+        "offloads": moved.offloads,
+    }
+
+
 def scenario_write_hf(layout: dict, model_type: str = "qwen2") -> dict:
     """The reference HF model as a folder (for `rl convert-ckpt`)."""
     folder = Path(os.environ["RL_TEST_OUT"]) / "hf"

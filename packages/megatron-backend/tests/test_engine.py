@@ -139,6 +139,28 @@ def test_a_resumed_step_is_bit_identical_to_the_uninterrupted_one(run_ranks, lay
             assert torch.equal(resumed_weights[name], tensor), name
 
 
+@pytest.mark.parametrize(
+    "layout",
+    [{}, {"tensor_model_parallel_size": 2, "use_distributed_optimizer": False}],
+    ids=["DP=2 distributed optimizer", "TP=2 plain optimizer"],
+)
+def test_offload_frees_the_memory_and_onload_resumes_bit_identically(run_ranks, layout):
+    """`param_offload` / `grad_offload` / `optimizer_offload`: while offloaded the
+    parameters', gradients' and optimizer state's storages hold no memory; after onload
+    the next step is the uninterrupted engine's, bit for bit."""
+    for result in run_ranks("offload", 2, **layout):
+        assert result["offloads"]
+        assert all(size > 0 for size in result["before"].values()), result["before"]
+        assert result["while_away"] == {"params": 0, "grads": 0, "optimizer": 0}
+        (straight, straight_weights), (moved, moved_weights) = (
+            result["straight"],
+            result["offloaded"],
+        )
+        assert moved == straight
+        for name, tensor in straight_weights.items():
+            assert torch.equal(moved_weights[name], tensor), name
+
+
 def convert(rl_executable, to, source, out):
     result = subprocess.run(
         [rl_executable, "convert-ckpt", "--to", to, str(source), str(out)],

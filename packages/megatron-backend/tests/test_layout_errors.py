@@ -53,7 +53,6 @@ def config(model_type="qwen2", **overrides):
             2,
             "virtual_pipeline_model_parallel_size",
         ),
-        (config(), {"param_offload": True}, 1, "not implemented in rl-megatron yet"),
         (
             config(),
             {"use_dist_checkpointing": True, "dist_checkpointing_path": "/x"},
@@ -71,7 +70,6 @@ def config(model_type="qwen2", **overrides):
         "ep-experts",
         "architecture",
         "vpp",
-        "offload",
         "dist-checkpoint-start",
     ],
 )

@@ -42,3 +42,19 @@ def test_without_offloading_nothing_moves():
 
 def test_memory_is_reported_in_gib():
     assert 0.01 < memory_gib("cpu") < 64
+
+
+def test_the_engines_say_whether_they_offload():
+    from rl.core.workers.worker import offloading_roles
+
+    class Engine:
+        def __init__(self, offloads):
+            self.offloads = offloads
+
+    engines = {
+        "actor": Engine(True),
+        "ref": Engine(False),
+        "critic": object(),
+        "rollout": Engine(True),
+    }
+    assert offloading_roles(engines) == {"actor"}  # rollout memory is sleep()/wake()'s

@@ -397,6 +397,12 @@ class FSDPTrainEngine:
         if self.world_size > 1:
             dist.barrier()
 
+    @property
+    def offloads(self) -> bool:
+        """Whether this engine steps aside for colocated roles (`fsdp_config.param_offload`
+        / `optimizer_offload`)."""
+        return self.fsdp.param_offload or self.fsdp.optimizer_offload
+
     def offload(self) -> None:
         """Move weights and optimizer state to CPU while another role uses the device
         (only what `fsdp_config.param_offload` / `optimizer_offload` name, when either is

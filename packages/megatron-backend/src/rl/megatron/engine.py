@@ -107,6 +107,7 @@ class MegatronTrainEngine:
         self.converter = converter_for(hf_config, spec=self.spec)
         self.chunks = self._build(hf_config)
         self._export_plans: list[list[tuple[str, int]]] | None = None
+        self._offloaded: list[Any] = []  # what `offload` released, in order
         for chunk in self.chunks:  # each virtual stage takes its layers from a stream
             if self.m.use_dist_checkpointing:  # resharded to this layout as it loads
                 load_dist_model(unwrap(chunk), str(self.m.dist_checkpointing_path))
@@ -600,12 +601,43 @@ class MegatronTrainEngine:
                 tokenizer.save_pretrained(folder)
         dist.barrier()
 
+    @property
+    def offloads(self) -> bool:
+        """Whether this engine steps aside for colocated roles (`megatron.*_offload`)."""
+        m = self.m
+        return m.param_offload or (
+            self.optimizer is not None and (m.grad_offload or m.optimizer_offload)
+        )
+
     def offload(self) -> None:
-        """Nothing moves yet: `megatron.param_offload` / `grad_offload` /
-        `optimizer_offload` are refused when set (the README says what is missing)."""
+        """Release the device memory `megatron.param_offload` / `grad_offload` /
+        `optimizer_offload` name (see `rl.megatron.offload`; weights and optimizer state
+        wait on the host, gradients are dropped)."""
+        from rl.megatron.offload import (
+            Offloaded,
+            gradient_storages,
+            optimizer_storages,
+            parameter_storages,
+        )
+
+        if self._offloaded:
+            return
+        params = parameter_storages(self.chunks)
+        grads = gradient_storages(self.chunks)
+        if self.optimizer is not None and self.m.optimizer_offload:
+            owned = optimizer_storages(self.optimizer, exclude=[*params, *grads])
+            self._offloaded.append(Offloaded.release(owned.values()))
+        if self.m.grad_offload:
+            self._offloaded.append(Offloaded.release(grads.values(), keep_contents=False))
+        if self.m.param_offload:
+            self._offloaded.append(Offloaded.release(params.values()))
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
 
     def onload(self) -> None:
-        """See `offload`."""
+        """Bring back what `offload` released."""
+        while self._offloaded:
+            self._offloaded.pop().restore()
 
 
 def hf_weights(config: Config, tokenizer: Any) -> Iterator[tuple[str, torch.Tensor]]:

@@ -68,12 +68,6 @@ def check_layout(
             f"{key}.dist_checkpointing_path = {m.dist_checkpointing_path!r} is not a megatron "
             "checkpoint (no dist/ inside): write one with `rl convert-ckpt --to megatron`"
         )
-    for name in ("param_offload", "grad_offload", "optimizer_offload"):
-        if getattr(m, name):
-            raise ConfigError(
-                f"{key}.{name} = true: offloading between phases is not implemented in "
-                "rl-megatron yet (set it to false; a colocated actor keeps its GPU memory)"
-            )
 
 
 def _check_layers(layers: int, m: MegatronConfig, key: str) -> None:

@@ -1,8 +1,8 @@
 """Colocated roles take turns on one device: before a role works, the others step aside.
 
 A worker hosts every role placed on its device. When a call reaches a role that is not
-the one working, the train engines that may offload (their `fsdp_config.param_offload` /
-`optimizer_offload`) move to CPU, and the role about to work comes back. The rollout
+the one working, the train engines that ask to (their `offloads`: the backend's offload
+keys) move their memory off the device, and the role about to work comes back. The rollout
 engine's own memory (KV cache) is released and restored by the controller's
 `sleep()` / `wake()`. Device memory before and after each switch is kept as metrics.
 """

@@ -21,16 +21,15 @@ from rl.core.workers.turns import Turns
 TRAIN_ROLES = ("actor", "ref", "critic")
 
 
-def offloading_roles(config: Config, roles: Sequence[str]) -> set[str]:
-    """The train roles whose `fsdp_config` asks to offload between phases (the reference
-    follows the actor's settings)."""
-    out = set()
-    for role in roles:
-        if role in TRAIN_ROLES:
-            fsdp = config.critic.fsdp_config if role == "critic" else config.actor.fsdp_config
-            if fsdp.param_offload or fsdp.optimizer_offload:
-                out.add(role)
-    return out
+def offloading_roles(engines: dict[str, Any]) -> set[str]:
+    """The train roles whose engine asks to step aside between phases (its `offloads`:
+    the FSDP engine's `fsdp_config.param_offload` / `optimizer_offload`, the megatron
+    engine's `megatron.*_offload`)."""
+    return {
+        role
+        for role, engine in engines.items()
+        if role in TRAIN_ROLES and getattr(engine, "offloads", False)
+    }
 
 
 class RoleWorker:
@@ -86,7 +85,7 @@ class RoleWorker:
             self.sender = WeightSender(
                 rollout.update_weights_bucket_megabytes << 20, delta=rollout.update_weights_delta
             )
-        self.turns = Turns(self.engines, offloading_roles(config, roles), config.trainer.device)
+        self.turns = Turns(self.engines, offloading_roles(self.engines), config.trainer.device)
 
     # --- calls --------------------------------------------------------------------
 
