@@ -1,5 +1,5 @@
-"""`rl train` with the megatron engine: the demo learns on CPU at TP = 1, and bad layouts
-are refused before anything starts.
+"""`rl train` with the megatron engine: the demo learns on CPU at TP = 1, a PPO critic runs
+on it, and bad layouts are refused before anything starts.
 
 megatron-core needs CUDA-shaped calls answered on CPU: the run gets the test-only shims
 through `sitecustomize` on PYTHONPATH (packages/megatron-backend/tests/cpu_site); the
@@ -79,9 +79,28 @@ def test_rl_train_refuses_a_bad_layout_before_starting_anything(tmp_path, rl_exe
     assert time.monotonic() - start < 60
 
 
-def test_the_critic_is_refused_on_megatron(tmp_path, rl_executable):
-    result = rl_train(
-        rl_executable, tmp_path, "algorithm.adv_estimator=gae", "critic.strategy=megatron"
-    )
-    assert result.returncode == 2, result.stderr[-2000:]
-    assert "critic.strategy = 'megatron' is not supported yet" in result.stderr
+def test_a_ppo_run_with_the_critic_on_megatron_starts_where_the_fsdp_critic_does(
+    tmp_path, rl_executable
+):
+    """GAE with `critic.strategy=megatron` runs end to end; its first step's values and
+    critic update equal those of the same run with the FSDP critic (the same starting
+    weights: the built-in value model; the same rollouts: the actor is megatron in both)."""
+    env = {**os.environ, "PYTHONPATH": str(CPU_SITE)}
+    first = {}
+    for strategy in ("megatron", "fsdp"):
+        result = rl_train(
+            rl_executable,
+            tmp_path / strategy,
+            "algorithm.adv_estimator=gae",
+            "actor.strategy=megatron",
+            f"critic.strategy={strategy}",
+            "trainer.total_training_steps=2",
+            "trainer.test_freq=-1",
+            "trainer.progress_bar=false",
+            timeout=600,
+            env=env,
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        first[strategy] = next(r for r in metrics_rows(tmp_path / strategy) if "values/mean" in r)
+    for key in ("values/mean", "critic/vf_loss", "critic/grad_norm"):
+        assert first["megatron"][key] == pytest.approx(first["fsdp"][key], rel=1e-4), key

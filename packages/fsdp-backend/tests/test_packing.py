@@ -91,6 +91,24 @@ def test_packed_values_equal_the_padded_ones(tokenizer):
     assert torch.allclose(padded.compute_values(batch), packed.compute_values(batch), atol=2e-5)
 
 
+def test_the_critic_values_are_the_same_in_training_as_in_the_forward_pass(tokenizer):
+    """No dropout in the value head (HF's token-classification default is 10 %): the
+    values the update trains on are the ones `compute_values` gave."""
+    batch = ragged_batch(tokenizer)
+    critic = engine(load_value_model(load_config().model, tokenizer), "critic", packed=True)
+    seen = []
+
+    def record(values, micro, mini):
+        seen.append((values.detach(), micro["response_mask"]))
+        return (values * 0).sum(), {}
+
+    forward = critic.compute_values(batch)
+    critic.train_step(batch, record)
+    trained = torch.cat([values[mask.bool()] for values, mask in seen])
+    expected = forward[batch["response_mask"].bool()]
+    assert torch.allclose(trained.sort().values, expected.sort().values, atol=1e-5)
+
+
 def nll(output, micro, mini):
     """Token-mean over the whole mini-batch: micro-batch losses add up to the mini-batch's."""
     mask = micro["response_mask"]

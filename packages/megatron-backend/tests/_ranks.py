@@ -102,7 +102,7 @@ def engine(model_type: str, layout: dict, role: str = "ref", packed: bool = True
     return (
         MegatronTrainEngine(
             model.config,
-            lambda: iter(tensors.items()),
+            lambda wanted: iter(tensors.items()),
             role,
             megatron=MegatronConfig(**layout),
             optim=None if role == "ref" else OptimConfig(lr=1e-2, grad_clip=1.0),
@@ -213,6 +213,106 @@ def scenario_offload(layout: dict, model_type: str = "qwen2") -> dict:
         "while_away": while_away,
         "offloads": moved.offloads,
     }
+
+
+def hf_value_model(model_type: str) -> torch.nn.Module:
+    """The critic: the reference model's backbone with a token-classification head."""
+    import transformers
+
+    model, _ = reference(model_type)
+    config = model.config.__class__(
+        **{**model.config.to_dict(), "num_labels": 1, "classifier_dropout": 0.0}
+    )
+    torch.manual_seed(1)
+    critic = transformers.AutoModelForTokenClassification.from_config(config).float().eval()
+    critic.model.load_state_dict(model.model.state_dict())
+    with torch.no_grad():
+        critic.score.bias.fill_(0.25)  # a non-zero bias, so that it is tested too
+    return critic
+
+
+# Adam's steps are ~lr whatever the gradient, so rounding-level gradient differences move
+# near-zero-gradient weights by up to ~lr: a smaller lr keeps the comparison far from that
+CRITIC_OPTIM = OptimConfig(lr=1e-3, grad_clip=1.0)
+
+
+def value_loss(values, micro, mini):
+    """Squared error to fixed targets over the mini-batch's response tokens."""
+    mask = micro["response_mask"].float()
+    target = torch.linspace(-1.0, 1.0, mask.shape[1])
+    loss = ((values - target) ** 2 * mask).sum() / mini["response_mask"].sum()
+    return loss, {"vf_mean": float((values * mask).sum() / mask.sum().clamp(min=1))}
+
+
+def scenario_critic(layout: dict, model_type: str = "qwen2") -> dict:
+    """A megatron critic from an HF value model: values (against HF's), two value-loss
+    steps, the exported weights and a `save_hf` folder; at 1 rank the FSDP critic too."""
+    import copy
+
+    import torch.distributed as dist
+
+    from rl.fsdp.forward import response_values
+    from rl.megatron.engine import MegatronTrainEngine
+
+    batch = ragged_batch()
+    hf = hf_value_model(model_type)
+    tensors = {name: t.clone() for name, t in hf.state_dict().items()}
+    critic = MegatronTrainEngine(
+        hf.config,
+        lambda wanted: iter(tensors.items()),
+        "critic",
+        megatron=MegatronConfig(**layout),
+        optim=CRITIC_OPTIM,
+        mini_batch_size=8,
+        train_batching=MicroBatching(rows=3),
+        section="critic",
+    )
+    out: dict = {"values": critic.compute_values(batch), "mask": batch["response_mask"]}
+    with torch.no_grad():
+        out["hf_values"] = response_values(hf, batch, packed=False)
+    out["metrics"] = [critic.train_step(batch, value_loss) for _ in range(2)]
+    out["weights"] = dict(critic.export_weights())
+    folder = Path(os.environ["RL_TEST_OUT"]) / "critic_hf"
+    critic.save_hf(str(folder))
+    out["folder"] = str(folder)
+    if dist.get_world_size() == 1:
+        from rl.fsdp.engine import FSDPTrainEngine
+
+        fsdp = FSDPTrainEngine(
+            copy.deepcopy(hf),
+            "critic",
+            optim=CRITIC_OPTIM,
+            mini_batch_size=8,
+            train_batching=MicroBatching(rows=3),
+        )
+        out["fsdp_metrics"] = [fsdp.train_step(batch, value_loss) for _ in range(2)]
+        out["fsdp_weights"] = dict(fsdp.export_weights())
+    return out
+
+
+def scenario_reads(layout: dict, model_type: str = "qwen2") -> dict:
+    """Which checkpoint tensors this rank asks to read (from a real safetensors folder),
+    and its log-probs, which must still equal the HF model's."""
+    from rl.megatron.engine import MegatronTrainEngine
+    from rl.megatron.weights import checkpoint_tensors
+
+    model, _ = reference(model_type)
+    folder = Path(os.environ["RL_TEST_OUT"]) / f"hf-{os.environ['RANK']}"
+    model.save_pretrained(folder)  # before torch.distributed starts: every rank writes one
+    read: list[str] = []
+
+    def source(wanted):
+        for name, tensor in checkpoint_tensors(folder, wanted):
+            read.append(name)
+            yield name, tensor
+
+    mcore = MegatronTrainEngine(model.config, source, "ref", megatron=MegatronConfig(**layout))
+    batch = ragged_batch()
+    from rl.fsdp.forward import response_logprobs
+
+    with torch.no_grad():
+        expected = response_logprobs(model, batch, 1.0, False, packed=False)[0]
+    return {"read": read, "logprobs": mcore.compute_logprobs(batch).logprobs, "hf": expected}
 
 
 def scenario_write_hf(layout: dict, model_type: str = "qwen2") -> dict:

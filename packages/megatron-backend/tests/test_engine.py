@@ -161,6 +161,86 @@ def test_offload_frees_the_memory_and_onload_resumes_bit_identically(run_ranks, 
             assert torch.equal(moved_weights[name], tensor), name
 
 
+@pytest.mark.parametrize(
+    "model_type, layout",
+    [
+        ("qwen2", {"pipeline_model_parallel_size": 2}),
+        ("qwen3_moe", {"expert_model_parallel_size": 2}),
+    ],
+    ids=["PP=2", "EP=2"],
+)
+def test_each_rank_reads_only_the_checkpoint_tensors_it_holds(run_ranks, model_type, layout):
+    """From a safetensors folder, a pipeline stage reads its own layers (the first the
+    embedding, the last the final norm and head) and an expert rank its own experts; the
+    log-probs still equal the HF model's."""
+    first, second = run_ranks("reads", 2, model_type=model_type, **layout)
+    for result in (first, second):
+        assert (result["logprobs"] - result["hf"]).abs().max() < 2e-5
+    if "pipeline_model_parallel_size" in layout:  # 4 layers: 0-1 on rank 0, 2-3 on rank 1
+        assert {n for n in first["read"] if ".layers." in n} == {
+            n for n in first["read"] if ".layers.0." in n or ".layers.1." in n
+        }
+        assert not any(".layers.2." in n or ".layers.3." in n for n in first["read"])
+        assert not any(".layers.0." in n or ".layers.1." in n for n in second["read"])
+        assert "model.embed_tokens.weight" in first["read"]
+        assert "model.embed_tokens.weight" not in second["read"]
+        assert "model.norm.weight" in second["read"] and "model.norm.weight" not in first["read"]
+    else:  # 4 experts: 0-1 on rank 0, 2-3 on rank 1; everything else on both
+        experts = [{n for n in r["read"] if ".experts." in n} for r in (first, second)]
+        assert experts[0] and experts[1] and not experts[0] & experts[1]
+        assert all(".experts.0." in n or ".experts.1." in n for n in experts[0])
+        assert set(first["read"]) - experts[0] == set(second["read"]) - experts[1]
+
+
+@pytest.fixture(scope="module")
+def critic_runs():
+    return {}
+
+
+def critic_run(run_ranks, cache, world, **layout):
+    key = (world, tuple(sorted(layout.items())))
+    if key not in cache:
+        cache[key] = run_ranks("critic", world, **layout)
+    return cache[key]
+
+
+def test_the_critic_values_equal_hf_and_its_steps_the_fsdp_critics(run_ranks, critic_runs):
+    """A megatron critic (backbone + `ValueHead`) started from an HF token-classification
+    model: V(s) equals the HF model's; two value-loss steps equal the FSDP critic's (loss,
+    gradient norm, weights); its `save_hf` folder loads as an HF value model."""
+    import transformers
+
+    (result,) = critic_run(run_ranks, critic_runs, 1)
+    mask = result["mask"].bool()
+    assert (result["values"][mask] - result["hf_values"][mask]).abs().max() < 2e-5
+    assert result["values"][~mask].abs().max() == 0
+    for mine, theirs in zip(result["metrics"], result["fsdp_metrics"], strict=True):
+        for key in ("critic/loss", "critic/grad_norm", "critic/weight_norm", "lr"):
+            assert mine[key] == pytest.approx(theirs[key], rel=1e-5), key
+    assert set(result["weights"]) == set(result["fsdp_weights"])
+    for name, tensor in result["fsdp_weights"].items():
+        assert (result["weights"][name] - tensor).abs().max() < 5e-5, name
+    loaded = transformers.AutoModelForTokenClassification.from_pretrained(result["folder"])
+    for name, tensor in loaded.state_dict().items():
+        assert torch.equal(tensor, result["weights"][name]), name
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [{"tensor_model_parallel_size": 2}, {"pipeline_model_parallel_size": 2}],
+    ids=["TP=2 SP", "PP=2"],
+)
+def test_the_critic_at_two_ranks_equals_one(run_ranks, critic_runs, layout):
+    (reference,) = critic_run(run_ranks, critic_runs, 1)
+    for result in critic_run(run_ranks, critic_runs, 2, **layout):
+        assert (result["values"] - reference["values"]).abs().max() < 2e-5
+        for mine, theirs in zip(result["metrics"], reference["metrics"], strict=True):
+            for key in ("critic/loss", "critic/grad_norm", "critic/weight_norm", "lr"):
+                assert mine[key] == pytest.approx(theirs[key], rel=1e-5), key
+        for name, tensor in reference["weights"].items():
+            assert (result["weights"][name] - tensor).abs().max() < 5e-5, name
+
+
 def convert(rl_executable, to, source, out):
     result = subprocess.run(
         [rl_executable, "convert-ckpt", "--to", to, str(source), str(out)],

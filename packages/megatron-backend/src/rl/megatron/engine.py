@@ -1,4 +1,4 @@
-"""`MegatronTrainEngine`: actor or reference on megatron-core, implementing `rl.core.engines.TrainEngine`.
+"""`MegatronTrainEngine`: actor, reference or critic on megatron-core, implementing `rl.core.engines.TrainEngine`.
 
 The same semantics as the FSDP engine: a mini-batch is one optimizer step, cut into
 micro-batches (rows or a token budget) whose gradients accumulate; `loss_fn` normalises
@@ -12,6 +12,7 @@ scaling under fp16), the learning rate through its `OptimizerParamScheduler`.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from collections import defaultdict
@@ -40,17 +41,20 @@ from rl.core.optim import warmup_steps
 from rl.core.workers.dispatch import data_parallel_rows
 from rl.megatron.convert import load_dist_model
 from rl.megatron.inputs import model_inputs
-from rl.megatron.logprobs import response_logprobs, run_model, unwrap
+from rl.megatron.logprobs import response_logprobs, response_values, run_model, unwrap
 from rl.megatron.model import build_gpt_model, resolve_spec, transformer_config
 from rl.megatron.parallel import check_layout, init_model_parallel
-from rl.megatron.weights import checkpoint_tensors, export_hf, export_plan, load_hf
+from rl.megatron.weights import (
+    checkpoint_tensors,
+    export_hf,
+    export_plan,
+    held_here,
+    initial_value_head,
+    load_hf,
+)
 
 Role = Literal["actor", "ref", "critic"]
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-CRITIC_UNSUPPORTED = (
-    "critic.strategy = 'megatron' is not supported yet: use critic.strategy=fsdp (the actor "
-    "and reference can run on megatron)"
-)
 DECAY_STYLES = {"constant": "constant", "cosine": "cosine", "linear": "linear", "wsd": "WSD"}
 
 
@@ -67,12 +71,14 @@ def _known(cls: type, values: Mapping[str, Any], key: str) -> dict[str, Any]:
 
 
 class MegatronTrainEngine:
-    """One model on megatron-core with (for the actor) its optimizer and LR schedule."""
+    """One model on megatron-core with (for the actor and critic) its optimizer and LR
+    schedule. `hf_weights(wanted)` streams the starting HF tensors; `wanted(name)` says
+    whether this rank holds any of `name`, and a source may leave the others unread."""
 
     def __init__(
         self,
         hf_config: Any,
-        hf_weights: Callable[[], Iterable[tuple[str, torch.Tensor]]],
+        hf_weights: Callable[[Callable[[str], bool]], Iterable[tuple[str, torch.Tensor]]],
         role: Role,
         megatron: MegatronConfig | None = None,
         device: str = "cpu",
@@ -89,8 +95,6 @@ class MegatronTrainEngine:
         forward_batching: MicroBatching | None = None,
         section: str = "actor",
     ) -> None:
-        if role == "critic":
-            raise ConfigError(CRITIC_UNSUPPORTED)
         self.role, self.section = role, section
         self.device = torch.device(device)
         self.m = megatron or MegatronConfig()
@@ -105,14 +109,28 @@ class MegatronTrainEngine:
         self.spec = resolve_spec("auto")
         self.hf_config = hf_config
         self.converter = converter_for(hf_config, spec=self.spec)
-        self.chunks = self._build(hf_config)
+        if role == "critic" and self.m.use_dist_checkpointing:
+            raise ConfigError(
+                "critic.megatron.use_dist_checkpointing: a megatron checkpoint holds a "
+                "language model's output layer, not a value head; start the critic from "
+                "model.path's Hugging Face weights (resume uses the critic's own checkpoints)"
+            )
+        with torch.random.fork_rng(devices=[]):  # the random init is overwritten below;
+            self.chunks = self._build(hf_config)  # the run's random stream stays untouched
         self._export_plans: list[list[tuple[str, int]]] | None = None
         self._offloaded: list[Any] = []  # what `offload` released, in order
         for chunk in self.chunks:  # each virtual stage takes its layers from a stream
             if self.m.use_dist_checkpointing:  # resharded to this layout as it loads
                 load_dist_model(unwrap(chunk), str(self.m.dist_checkpointing_path))
             else:
-                load_hf(unwrap(chunk), self.converter, hf_weights())
+                wanted = held_here(unwrap(chunk), self.converter, critic=role == "critic")
+                load_hf(
+                    unwrap(chunk),
+                    self.converter,
+                    hf_weights(wanted),
+                    critic=role == "critic",
+                    initial_head=partial(initial_value_head, hf_config, seed),
+                )
         self.dp_size = ps.get_data_parallel_world_size()
         self.dp_rank = ps.get_data_parallel_rank()
         self.mini_batch_size, self.ppo_epochs, self.shuffle = mini_batch_size, ppo_epochs, shuffle
@@ -179,6 +197,7 @@ class MegatronTrainEngine:
                 pre_process=ps.is_pipeline_first_stage(ignore_virtual=False, vp_stage=vp_stage),
                 post_process=ps.is_pipeline_last_stage(ignore_virtual=False, vp_stage=vp_stage),
                 vp_stage=vp_stage,
+                value_head=self.role == "critic",
                 **overrides,
             ).to(self.device)
             if self.dtype != torch.float32:
@@ -278,7 +297,7 @@ class MegatronTrainEngine:
         train, forward = micro_batching(config, role, section)
         return cls(
             load_model_config(config.model, tokenizer),
-            partial(hf_weights, config, tokenizer),
+            partial(hf_weights, config, tokenizer, role == "critic"),
             role,
             megatron=(config.critic if role == "critic" else config.actor).megatron,
             device=config.trainer.device,
@@ -301,8 +320,6 @@ class MegatronTrainEngine:
         """The layout against the model's shapes and the world, before any process starts."""
         from rl.core.models import load_model_config, load_tokenizer
 
-        if role == "critic":
-            raise ConfigError(CRITIC_UNSUPPORTED)
         world = 1
         if config.trainer.launcher == "ray":
             from rl.core.workers.launch import ray_world
@@ -330,11 +347,12 @@ class MegatronTrainEngine:
         self,
         micros: list[Mapping[str, torch.Tensor]],
         forward_only: bool,
-        last_stage: Callable[[Mapping[str, torch.Tensor], LogprobOutput], tuple[Any, dict]],
+        last_stage: Callable[[Mapping[str, torch.Tensor], Any], tuple[Any, dict]],
     ) -> list[dict[str, Any]]:
         """Run `micros` through megatron's pipeline schedule; `last_stage(micro, output)`
-        turns the last stage's log-probs into (loss, results). Returns the last stage's
-        results per micro-batch (empty on other stages)."""
+        turns the last stage's output (`LogprobOutput`, or a critic's values [B, R]) into
+        (loss, results). Returns the last stage's results per micro-batch (empty on other
+        stages)."""
         from megatron.core.pipeline_parallel import get_forward_backward_func
 
         def forward_step(data_iterator: Any, model: torch.nn.Module) -> Any:
@@ -343,6 +361,8 @@ class MegatronTrainEngine:
             hidden = run_model(model, inputs)
 
             def finish(output_tensor: torch.Tensor) -> Any:
+                if self.role == "critic":
+                    return last_stage(micro, response_values(model, output_tensor, inputs, micro))
                 logprobs, entropy = response_logprobs(
                     model, output_tensor, inputs, micro, self.temperature, True
                 )
@@ -410,8 +430,29 @@ class MegatronTrainEngine:
             dist.broadcast(on_device, src=last, group=group)
             tensor.copy_(on_device.cpu())
 
+    @torch.no_grad()
     def compute_values(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
-        raise NotImplementedError("the megatron engine has no critic yet (critic.strategy=fsdp)")
+        """A critic's values of the response positions: float32 [B, R], in the caller's
+        order (every rank of a model copy returns them)."""
+        assert self.role == "critic", f"compute_values on the {self.role} engine"
+        for chunk in self.chunks:
+            chunk.eval()
+        values = torch.zeros(batch["response_mask"].shape)
+        micros = [
+            (rows, micro)
+            for rows, micro in self._micro_batches(batch, self.forward_batching)
+            if rows.numel()
+        ]
+        results = self._schedule(
+            [micro for _, micro in micros],
+            True,
+            lambda micro, out: (torch.zeros((), device=self.device), {"values": out}),
+        )
+        if self.ps.is_pipeline_last_stage(ignore_virtual=True):
+            for (rows, _), result in zip(micros, results, strict=True):
+                values[rows] = result["values"].float().cpu()
+        self._from_last_stage(values)
+        return values
 
     # --- update -------------------------------------------------------------------------
 
@@ -512,14 +553,15 @@ class MegatronTrainEngine:
         stages' and expert ranks' tensors broadcast from their holder."""
         if self._export_plans is None:  # a collective: every rank exports together
             self._export_plans = [export_plan(unwrap(chunk)) for chunk in self.chunks]
+        critic = self.role == "critic"
         for chunk, plan in zip(self.chunks, self._export_plans, strict=True):
-            yield from export_hf(unwrap(chunk), self.converter, self.device, plan)
+            yield from export_hf(unwrap(chunk), self.converter, self.device, plan, critic)
 
     def load_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None:
         """Replace the weights with full HF-named tensors (the reference from the actor)."""
         tensors = list(named_tensors)
         for chunk in self.chunks:
-            load_hf(unwrap(chunk), self.converter, tensors)
+            load_hf(unwrap(chunk), self.converter, tensors, critic=self.role == "critic")
 
     # --- checkpoints ----------------------------------------------------------------
 
@@ -588,14 +630,20 @@ class MegatronTrainEngine:
             self.lr_scheduler.load_state_dict(state["lr_scheduler"])
 
     def save_hf(self, path: str, tokenizer: Any = None) -> None:
-        """A Hugging Face folder (safetensors, the model's config) from the exported weights."""
+        """A Hugging Face folder (safetensors, the model's config) from the exported
+        weights; a critic's loads with `AutoModelForTokenClassification` (`num_labels` 1)."""
         tensors = {name: t.cpu().contiguous() for name, t in self.export_weights()}
         if dist.get_rank() == 0:
             from safetensors.torch import save_file
 
             folder = Path(path)
             folder.mkdir(parents=True, exist_ok=True)
-            self.hf_config.save_pretrained(folder)
+            hf_config = self.hf_config
+            if self.role == "critic":
+                hf_config = copy.deepcopy(hf_config)
+                hf_config.num_labels = 1
+                hf_config.architectures = [_token_classification_class(hf_config)]
+            hf_config.save_pretrained(folder)
             save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
             if tokenizer is not None:
                 tokenizer.save_pretrained(folder)
@@ -640,14 +688,28 @@ class MegatronTrainEngine:
             self._offloaded.pop().restore()
 
 
-def hf_weights(config: Config, tokenizer: Any) -> Iterator[tuple[str, torch.Tensor]]:
+def hf_weights(
+    config: Config,
+    tokenizer: Any,
+    critic: bool = False,
+    wanted: Callable[[str], bool] | None = None,
+) -> Iterator[tuple[str, torch.Tensor]]:
     """`model.path`'s tensors under their checkpoint names, one at a time: read from the
-    safetensors files (no full model in memory), or from the built-in model."""
-    from rl.core.models import load_causal_lm, model_source
+    safetensors files (no full model in memory; only the names `wanted` accepts), or from
+    the built-in model (for the `critic`, the FSDP engine's value model: the same
+    starting weights on either)."""
+    from rl.core.models import load_causal_lm, load_value_model, model_source
 
     source = model_source(config.model)
     if source is not None and any(Path(source).glob("*.safetensors")):
-        yield from checkpoint_tensors(Path(source))
+        yield from checkpoint_tensors(Path(source), wanted)
         return
-    model = load_causal_lm(config.model, tokenizer, seed=config.trainer.seed)
+    load = load_value_model if critic else load_causal_lm
+    model = load(config.model, tokenizer, seed=config.trainer.seed)
     yield from model.state_dict().items()
+
+
+def _token_classification_class(hf_config: Any) -> str:
+    """`Qwen2ForCausalLM` -> `Qwen2ForTokenClassification` (what a critic folder loads as)."""
+    causal = (hf_config.architectures or [f"{hf_config.model_type.title()}ForCausalLM"])[0]
+    return causal.replace("ForCausalLM", "ForTokenClassification")

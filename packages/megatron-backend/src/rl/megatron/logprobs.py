@@ -7,7 +7,8 @@ layer's rows, the op merges the softmax statistics over the TP group and, in bac
 sums the hidden-state gradient over it (what megatron's column-parallel output layer
 does). [M, V] logits are never built. Under sequence parallelism the final hidden states
 are split along the sequence: they are gathered first (backward: each rank keeps its
-slice of the gradient, which the op has already summed).
+slice of the gradient, which the op has already summed). A critic's values come from
+its `ValueHead` on the same states.
 """
 
 from __future__ import annotations
@@ -94,6 +95,19 @@ def response_logprobs(
         tp_group=ps.get_tensor_model_parallel_group() if tp > 1 else None,
     )
     return _rows(logprob, mask), None if entropy is None else _rows(entropy, mask)
+
+
+def response_values(
+    model: torch.nn.Module,
+    hidden: torch.Tensor,
+    inputs: ModelInputs,
+    micro: Mapping[str, torch.Tensor],
+) -> torch.Tensor:
+    """A critic's V(s) [B, R] (float32, zeros at padding) of the state before each
+    response token, from the last stage's output through its `ValueHead`."""
+    states = predicting_states(hidden, inputs, unwrap(model).config.sequence_parallel)
+    values = unwrap(model).output_layer(states).squeeze(-1)
+    return _rows(values, micro["response_mask"].bool())
 
 
 def _rows(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

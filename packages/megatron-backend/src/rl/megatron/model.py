@@ -90,6 +90,15 @@ def resolve_spec(spec: Spec) -> Literal["local", "te"]:
     return "te" if importlib.util.find_spec("transformer_engine") is not None else "local"
 
 
+class ValueHead(torch.nn.Linear):
+    """The critic's output layer: hidden state -> V(s), one output with a bias (Hugging
+    Face's token-classification `score` with `num_labels = 1`), replicated on every TP
+    rank (its input, the final norm's output, is whole on each)."""
+
+    def __init__(self, hidden_size: int, dtype: torch.dtype) -> None:
+        super().__init__(hidden_size, 1, bias=True, dtype=dtype)
+
+
 def build_gpt_model(
     config: Any,
     spec: Spec = "auto",
@@ -97,15 +106,18 @@ def build_gpt_model(
     pre_process: bool = True,
     post_process: bool = True,
     vp_stage: int | None = None,
+    value_head: bool = False,
     **overrides: Any,
 ) -> torch.nn.Module:
     """A GPTModel with the HF `config`'s shapes (random weights: load them with
     `rl.core.layouts.converter_for(config, spec=resolve_spec(spec)).from_hf(...)`).
 
     `pre_process` / `post_process`: whether this pipeline stage holds the embedding / the
-    output layer; `vp_stage`: its virtual pipeline chunk. The local spec's attention is
-    `CausalCoreAttention` (packed sequences without TransformerEngine) and its norms
-    `LocalRMSNorm` (sequence parallelism without TransformerEngine)."""
+    output layer; `vp_stage`: its virtual pipeline chunk; `value_head`: a critic, whose
+    output layer is a `ValueHead` (no vocabulary projection, embeddings never tied). The
+    local spec's attention is `CausalCoreAttention` (packed sequences without
+    TransformerEngine) and its norms `LocalRMSNorm` (sequence parallelism without
+    TransformerEngine)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from megatron.core.models.gpt import GPTModel, gpt_layer_specs
@@ -139,15 +151,18 @@ def build_gpt_model(
         )
     else:
         layers = layer_spec(num_experts=tc.num_moe_experts, qk_layernorm=tc.qk_layernorm)
-    return GPTModel(
+    model = GPTModel(
         tc,
         layers,
         vocab_size=config.vocab_size,
         max_sequence_length=config.max_position_embeddings,
         position_embedding_type="rope",
         rotary_base=_rope_theta(config),
-        share_embeddings_and_output_weights=config.tie_word_embeddings,
+        share_embeddings_and_output_weights=config.tie_word_embeddings and not value_head,
         pre_process=pre_process,
         post_process=post_process,
         vp_stage=vp_stage,
     )
+    if value_head and post_process:
+        model.output_layer = ValueHead(config.hidden_size, params_dtype)
+    return model

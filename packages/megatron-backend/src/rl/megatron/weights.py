@@ -5,9 +5,10 @@ Names: the layout converter (`rl.core.layouts`) speaks whole-model megatron name
 has its pipeline stage's layers numbered from 0 and its expert-parallel rank's experts
 numbered from 0. `Placement` translates between the two.
 
-Load: HF tensors stream through the converter one at a time; each rank keeps the TP (or
-expert-TP) shard of the tensors its stage and expert rank hold and drops the rest, so
-memory stays at about one fused tensor beyond the model. Export: for each tensor, the
+Load: HF tensors stream through the converter one at a time; each rank reads only the
+tensors its stage and expert rank hold (`held_here`: other stages' layers and other
+ranks' experts stay unread in the safetensors files) and keeps their TP (or expert-TP)
+shard, so memory stays at about one fused tensor beyond the model. Export: for each tensor, the
 ranks holding it gather their TP shards, and when not every rank holds it (pipeline
 stages, expert ranks) the first holder broadcasts the full tensor; every rank yields
 every HF tensor in the same order (each feeds its own rollout replica).
@@ -16,7 +17,7 @@ every HF tensor in the same order (each feeds its own rollout replica).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ import torch.distributed as dist
 
 from rl.core.layouts import LayoutConverter, TPKind
 
+# the critic's head: megatron name -> Hugging Face (token classification) name
+VALUE_HEAD = {"output_layer.weight": "score.weight", "output_layer.bias": "score.bias"}
 LAYER = re.compile(r"^decoder\.layers\.(\d+)\.")
 EXPERT = re.compile(r"(local_experts\.|linear_fc\d\.weight)(\d+)")
 
@@ -97,9 +100,11 @@ class Placement:
         return self.tp_rank, self.tp_size
 
 
-def checkpoint_tensors(folder: Path) -> Iterator[tuple[str, torch.Tensor]]:
+def checkpoint_tensors(
+    folder: Path, wanted: Callable[[str], bool] | None = None
+) -> Iterator[tuple[str, torch.Tensor]]:
     """The tensors of a Hugging Face folder's safetensors files, one at a time (no whole
-    model in memory)."""
+    model in memory); those `wanted` rejects are not read."""
     from safetensors import safe_open
 
     files = sorted(folder.glob("*.safetensors"))
@@ -108,7 +113,37 @@ def checkpoint_tensors(folder: Path) -> Iterator[tuple[str, torch.Tensor]]:
     for file in files:
         with safe_open(str(file), framework="pt") as reader:
             for name in reader.keys():  # noqa: SIM118 (safe_open has no __iter__)
-                yield name, reader.get_tensor(name)
+                if wanted is None or wanted(name):
+                    yield name, reader.get_tensor(name)
+
+
+def held_here(
+    model: torch.nn.Module, converter: LayoutConverter, critic: bool = False
+) -> Callable[[str], bool]:
+    """Whether this rank keeps any of the HF tensor `name`: its pipeline stage's layers
+    (with the embedding on the first stage, the final norm and head on the last) and its
+    expert-parallel rank's experts. A name the layout does not know is let through, for
+    `load_hf` to name it."""
+    from rl.core.layouts import LayoutError
+
+    placement = Placement.of(model)
+    params = set(_parameters(model))
+    tied_head = "output_layer.weight" in params and converter.tie_word_embeddings and not critic
+
+    def wanted(name: str) -> bool:
+        if name in VALUE_HEAD.values():
+            return "output_layer.weight" in params
+        try:
+            rule, _, fields = converter.table.match_hf(name)
+        except LayoutError:
+            return True
+        mcore = rule.mcore.format(**dict(fields))
+        if tied_head and mcore == "embedding.word_embeddings.weight":
+            return True
+        local = placement.to_local(mcore)
+        return local is not None and local in params
+
+    return wanted
 
 
 def _tp_group(name: str) -> Any:
@@ -123,18 +158,46 @@ def _parameters(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return dict(model.named_parameters())
 
 
+def initial_value_head(hf_config: Any, seed: int) -> dict[str, torch.Tensor]:
+    """A new critic head as Hugging Face initialises a token-classification `score`:
+    weight ~ N(0, initializer_range) (drawn from `seed` + 1, the same on every rank),
+    bias 0."""
+    generator = torch.Generator().manual_seed(seed + 1)
+    std = getattr(hf_config, "initializer_range", 0.02)
+    weight = torch.randn(1, hf_config.hidden_size, generator=generator) * std
+    return {"score.weight": weight, "score.bias": torch.zeros(1)}
+
+
+def _without_value_head(
+    hf_tensors: Iterable[tuple[str, torch.Tensor]], head: dict[str, torch.Tensor]
+) -> Iterator[tuple[str, torch.Tensor]]:
+    """The backbone's tensors; the critic head's go into `head`, an LM head is dropped."""
+    for name, tensor in hf_tensors:
+        if name in VALUE_HEAD.values():
+            head[name] = tensor
+        elif name != "lm_head.weight":
+            yield name, tensor
+
+
 @torch.no_grad()
 def load_hf(
     model: torch.nn.Module,
     converter: LayoutConverter,
     hf_tensors: Iterable[tuple[str, torch.Tensor]],
+    critic: bool = False,
+    initial_head: Callable[[], dict[str, torch.Tensor]] | None = None,
 ) -> None:
     """Copy this rank's shards of the streamed HF tensors into `model`'s parameters;
-    an error names every parameter the stream did not cover."""
+    an error names every parameter the stream did not cover. A `critic` (on the last
+    stage: a `ValueHead`) takes its head from the stream's `score.*` or, when absent (an
+    LM checkpoint), from `initial_head()`; an LM head in the stream is ignored."""
     placement = Placement.of(model)
     params = _parameters(model)
     missing = set(params)
-    tied_head = "output_layer.weight" in params and converter.tie_word_embeddings
+    head: dict[str, torch.Tensor] = {}
+    if critic:
+        hf_tensors = _without_value_head(hf_tensors, head)
+    tied_head = "output_layer.weight" in params and converter.tie_word_embeddings and not critic
     for name, full in converter.from_hf(hf_tensors):
         targets = [placement.to_local(name)]
         if tied_head and name == "embedding.word_embeddings.weight":
@@ -152,6 +215,13 @@ def load_hf(
                 )
             param.copy_(shard)
             missing.discard(local)
+    if critic:
+        if not head and initial_head is not None:
+            head = initial_head()
+        for local, hf_name in VALUE_HEAD.items():
+            if hf_name in head and local in params:
+                params[local].copy_(head[hf_name].reshape(params[local].shape))
+                missing.discard(local)
     if missing:
         raise ValueError(f"the weights did not cover these megatron parameters: {sorted(missing)}")
 
@@ -184,27 +254,38 @@ def export_hf(
     converter: LayoutConverter,
     device: torch.device,
     plan: list[tuple[str, int]],
+    value_head: bool = False,
 ) -> Iterator[tuple[str, torch.Tensor]]:
     """Full HF tensors, one whole-model tensor at a time, on every rank in the order of
-    `plan` (`export_plan(model)`)."""
+    `plan` (`export_plan(model)`); a critic's (`value_head`) head as `score.*`."""
     placement = Placement.of(model)
     params = _parameters(model)
     everywhere = _every_rank_holds_everything()
     for name, owner in plan:
+        head = value_head and name in VALUE_HEAD
         local = placement.to_local(name)
         held = local is not None and local in params
         full: torch.Tensor | None = None
-        if held:
+        if held and head:
+            full = params[local].detach()  # type: ignore[index]  (replicated over TP)
+        elif held:
             full = _gather_tp(name, params[local], converter, placement)  # type: ignore[index]
         if not everywhere or not held:
-            shape = converter.mcore_shape(name)
+            if head:
+                hidden = model.config.hidden_size
+                shape: tuple[int, ...] = (1, hidden) if name.endswith("weight") else (1,)
+            else:
+                shape = converter.mcore_shape(name)
             if full is None:
                 dtype = next(iter(params.values())).dtype
                 full = torch.empty(shape, dtype=dtype, device=device)
             full = full.to(device).contiguous()
             dist.broadcast(full, src=owner)
         assert full is not None
-        yield from converter.to_hf([(name, full)])
+        if head:
+            yield VALUE_HEAD[name], full
+        else:
+            yield from converter.to_hf([(name, full)])
 
 
 def _every_rank_holds_everything() -> bool:

@@ -175,6 +175,9 @@ def load_value_model(
 
     model_config = _model_config(config, tokenizer)
     model_config.num_labels = 1
+    # HF's token-classification head drops 10 % of the hidden state in training by default:
+    # values would be noisy in the update and not in the forward pass (verl sets it to 0)
+    model_config.classifier_dropout = 0.0
     dtype = DTYPES[config.dtype]
     if empty:
         with torch.device("meta"):
