@@ -2,7 +2,8 @@
 
 Run by `mcore_world.run_ranks` in separate processes (gloo on CPU, the test-only CUDA
 shims of `_cpu_shims.py` installed first); each rank writes what the test compares to
-OUT/<rank>.pt. LAYOUT is a JSON object of `MegatronConfig` fields.
+OUT/<rank>.pt. LAYOUT is a JSON object of `MegatronConfig` fields, and optionally
+`model_type`, `num_hidden_layers` and `micro_rows` (rows per training micro-batch).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ TINY = dict(
     vocab_size=96,
     max_position_embeddings=128,
 )
+MICRO_ROWS = [3]  # rows per micro-batch (a layout option of the scenarios may change it)
 MOE = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, norm_topk_prob=True)
 
 
@@ -108,7 +110,7 @@ def engine(model_type: str, layout: dict, role: str = "ref", packed: bool = True
             optim=None if role == "ref" else OptimConfig(lr=1e-2, grad_clip=1.0),
             mini_batch_size=8,
             use_remove_padding=packed,
-            train_batching=MicroBatching(rows=3),
+            train_batching=MicroBatching(rows=MICRO_ROWS[0]),
             **kwargs,
         ),
         model,
@@ -334,6 +336,8 @@ def main() -> None:
     )
     options = json.loads(layout)
     model_type = options.pop("model_type", "qwen2")
+    TINY["num_hidden_layers"] = options.pop("num_hidden_layers", TINY["num_hidden_layers"])
+    MICRO_ROWS[0] = options.pop("micro_rows", MICRO_ROWS[0])
     reference(model_type)
     result = globals()[f"scenario_{scenario}"](options, model_type)
     torch.save(result, Path(out) / f"{rank}.pt")

@@ -122,6 +122,23 @@ def test_the_single_rank_step_equals_the_fsdp_engines(run_ranks, reference_runs)
     assert second["actor/loss"] < first["actor/loss"] - 0.1  # and it learns
 
 
+@pytest.mark.parametrize("micro_rows", [3, 8], ids=["3 micro-batches", "1 micro-batch"])
+def test_interleaved_pipeline_pp3_vpp2_training_equals_one_rank(run_ranks, micro_rows):
+    """The interleaved schedule: 6 layers as PP 3 × VPP 2 (each rank holds two 1-layer
+    chunks; 3 processes on 2 cores) trains like 1 rank, with 3 variable-length
+    micro-batches and with 1 (the schedule needs PP: 2 copies are run and ignored)."""
+    options = {"num_hidden_layers": 6, "micro_rows": micro_rows}
+    (reference,) = run_ranks("train", 1, **options)
+    results = run_ranks(
+        "train",
+        3,
+        pipeline_model_parallel_size=3,
+        virtual_pipeline_model_parallel_size=2,
+        **options,
+    )
+    same_training([reference], results)
+
+
 @pytest.mark.parametrize(
     "layout", [{"tensor_model_parallel_size": 2}, {}], ids=["TP=2", "DP=2 distributed optimizer"]
 )

@@ -4,8 +4,8 @@ The same semantics as the FSDP engine: a mini-batch is one optimizer step, cut i
 micro-batches (rows or a token budget) whose gradients accumulate; `loss_fn` normalises
 by the whole mini-batch; with several data-parallel groups each takes its token-balanced
 share of every mini-batch and the update equals one rank's on the whole of it. Micro-
-batches run through megatron-core's pipeline schedule (1F1B; the interleaved one is
-refused for now, see `parallel.py`), gradients through its DDP (bucketed, optionally overlapped) and the step through
+batches run through megatron-core's pipeline schedule (1F1B, interleaved with virtual
+stages at PP >= 3), gradients through its DDP (bucketed, optionally overlapped) and the step through
 its optimizer (distributed or not, fp32 master weights under bf16/fp16, dynamic loss
 scaling under fp16), the learning rate through its `OptimizerParamScheduler`.
 """
@@ -55,6 +55,7 @@ from rl.megatron.weights import (
 
 Role = Literal["actor", "ref", "critic"]
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+PADDING = "_padding"  # marks the results of a micro-batch the schedule ran only to fill it
 DECAY_STYLES = {"constant": "constant", "cosine": "cosine", "linear": "linear", "wsd": "WSD"}
 
 
@@ -352,37 +353,60 @@ class MegatronTrainEngine:
         """Run `micros` through megatron's pipeline schedule; `last_stage(micro, output)`
         turns the last stage's output (`LogprobOutput`, or a critic's values [B, R]) into
         (loss, results). Returns the last stage's results per micro-batch (empty on other
-        stages)."""
+        stages).
+
+        The interleaved schedule needs at least PP micro-batches: fewer are padded with
+        copies of the last, whose loss is multiplied by 0 and whose results are dropped
+        (megatron divides each loss by `scheduled(len(micros))`, the padded count)."""
         from megatron.core.pipeline_parallel import get_forward_backward_func
 
+        pairs = [(micro, True) for micro in micros]
+        if micros:
+            pairs += [(micros[-1], False)] * (self.scheduled(len(micros)) - len(micros))
+        if len(self.chunks) > 1:
+            group = interleaving_group(len(pairs), self.m.pipeline_model_parallel_size)
+            for chunk in self.chunks:  # the schedule reads the first chunk's config
+                chunk.config.microbatch_group_size_per_vp_stage = group
+
         def forward_step(data_iterator: Any, model: torch.nn.Module) -> Any:
-            micro = next(data_iterator)
+            micro, real = next(data_iterator)
             inputs = model_inputs(micro, self.packed, self._align)
             hidden = run_model(model, inputs)
 
             def finish(output_tensor: torch.Tensor) -> Any:
                 if self.role == "critic":
-                    return last_stage(micro, response_values(model, output_tensor, inputs, micro))
-                logprobs, entropy = response_logprobs(
-                    model, output_tensor, inputs, micro, self.temperature, True
-                )
-                return last_stage(micro, LogprobOutput(logprobs, entropy))
+                    output: Any = response_values(model, output_tensor, inputs, micro)
+                else:
+                    output = LogprobOutput(
+                        *response_logprobs(
+                            model, output_tensor, inputs, micro, self.temperature, True
+                        )
+                    )
+                loss, results = last_stage(micro, output)
+                return (loss, results) if real else (loss * 0, {PADDING: True})
 
             return hidden, finish
 
         # interleaved schedules pull micro-batches per model chunk: each gets all of them
         iterators: Any = (
-            iter(micros) if len(self.chunks) == 1 else [iter(micros) for _ in self.chunks]
+            iter(pairs) if len(self.chunks) == 1 else [iter(pairs) for _ in self.chunks]
         )
-        return get_forward_backward_func()(
+        results = get_forward_backward_func()(
             forward_step_func=forward_step,
             data_iterator=iterators,
             model=self.chunks if len(self.chunks) > 1 else self.chunks[0],
-            num_microbatches=len(micros),
+            num_microbatches=len(pairs),
             seq_length=1,  # variable_seq_lengths: shapes travel with the tensors
             micro_batch_size=1,
             forward_only=forward_only,
         )
+        return [result for result in results if PADDING not in result]
+
+    def scheduled(self, micro_batches: int) -> int:
+        """How many micro-batches the schedule runs for `micro_batches` (see `_schedule`)."""
+        if len(self.chunks) > 1:
+            return max(micro_batches, self.m.pipeline_model_parallel_size)
+        return micro_batches
 
     def _micro_batches(
         self, batch: Mapping[str, torch.Tensor], spec: MicroBatching
@@ -486,7 +510,7 @@ class MegatronTrainEngine:
         whole = to_device(mini, self.device)
         # megatron divides each micro-batch loss by their count and DDP averages over the
         # data-parallel ranks; loss_fn's shares already add up to the mini-batch loss
-        scale = len(micros) * self.dp_size
+        scale = self.scheduled(len(micros)) * self.dp_size
 
         def last_stage(micro: Mapping[str, torch.Tensor], output: LogprobOutput) -> Any:
             loss, step_metrics = loss_fn(output, micro, whole)
@@ -686,6 +710,17 @@ class MegatronTrainEngine:
         """Bring back what `offload` released."""
         while self._offloaded:
             self._offloaded.pop().restore()
+
+
+def interleaving_group(micro_batches: int, pp: int) -> int:
+    """The number of consecutive micro-batches each virtual stage runs before the next
+    (megatron's `microbatch_group_size_per_vp_stage`): the smallest in [PP, M] whose
+    remainder megatron accepts (0, or at least PP)."""
+    for group in range(pp, micro_batches + 1):
+        remainder = micro_batches % group
+        if remainder == 0 or remainder >= pp:
+            return group
+    raise ValueError(f"{micro_batches} micro-batches < PP {pp}")
 
 
 def hf_weights(

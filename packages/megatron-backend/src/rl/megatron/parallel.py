@@ -75,13 +75,14 @@ def _check_layers(layers: int, m: MegatronConfig, key: str) -> None:
     override = m.override_transformer_config
     first = override.get("num_layers_in_first_pipeline_stage")
     last = override.get("num_layers_in_last_pipeline_stage")
-    if vpp is not None:
-        # megatron-core's interleaved schedule paired a chunk's micro-batch with another
-        # micro-batch's activations when their lengths differed (CPU test, PP 2 × VPP 2):
-        # refused until that is understood, rather than training on mixed-up rows
+    if vpp is not None and pp < 3:
+        # with two stages the previous and the next stage are the same rank, and the
+        # interleaved schedule's batched exchange (activations one way, gradients the
+        # other) then paired a micro-batch with another's activations (gloo, CPU test)
         raise ConfigError(
-            f"{key}.virtual_pipeline_model_parallel_size = {vpp}: the interleaved pipeline "
-            "schedule is not supported yet with variable-length RL micro-batches; use null"
+            f"{key}.virtual_pipeline_model_parallel_size = {vpp} needs "
+            f"pipeline_model_parallel_size >= 3 (it is {pp}): with 2 stages the interleaved "
+            "schedule's exchanges with the one neighbour mix up (set VPP to null)"
         )
     if first is None and last is None:
         chunks = pp * (vpp or 1)
