@@ -317,6 +317,22 @@ def scenario_reads(layout: dict, model_type: str = "qwen2") -> dict:
     return {"read": read, "logprobs": mcore.compute_logprobs(batch).logprobs, "hf": expected}
 
 
+def scenario_torn(layout: dict, model_type: str = "qwen2") -> dict:
+    """Load a checkpoint whose shard files were truncated (a crash mid-write): the
+    error, by type and message."""
+    folder = Path(os.environ["RL_TEST_OUT"]) / "checkpoint"
+    first, _, _ = engine(model_type, layout, role="actor")
+    first.train_step(ragged_batch(), token_mean_loss)
+    first.save(str(folder))
+    for shard in (folder / "dist").rglob("*.distcp"):
+        shard.write_bytes(shard.read_bytes()[:100])
+    try:
+        first.load(str(folder))
+    except Exception as error:
+        return {"type": type(error).__name__, "message": str(error)}
+    return {"type": None, "message": ""}
+
+
 def scenario_write_hf(layout: dict, model_type: str = "qwen2") -> dict:
     """The reference HF model as a folder (for `rl convert-ckpt`)."""
     folder = Path(os.environ["RL_TEST_OUT"]) / "hf"

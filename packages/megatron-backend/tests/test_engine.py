@@ -258,6 +258,13 @@ def test_the_critic_at_two_ranks_equals_one(run_ranks, critic_runs, layout):
             assert (result["weights"][name] - tensor).abs().max() < 5e-5, name
 
 
+def test_a_torn_checkpoint_is_one_clear_error(run_ranks):
+    (result,) = run_ranks("torn", 1)
+    assert result["type"] == "CheckpointError", result
+    assert "is not a readable megatron checkpoint" in result["message"]
+    assert "resume from an earlier one" in result["message"]
+
+
 def convert(rl_executable, to, source, out):
     result = subprocess.run(
         [rl_executable, "convert-ckpt", "--to", to, str(source), str(out)],

@@ -30,6 +30,7 @@ from rl.core.config import Config, ConfigError, OptimConfig
 from rl.core.config.megatron import MegatronConfig
 from rl.core.distributed import ensure_process_group
 from rl.core.engines import LogprobOutput, LossFn
+from rl.core.errors import CheckpointError
 from rl.core.layouts import converter_for
 from rl.core.micro_batches import (
     MicroBatching,
@@ -641,7 +642,16 @@ class MegatronTrainEngine:
         folder = Path(path)
         with fresh_adam_state(self.optimizer):
             sharded = self._sharded_state(is_loading=True)
-        loaded = dist_checkpointing.load(sharded, str(folder / "dist"))
+        from torch.distributed.checkpoint.api import CheckpointException  # a BaseException
+
+        try:
+            loaded = dist_checkpointing.load(sharded, str(folder / "dist"))
+        except (Exception, CheckpointException) as error:  # megatron's, DCP's or the OS's
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            raise CheckpointError(
+                f"{folder / 'dist'} is not a readable megatron checkpoint of this model and "
+                f"layout ({type(error).__name__}: {reason[:300]}); resume from an earlier one"
+            ) from error
         for i, chunk in enumerate(self.chunks):
             unwrap(chunk).load_state_dict(loaded[f"model{i}"])
         state = load_state(folder / "state.pt")
