@@ -293,28 +293,34 @@ def scenario_critic(layout: dict, model_type: str = "qwen2") -> dict:
 
 
 def scenario_reads(layout: dict, model_type: str = "qwen2") -> dict:
-    """Which checkpoint tensors this rank asks to read (from a real safetensors folder),
-    and its log-probs, which must still equal the HF model's."""
+    """Start from a real safetensors folder (`hf_folder`): which blocks of which tensors
+    this rank read, how many elements the folder holds, and the log-probs, which must
+    still equal the HF model's."""
+    from safetensors.torch import load_file
+
+    from rl.fsdp.forward import response_logprobs
     from rl.megatron.engine import MegatronTrainEngine
-    from rl.megatron.weights import checkpoint_tensors
 
     model, _ = reference(model_type)
     folder = Path(os.environ["RL_TEST_OUT"]) / f"hf-{os.environ['RANK']}"
     model.save_pretrained(folder)  # before torch.distributed starts: every rank writes one
-    read: list[str] = []
+    total = sum(t.numel() for t in load_file(folder / "model.safetensors").values())
 
-    def source(wanted):
-        for name, tensor in checkpoint_tensors(folder, wanted):
-            read.append(name)
-            yield name, tensor
+    def no_stream():
+        raise AssertionError("the folder, not a stream, must be read")
 
-    mcore = MegatronTrainEngine(model.config, source, "ref", megatron=MegatronConfig(**layout))
+    mcore = MegatronTrainEngine(
+        model.config, no_stream, "ref", megatron=MegatronConfig(**layout), hf_folder=folder
+    )
     batch = ragged_batch()
-    from rl.fsdp.forward import response_logprobs
-
     with torch.no_grad():
         expected = response_logprobs(model, batch, 1.0, False, packed=False)[0]
-    return {"read": read, "logprobs": mcore.compute_logprobs(batch).logprobs, "hf": expected}
+    return {
+        "read": mcore.weights_read,
+        "total": total,
+        "logprobs": mcore.compute_logprobs(batch).logprobs,
+        "hf": expected,
+    }
 
 
 def scenario_torn(layout: dict, model_type: str = "qwen2") -> dict:

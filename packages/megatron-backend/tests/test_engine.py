@@ -9,6 +9,7 @@ log-probs of HF).
 
 from __future__ import annotations
 
+import math
 import subprocess
 from pathlib import Path
 
@@ -183,30 +184,32 @@ def test_offload_frees_the_memory_and_onload_resumes_bit_identically(run_ranks, 
     [
         ("qwen2", {"pipeline_model_parallel_size": 2}),
         ("qwen3_moe", {"expert_model_parallel_size": 2}),
+        ("qwen2", {"tensor_model_parallel_size": 2}),
     ],
-    ids=["PP=2", "EP=2"],
+    ids=["PP=2", "EP=2", "TP=2"],
 )
-def test_each_rank_reads_only_the_checkpoint_tensors_it_holds(run_ranks, model_type, layout):
+def test_each_rank_reads_only_its_part_of_the_checkpoint(run_ranks, model_type, layout):
     """From a safetensors folder, a pipeline stage reads its own layers (the first the
-    embedding, the last the final norm and head) and an expert rank its own experts; the
-    log-probs still equal the HF model's."""
+    embedding, the last the final norm and head), an expert rank its own experts, a TP
+    rank its rows or columns of each split tensor; the log-probs still equal HF's."""
     first, second = run_ranks("reads", 2, model_type=model_type, **layout)
     for result in (first, second):
         assert (result["logprobs"] - result["hf"]).abs().max() < 2e-5
+    names = [{name for name, _ in result["read"]} for result in (first, second)]
+    elements = [sum(math.prod(shape) for _, shape in result["read"]) for result in (first, second)]
     if "pipeline_model_parallel_size" in layout:  # 4 layers: 0-1 on rank 0, 2-3 on rank 1
-        assert {n for n in first["read"] if ".layers." in n} == {
-            n for n in first["read"] if ".layers.0." in n or ".layers.1." in n
-        }
-        assert not any(".layers.2." in n or ".layers.3." in n for n in first["read"])
-        assert not any(".layers.0." in n or ".layers.1." in n for n in second["read"])
-        assert "model.embed_tokens.weight" in first["read"]
-        assert "model.embed_tokens.weight" not in second["read"]
-        assert "model.norm.weight" in second["read"] and "model.norm.weight" not in first["read"]
-    else:  # 4 experts: 0-1 on rank 0, 2-3 on rank 1; everything else on both
-        experts = [{n for n in r["read"] if ".experts." in n} for r in (first, second)]
+        assert not any(".layers.2." in n or ".layers.3." in n for n in names[0])
+        assert not any(".layers.0." in n or ".layers.1." in n for n in names[1])
+        assert "model.embed_tokens.weight" in names[0] - names[1]
+        assert "model.norm.weight" in names[1] - names[0]
+    elif "expert_model_parallel_size" in layout:  # 4 experts: 0-1 on rank 0, 2-3 on rank 1
+        experts = [{n for n in found if ".experts." in n} for found in names]
         assert experts[0] and experts[1] and not experts[0] & experts[1]
         assert all(".experts.0." in n or ".experts.1." in n for n in experts[0])
-        assert set(first["read"]) - experts[0] == set(second["read"]) - experts[1]
+        assert names[0] - experts[0] == names[1] - experts[1]
+    else:  # the same tensors, each rank about half of every split one
+        assert names[0] == names[1]
+        assert all(0.45 < count / first["total"] < 0.55 for count in elements), elements
 
 
 @pytest.fixture(scope="module")

@@ -45,11 +45,11 @@ from rl.megatron.inputs import model_inputs
 from rl.megatron.logprobs import response_logprobs, response_values, run_model, unwrap
 from rl.megatron.model import build_gpt_model, resolve_spec, transformer_config
 from rl.megatron.parallel import check_layout, init_model_parallel
+from rl.megatron.slices import load_hf_slices
 from rl.megatron.weights import (
     checkpoint_tensors,
     export_hf,
     export_plan,
-    held_here,
     initial_value_head,
     load_hf,
 )
@@ -74,13 +74,14 @@ def _known(cls: type, values: Mapping[str, Any], key: str) -> dict[str, Any]:
 
 class MegatronTrainEngine:
     """One model on megatron-core with (for the actor and critic) its optimizer and LR
-    schedule. `hf_weights(wanted)` streams the starting HF tensors; `wanted(name)` says
-    whether this rank holds any of `name`, and a source may leave the others unread."""
+    schedule. It starts from `hf_folder` (a Hugging Face safetensors folder, of which each
+    rank reads only its slices) or, without one, from the tensors `hf_weights()` streams
+    (a built-in model); `megatron.use_dist_checkpointing` overrides both."""
 
     def __init__(
         self,
         hf_config: Any,
-        hf_weights: Callable[[Callable[[str], bool]], Iterable[tuple[str, torch.Tensor]]],
+        hf_weights: Callable[[], Iterable[tuple[str, torch.Tensor]]],
         role: Role,
         megatron: MegatronConfig | None = None,
         device: str = "cpu",
@@ -96,6 +97,7 @@ class MegatronTrainEngine:
         train_batching: MicroBatching | None = None,
         forward_batching: MicroBatching | None = None,
         section: str = "actor",
+        hf_folder: Path | None = None,
     ) -> None:
         self.role, self.section = role, section
         self.device = torch.device(device)
@@ -121,18 +123,19 @@ class MegatronTrainEngine:
             self.chunks = self._build(hf_config)  # the run's random stream stays untouched
         self._export_plans: list[list[tuple[str, int]]] | None = None
         self._offloaded: list[Any] = []  # what `offload` released, in order
+        self.weights_read: list[tuple[str, tuple[int, ...]]] = []  # HF blocks read (slices)
         for chunk in self.chunks:  # each virtual stage takes its layers from a stream
             if self.m.use_dist_checkpointing:  # resharded to this layout as it loads
                 load_dist_model(unwrap(chunk), str(self.m.dist_checkpointing_path))
             else:
-                wanted = held_here(unwrap(chunk), self.converter, critic=role == "critic")
-                load_hf(
-                    unwrap(chunk),
-                    self.converter,
-                    hf_weights(wanted),
-                    critic=role == "critic",
-                    initial_head=partial(initial_value_head, hf_config, seed),
-                )
+                head = partial(initial_value_head, hf_config, seed)
+                if hf_folder is not None:
+                    self.weights_read += load_hf_slices(
+                        unwrap(chunk), self.converter, hf_folder, role == "critic", head
+                    )
+                else:
+                    critic = role == "critic"
+                    load_hf(unwrap(chunk), self.converter, hf_weights(), critic, head)
         self.dp_size = ps.get_data_parallel_world_size()
         self.dp_rank = ps.get_data_parallel_rank()
         self.mini_batch_size, self.ppo_epochs, self.shuffle = mini_batch_size, ppo_epochs, shuffle
@@ -315,6 +318,7 @@ class MegatronTrainEngine:
             train_batching=train,
             forward_batching=forward,
             section=name,
+            hf_folder=hf_folder(config),
         )
 
     @classmethod
@@ -733,21 +737,26 @@ def interleaving_group(micro_batches: int, pp: int) -> int:
     raise ValueError(f"{micro_batches} micro-batches < PP {pp}")
 
 
-def hf_weights(
-    config: Config,
-    tokenizer: Any,
-    critic: bool = False,
-    wanted: Callable[[str], bool] | None = None,
-) -> Iterator[tuple[str, torch.Tensor]]:
-    """`model.path`'s tensors under their checkpoint names, one at a time: read from the
-    safetensors files (no full model in memory; only the names `wanted` accepts), or from
-    the built-in model (for the `critic`, the FSDP engine's value model: the same
-    starting weights on either)."""
-    from rl.core.models import load_causal_lm, load_value_model, model_source
+def hf_folder(config: Config) -> Path | None:
+    """`model.path` when it is a folder of safetensors files (read slice by slice)."""
+    from rl.core.models import model_source
 
     source = model_source(config.model)
     if source is not None and any(Path(source).glob("*.safetensors")):
-        yield from checkpoint_tensors(Path(source), wanted)
+        return Path(source)
+    return None
+
+
+def hf_weights(
+    config: Config, tokenizer: Any, critic: bool = False
+) -> Iterator[tuple[str, torch.Tensor]]:
+    """The built-in model's tensors (for the `critic`, the FSDP engine's value model: the
+    same starting weights on either), or `model.path`'s, one at a time."""
+    from rl.core.models import load_causal_lm, load_value_model
+
+    folder = hf_folder(config)
+    if folder is not None:
+        yield from checkpoint_tensors(folder)
         return
     load = load_value_model if critic else load_causal_lm
     model = load(config.model, tokenizer, seed=config.trainer.seed)

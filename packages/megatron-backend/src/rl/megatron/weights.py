@@ -5,10 +5,10 @@ Names: the layout converter (`rl.core.layouts`) speaks whole-model megatron name
 has its pipeline stage's layers numbered from 0 and its expert-parallel rank's experts
 numbered from 0. `Placement` translates between the two.
 
-Load: HF tensors stream through the converter one at a time; each rank reads only the
-tensors its stage and expert rank hold (`held_here`: other stages' layers and other
-ranks' experts stay unread in the safetensors files) and keeps their TP (or expert-TP)
-shard, so memory stays at about one fused tensor beyond the model. Export: for each tensor, the
+Load (`load_hf`, from tensors in memory; a safetensors folder is read slice by slice by
+`rl.megatron.slices` instead): HF tensors stream through the converter one at a time;
+each rank keeps the TP (or expert-TP) shard of the tensors its stage and expert rank
+hold and drops the rest, so memory stays at about one fused tensor beyond the model. Export: for each tensor, the
 ranks holding it gather their TP shards, and when not every rank holds it (pipeline
 stages, expert ranks) the first holder broadcasts the full tensor; every rank yields
 every HF tensor in the same order (each feeds its own rollout replica).
@@ -100,11 +100,9 @@ class Placement:
         return self.tp_rank, self.tp_size
 
 
-def checkpoint_tensors(
-    folder: Path, wanted: Callable[[str], bool] | None = None
-) -> Iterator[tuple[str, torch.Tensor]]:
+def checkpoint_tensors(folder: Path) -> Iterator[tuple[str, torch.Tensor]]:
     """The tensors of a Hugging Face folder's safetensors files, one at a time (no whole
-    model in memory); those `wanted` rejects are not read."""
+    model in memory)."""
     from safetensors import safe_open
 
     files = sorted(folder.glob("*.safetensors"))
@@ -113,37 +111,7 @@ def checkpoint_tensors(
     for file in files:
         with safe_open(str(file), framework="pt") as reader:
             for name in reader.keys():  # noqa: SIM118 (safe_open has no __iter__)
-                if wanted is None or wanted(name):
-                    yield name, reader.get_tensor(name)
-
-
-def held_here(
-    model: torch.nn.Module, converter: LayoutConverter, critic: bool = False
-) -> Callable[[str], bool]:
-    """Whether this rank keeps any of the HF tensor `name`: its pipeline stage's layers
-    (with the embedding on the first stage, the final norm and head on the last) and its
-    expert-parallel rank's experts. A name the layout does not know is let through, for
-    `load_hf` to name it."""
-    from rl.core.layouts import LayoutError
-
-    placement = Placement.of(model)
-    params = set(_parameters(model))
-    tied_head = "output_layer.weight" in params and converter.tie_word_embeddings and not critic
-
-    def wanted(name: str) -> bool:
-        if name in VALUE_HEAD.values():
-            return "output_layer.weight" in params
-        try:
-            rule, _, fields = converter.table.match_hf(name)
-        except LayoutError:
-            return True
-        mcore = rule.mcore.format(**dict(fields))
-        if tied_head and mcore == "embedding.word_embeddings.weight":
-            return True
-        local = placement.to_local(mcore)
-        return local is not None and local in params
-
-    return wanted
+                yield name, reader.get_tensor(name)
 
 
 def _tp_group(name: str) -> Any:
