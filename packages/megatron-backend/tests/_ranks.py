@@ -3,7 +3,7 @@
 Run by `mcore_world.run_ranks` in separate processes (gloo on CPU, the test-only CUDA
 shims of `_cpu_shims.py` installed first); each rank writes what the test compares to
 OUT/<rank>.pt. LAYOUT is a JSON object of `MegatronConfig` fields, and optionally
-`model_type`, `num_hidden_layers` and `micro_rows` (rows per training micro-batch).
+`model_type` and `num_hidden_layers`.
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ TINY = dict(
     vocab_size=96,
     max_position_embeddings=128,
 )
-MICRO_ROWS = [3]  # rows per micro-batch (a layout option of the scenarios may change it)
 MOE = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, norm_topk_prob=True)
 
 
@@ -104,13 +103,13 @@ def engine(model_type: str, layout: dict, role: str = "ref", packed: bool = True
     return (
         MegatronTrainEngine(
             model.config,
-            lambda wanted: iter(tensors.items()),
+            lambda: iter(tensors.items()),
             role,
             megatron=MegatronConfig(**layout),
             optim=None if role == "ref" else OptimConfig(lr=1e-2, grad_clip=1.0),
             mini_batch_size=8,
             use_remove_padding=packed,
-            train_batching=MicroBatching(rows=MICRO_ROWS[0]),
+            train_batching=MicroBatching(rows=3),
             **kwargs,
         ),
         model,
@@ -137,11 +136,13 @@ def scenario_logprobs(layout: dict, model_type: str = "qwen2") -> dict:
 
 
 def scenario_train(layout: dict, model_type: str = "qwen2", steps: int = 2) -> dict:
-    """Two train steps on one batch; the metrics and the updated (exported) weights."""
-    mcore, _, _ = engine(model_type, layout, role="actor")
+    """Two train steps on one batch; the metrics and the updated (exported) weights, and
+    the log-probs before training in one forward micro-batch of all rows."""
+    mcore, _, _ = engine(model_type, layout, role="actor", forward_batching=MicroBatching(rows=8))
     batch = ragged_batch()
+    logprobs = mcore.compute_logprobs(batch).logprobs
     metrics = [mcore.train_step(batch, token_mean_loss) for _ in range(steps)]
-    out = {"metrics": metrics, "weights": dict(mcore.export_weights())}
+    out = {"metrics": metrics, "weights": dict(mcore.export_weights()), "logprobs": logprobs}
     import torch.distributed as dist
 
     if dist.get_world_size() == 1:  # the FSDP engine on the same model, loss and optimizer
@@ -261,7 +262,7 @@ def scenario_critic(layout: dict, model_type: str = "qwen2") -> dict:
     tensors = {name: t.clone() for name, t in hf.state_dict().items()}
     critic = MegatronTrainEngine(
         hf.config,
-        lambda wanted: iter(tensors.items()),
+        lambda: iter(tensors.items()),
         "critic",
         megatron=MegatronConfig(**layout),
         optim=CRITIC_OPTIM,
@@ -339,6 +340,51 @@ def scenario_torn(layout: dict, model_type: str = "qwen2") -> dict:
     return {"type": None, "message": ""}
 
 
+def scenario_critic_from_dist(layout: dict, model_type: str = "qwen2") -> dict:
+    """A critic started from a language model's distributed checkpoint (the backbone, a
+    new head), its values against HF's; then trained one step, saved, and a second critic
+    started from that checkpoint (head included): the same values."""
+    from rl.fsdp.forward import response_values
+    from rl.megatron.engine import MegatronTrainEngine
+    from rl.megatron.weights import initial_value_head
+
+    def no_stream():
+        raise AssertionError("use_dist_checkpointing: nothing else is read")
+
+    def critic(options: dict) -> MegatronTrainEngine:
+        return MegatronTrainEngine(
+            hf.config,
+            no_stream,
+            "critic",
+            megatron=MegatronConfig(**options),
+            optim=CRITIC_OPTIM,
+            mini_batch_size=8,
+            section="critic",
+        )
+
+    hf = hf_value_model(model_type)
+    with torch.no_grad():
+        for name, tensor in initial_value_head(hf.config, seed=0).items():
+            hf.get_parameter(name).copy_(tensor.reshape(hf.get_parameter(name).shape))
+    batch = ragged_batch()
+    first = critic(layout)
+    started = first.compute_values(batch)
+    with torch.no_grad():
+        expected = response_values(hf, batch, packed=False)
+    first.train_step(batch, value_loss)
+    trained = first.compute_values(batch)
+    folder = Path(os.environ["RL_TEST_OUT"]) / "critic_checkpoint"
+    first.save(str(folder))
+    second = critic({**layout, "dist_checkpointing_path": str(folder)})
+    return {
+        "started": started,
+        "hf": expected,
+        "trained": trained,
+        "restarted": second.compute_values(batch),
+        "mask": batch["response_mask"],
+    }
+
+
 def scenario_write_hf(layout: dict, model_type: str = "qwen2") -> dict:
     """The reference HF model as a folder (for `rl convert-ckpt`)."""
     folder = Path(os.environ["RL_TEST_OUT"]) / "hf"
@@ -359,7 +405,6 @@ def main() -> None:
     options = json.loads(layout)
     model_type = options.pop("model_type", "qwen2")
     TINY["num_hidden_layers"] = options.pop("num_hidden_layers", TINY["num_hidden_layers"])
-    MICRO_ROWS[0] = options.pop("micro_rows", MICRO_ROWS[0])
     reference(model_type)
     result = globals()[f"scenario_{scenario}"](options, model_type)
     torch.save(result, Path(out) / f"{rank}.pt")

@@ -60,8 +60,11 @@ def hf_to_dist(hf_folder: str | Path, out: str | Path) -> Path:
     return target
 
 
-def load_dist_model(model: torch.nn.Module, folder: str | Path) -> None:
-    """Fill `model` (this rank's part, any layout) from a distributed checkpoint folder."""
+def load_dist_model(model: torch.nn.Module, folder: str | Path, critic: bool = False) -> bool:
+    """Fill `model` (this rank's part, any layout) from a distributed checkpoint folder.
+    A `critic` takes the backbone, and the head only when the checkpoint's output layer
+    is a value head (a critic's checkpoint; a language model's is not): returns whether
+    the head was loaded (if not, the caller initialises it)."""
     from megatron.core import dist_checkpointing
 
     path = Path(folder) / "dist"
@@ -70,8 +73,19 @@ def load_dist_model(model: torch.nn.Module, folder: str | Path) -> None:
             f"{folder} is not a megatron checkpoint (no dist/ inside): write one with "
             "`rl convert-ckpt --to megatron HF_FOLDER OUT`"
         )
-    loaded = dist_checkpointing.load({MODEL_KEY: model.sharded_state_dict()}, str(path))
-    model.load_state_dict(loaded[MODEL_KEY])
+    sharded = model.sharded_state_dict()
+    with_head = True
+    if critic:
+        saved = dist_checkpointing.load_tensors_metadata(str(path)).get("output_layer.weight")
+        with_head = saved is not None and saved.global_shape[0] == 1
+        if not with_head:
+            sharded = {k: v for k, v in sharded.items() if not k.startswith("output_layer.")}
+    loaded = dist_checkpointing.load({MODEL_KEY: sharded}, str(path))
+    missing, unexpected = model.load_state_dict(loaded[MODEL_KEY], strict=with_head)
+    left = [key for key in missing if not key.startswith("output_layer.")]
+    if left or unexpected:
+        raise ValueError(f"{folder}: not in the checkpoint {left}; not in the model {unexpected}")
+    return with_head
 
 
 def dist_to_hf(folder: str | Path, out: str | Path) -> Path:

@@ -47,6 +47,7 @@ from rl.megatron.model import build_gpt_model, resolve_spec, transformer_config
 from rl.megatron.parallel import check_layout, init_model_parallel
 from rl.megatron.slices import load_hf_slices
 from rl.megatron.weights import (
+    VALUE_HEAD,
     checkpoint_tensors,
     export_hf,
     export_plan,
@@ -113,29 +114,22 @@ class MegatronTrainEngine:
         self.spec = resolve_spec("auto")
         self.hf_config = hf_config
         self.converter = converter_for(hf_config, spec=self.spec)
-        if role == "critic" and self.m.use_dist_checkpointing:
-            raise ConfigError(
-                "critic.megatron.use_dist_checkpointing: a megatron checkpoint holds a "
-                "language model's output layer, not a value head; start the critic from "
-                "model.path's Hugging Face weights (resume uses the critic's own checkpoints)"
-            )
         with torch.random.fork_rng(devices=[]):  # the random init is overwritten below;
             self.chunks = self._build(hf_config)  # the run's random stream stays untouched
         self._export_plans: list[list[tuple[str, int]]] | None = None
         self._offloaded: list[Any] = []  # what `offload` released, in order
         self.weights_read: list[tuple[str, tuple[int, ...]]] = []  # HF blocks read (slices)
-        for chunk in self.chunks:  # each virtual stage takes its layers from a stream
+        critic, head = role == "critic", partial(initial_value_head, hf_config, seed)
+        for chunk in self.chunks:  # each virtual stage takes its own layers
+            model = unwrap(chunk)
             if self.m.use_dist_checkpointing:  # resharded to this layout as it loads
-                load_dist_model(unwrap(chunk), str(self.m.dist_checkpointing_path))
+                path = str(self.m.dist_checkpointing_path)
+                if not load_dist_model(model, path, critic=critic):
+                    _set_value_head(model, head())
+            elif hf_folder is not None:
+                self.weights_read += load_hf_slices(model, self.converter, hf_folder, critic, head)
             else:
-                head = partial(initial_value_head, hf_config, seed)
-                if hf_folder is not None:
-                    self.weights_read += load_hf_slices(
-                        unwrap(chunk), self.converter, hf_folder, role == "critic", head
-                    )
-                else:
-                    critic = role == "critic"
-                    load_hf(unwrap(chunk), self.converter, hf_weights(), critic, head)
+                load_hf(model, self.converter, hf_weights(), critic, head)
         self.dp_size = ps.get_data_parallel_world_size()
         self.dp_rank = ps.get_data_parallel_rank()
         self.mini_batch_size, self.ppo_epochs, self.shuffle = mini_batch_size, ppo_epochs, shuffle
@@ -735,6 +729,15 @@ def interleaving_group(micro_batches: int, pp: int) -> int:
         if remainder == 0 or remainder >= pp:
             return group
     raise ValueError(f"{micro_batches} micro-batches < PP {pp}")
+
+
+@torch.no_grad()
+def _set_value_head(model: torch.nn.Module, head: Mapping[str, torch.Tensor]) -> None:
+    """A critic's new head (on the last stage; other stages have none)."""
+    params = dict(model.named_parameters())
+    for local, hf_name in VALUE_HEAD.items():
+        if local in params:
+            params[local].copy_(head[hf_name].reshape(params[local].shape))
 
 
 def hf_folder(config: Config) -> Path | None:
