@@ -110,6 +110,20 @@ def test_qwen3_moe_training_at_ep2_equals_ep1(run_ranks, reference_runs):
     same_training(reference, results)
 
 
+def test_bf16_training_tracks_fp32(run_ranks, reference_runs):
+    """`megatron.dtype: bfloat16`: bf16 weights and activations, fp32 master weights in
+    the optimizer (megatron's Float16Module and mixed-precision optimizer): the loss and
+    gradient norm stay within 1 % of the fp32 run's, steps are taken, weights are bf16."""
+    (reference,) = trained(run_ranks, reference_runs, 1)
+    (bf16,) = trained(run_ranks, reference_runs, 1, dtype="bfloat16")
+    assert (bf16["logprobs"] - reference["logprobs"]).abs().max() < 0.02
+    for mine, theirs in zip(bf16["metrics"], reference["metrics"], strict=True):
+        assert mine["actor/skipped_steps"] == 0.0
+        for key in ("actor/loss", "actor/grad_norm", "actor/weight_norm"):
+            assert mine[key] == pytest.approx(theirs[key], rel=0.01), key
+    assert all(tensor.dtype == torch.bfloat16 for tensor in bf16["weights"].values())
+
+
 def test_the_single_rank_step_equals_the_fsdp_engines(run_ranks, reference_runs):
     """An independent reference: the FSDP engine (HF model, torch AdamW) on the same batch,
     loss and optimizer settings reports the same loss and gradient norm and ends with the
