@@ -1,13 +1,14 @@
-"""`MegatronTrainEngine`: actor, reference or critic on megatron-core, implementing `rl.core.engines.TrainEngine`.
+"""`MegatronTrainEngine`: actor, reference or critic on megatron-core (`TrainEngine`).
 
 The same semantics as the FSDP engine: a mini-batch is one optimizer step, cut into
 micro-batches (rows or a token budget) whose gradients accumulate; `loss_fn` normalises
 by the whole mini-batch; with several data-parallel groups each takes its token-balanced
 share of every mini-batch and the update equals one rank's on the whole of it. Micro-
 batches run through megatron-core's pipeline schedule (1F1B, interleaved with virtual
-stages at PP >= 3), gradients through its DDP (bucketed, optionally overlapped) and the step through
-its optimizer (distributed or not, fp32 master weights under bf16/fp16, dynamic loss
-scaling under fp16), the learning rate through its `OptimizerParamScheduler`.
+stages at PP >= 3), gradients through its DDP (bucketed, optionally overlapped) and the
+step through its optimizer (distributed or not, fp32 master weights under bf16/fp16,
+dynamic loss scaling under fp16), the learning rate through its `OptimizerParamScheduler`.
+The critic is the same model with a `ValueHead` for an output layer.
 """
 
 from __future__ import annotations
@@ -418,9 +419,16 @@ class MegatronTrainEngine:
     def compute_logprobs(self, batch: Mapping[str, torch.Tensor]) -> LogprobOutput:
         """Log-probs and entropy of the response tokens: float32 [B, R] each, in the
         caller's order (every rank of a model copy returns them)."""
+        out = self._forward_only(batch, lambda o: {"logprobs": o.logprobs, "entropy": o.entropy})
+        return LogprobOutput(out["logprobs"], out["entropy"])
+
+    def _forward_only(
+        self, batch: Mapping[str, torch.Tensor], pick: Callable[[Any], dict[str, torch.Tensor]]
+    ) -> dict[str, torch.Tensor]:
+        """The last stage's outputs, `pick`ed by name, as float32 [B, R] each in the
+        caller's row order, on every rank (forward-only, `forward_batching`)."""
         for chunk in self.chunks:
             chunk.eval()
-        shape = batch["response_mask"].shape
         micros = [
             (rows, micro)
             for rows, micro in self._micro_batches(batch, self.forward_batching)
@@ -429,18 +437,16 @@ class MegatronTrainEngine:
         results = self._schedule(
             [micro for _, micro in micros],
             True,
-            lambda micro, out: (
-                torch.zeros((), device=self.device),
-                {"logprobs": out.logprobs, "entropy": out.entropy},
-            ),
+            lambda micro, output: (torch.zeros((), device=self.device), pick(output)),
         )
-        logprobs, entropy = torch.zeros(shape), torch.zeros(shape)
+        names = ["values"] if self.role == "critic" else ["logprobs", "entropy"]
+        out = {name: torch.zeros(batch["response_mask"].shape) for name in names}
         if self.ps.is_pipeline_last_stage(ignore_virtual=True):
             for (rows, _), result in zip(micros, results, strict=True):
-                logprobs[rows] = result["logprobs"].float().cpu()
-                entropy[rows] = result["entropy"].float().cpu()
-        self._from_last_stage(logprobs, entropy)
-        return LogprobOutput(logprobs, entropy)
+                for name in names:
+                    out[name][rows] = result[name].float().cpu()
+        self._from_last_stage(*out.values())
+        return out
 
     def _from_last_stage(self, *tensors: torch.Tensor) -> None:
         """Every pipeline stage gets the last stage's results (in place)."""
@@ -453,29 +459,12 @@ class MegatronTrainEngine:
             dist.broadcast(on_device, src=last, group=group)
             tensor.copy_(on_device.cpu())
 
-    @torch.no_grad()
     def compute_values(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
         """A critic's values of the response positions: float32 [B, R], in the caller's
         order (every rank of a model copy returns them)."""
         assert self.role == "critic", f"compute_values on the {self.role} engine"
-        for chunk in self.chunks:
-            chunk.eval()
-        values = torch.zeros(batch["response_mask"].shape)
-        micros = [
-            (rows, micro)
-            for rows, micro in self._micro_batches(batch, self.forward_batching)
-            if rows.numel()
-        ]
-        results = self._schedule(
-            [micro for _, micro in micros],
-            True,
-            lambda micro, out: (torch.zeros((), device=self.device), {"values": out}),
-        )
-        if self.ps.is_pipeline_last_stage(ignore_virtual=True):
-            for (rows, _), result in zip(micros, results, strict=True):
-                values[rows] = result["values"].float().cpu()
-        self._from_last_stage(values)
-        return values
+        with torch.no_grad():
+            return self._forward_only(batch, lambda values: {"values": values})["values"]
 
     # --- update -------------------------------------------------------------------------
 
