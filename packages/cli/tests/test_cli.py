@@ -39,3 +39,62 @@ def test_doctor_table_escapes_extras_in_brackets():
 def test_no_arguments_prints_help():
     result = CliRunner().invoke(app, [])
     assert "doctor" in result.output
+
+
+def test_rl_eval_scores_a_parquet_of_generations(tmp_path, rl_executable):
+    """`rl eval` on verl's evaluation.yaml layout and on the table itself."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist(
+        [
+            {
+                "prompt": "2+3=",
+                "data_source": "arithmetic",
+                "reward_model": {"ground_truth": "5"},
+                "responses": ["5", "6"],
+            },
+            {
+                "prompt": "1+1=",
+                "data_source": "arithmetic",
+                "reward_model": {"ground_truth": "2"},
+                "responses": ["2", "2"],
+            },
+        ]
+    )
+    pq.write_table(table, tmp_path / "gen.parquet")
+    (tmp_path / "evaluation.yaml").write_text(
+        f"data:\n  path: {tmp_path / 'gen.parquet'}\n  prompt_key: prompt\n"
+        "  response_key: responses\n  data_source_key: data_source\n"
+        "  reward_model_key: reward_model\ncustom_reward_function:\n  path: null\n"
+        "  name: compute_score\n"
+    )
+    result = subprocess.run(
+        [
+            rl_executable,
+            "eval",
+            str(tmp_path / "evaluation.yaml"),
+            "ks=[1,2]",
+            "-o",
+            str(tmp_path / "m.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    metrics = json.loads((tmp_path / "m.json").read_text())
+    assert metrics["test_score/arithmetic"] == 0.75
+    assert metrics["pass@1/arithmetic"] == 0.75 and metrics["pass@2/arithmetic"] == 1.0
+    assert "test_score/arithmetic: 0.7500" in result.stdout
+    bad = subprocess.run(
+        [rl_executable, "eval", str(tmp_path / "gen.parquet"), "data.response_key=outputs"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert bad.returncode == 2
+    assert "row 0 has no column 'outputs' (data.response_key)" in bad.stderr
+    assert "Traceback" not in bad.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from rl.cli import convert_ckpt, doctor, merge, train
+from rl.cli import convert_ckpt, doctor, eval_cmd, merge, train
 from rl.cli.config_cmd import config_app
 
 app = typer.Typer(
@@ -44,6 +44,7 @@ app.command("train")(train.train)
 app.command("sft")(train.sft)
 app.command("merge")(merge.merge)
 app.command("convert-ckpt")(convert_ckpt.convert_ckpt)
+app.command("eval")(eval_cmd.evaluate)
 app.add_typer(config_app, name="config")
 
 
