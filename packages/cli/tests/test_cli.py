@@ -98,3 +98,22 @@ def test_rl_eval_scores_a_parquet_of_generations(tmp_path, rl_executable):
     assert bad.returncode == 2
     assert "row 0 has no column 'outputs' (data.response_key)" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_shell_completion_completes_sub_commands(rl_executable):
+    """`rl --install-completion` / `--show-completion` (typer's): the completion script
+    exists, and asking it as bash does completes a sub-command."""
+    import os
+
+    shown = subprocess.run(
+        [rl_executable, "--show-completion", "bash"], capture_output=True, text=True, timeout=60
+    )
+    assert shown.returncode == 0 and "_rl_completion" in shown.stdout
+    env = {
+        **os.environ,
+        "_RL_COMPLETE": "complete_bash",
+        "COMP_WORDS": "rl conv",
+        "COMP_CWORD": "1",
+    }
+    completed = subprocess.run([rl_executable], capture_output=True, text=True, env=env, timeout=60)
+    assert completed.stdout.split() == ["convert-ckpt"]

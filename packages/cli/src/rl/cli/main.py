@@ -11,7 +11,7 @@ app = typer.Typer(
     name="rl",
     help="Reinforcement-learning post-training of language models (PPO, GRPO and relatives).",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 
