@@ -112,8 +112,8 @@ def test_shell_completion_completes_sub_commands(rl_executable):
     env = {
         **os.environ,
         "_RL_COMPLETE": "complete_bash",
-        "COMP_WORDS": "rl conv",
+        "COMP_WORDS": "rl ev",
         "COMP_CWORD": "1",
     }
     completed = subprocess.run([rl_executable], capture_output=True, text=True, env=env, timeout=60)
-    assert completed.stdout.split() == ["convert-ckpt"]
+    assert completed.stdout.split() == ["eval"]

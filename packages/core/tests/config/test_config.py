@@ -97,7 +97,8 @@ def test_dump_round_trips(tmp_path):
             "model.path=\x1f",
             "override 'model.path=\\x1f' could not be read: unacceptable character",
         ),
-        ("model.path={_:[]}", "override 'model.path={_:[]}' could not be read"),
+        # OmegaConf 2.4 cannot read the value; 2.3 (which Hydra pins) reads a mapping
+        ("model.path={_:[]}", ("could not be read", "model.path = {'_': []}: expected a string")),
         ("=5", "override '=5': the key '' has an empty part"),
         ("actor..lr=1", "override 'actor..lr=1': the key 'actor..lr' has an empty part"),
         ("trainer.seed=${nope}", "config could not be resolved: Interpolation key 'nope' not"),
@@ -107,7 +108,8 @@ def test_dump_round_trips(tmp_path):
 def test_what_the_fuzzer_found_in_overrides(override, message):
     with pytest.raises(ConfigError) as error:
         load_config(overrides=[override])
-    assert message in str(error.value) and "\n" not in str(error.value)
+    messages = message if isinstance(message, tuple) else (message,)
+    assert any(m in str(error.value) for m in messages) and "\n" not in str(error.value)
 
 
 @pytest.mark.parametrize(

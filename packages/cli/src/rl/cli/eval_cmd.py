@@ -41,7 +41,7 @@ def evaluate(
         except Exception as error:  # omegaconf's errors name the key
             raise ConfigError(f"{source}: {error}") from error
         assert isinstance(values, dict)
-        metrics = run_eval(eval_config(values))
+        metrics = run_eval(eval_config({str(k): v for k, v in values.items()}))
         for key, value in metrics.items():
             typer.echo(f"{key}: {value:.4f}")
         if out is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from rl.cli import convert_ckpt, doctor, eval_cmd, merge, train
+from rl.cli import convert_ckpt, convert_cmd, doctor, eval_cmd, merge, train
 from rl.cli.config_cmd import config_app
 
 app = typer.Typer(
@@ -45,6 +45,7 @@ app.command("sft")(train.sft)
 app.command("merge")(merge.merge)
 app.command("convert-ckpt")(convert_ckpt.convert_ckpt)
 app.command("eval")(eval_cmd.evaluate)
+app.command("convert")(convert_cmd.convert)
 app.add_typer(config_app, name="config")
 
 

@@ -57,13 +57,30 @@ def train(
         help="A config file and/or dotted overrides; none runs the built-in CPU demo.",
     ),
     config: Path | None = CONFIG_OPTION,
+    dialect: str | None = typer.Option(
+        None,
+        "--from",
+        help="Run another system's config as it is (verl): the file and overrides in its "
+        "syntax, converted first (`rl convert` shows how).",
+    ),
 ) -> None:
     """Train with RL (GRPO, PPO, ...). With no config file: the embedded demo on the CPU."""
     with exit_on_error():
-        from rl.core.config import load_config
+        from rl.core.config import ConfigError, load_config
         from rl.core.demo import DEMO_CONFIG
         from rl.core.trainer import run_training
 
+        if dialect is not None:
+            from rl.cli.convert_cmd import convert_config
+
+            items = list(arguments or [])
+            if config is None and not items:
+                raise ConfigError(f"--from {dialect} needs the {dialect} config file")
+            source = config or Path(items.pop(0))
+            converted, report = convert_config(dialect, source, items)
+            typer.echo(report.render(), err=True)
+            run_training(converted)
+            return
         path, overrides = config_and_overrides(config, arguments)
         run_training(load_config(path or DEMO_CONFIG, overrides))  # preflight runs first
 

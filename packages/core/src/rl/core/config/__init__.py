@@ -2,7 +2,7 @@
 
 from rl.core.config.convert import from_dict, to_dict
 from rl.core.config.errors import ConfigError
-from rl.core.config.loader import dump_config, load_config
+from rl.core.config.loader import config_from_mapping, dump_config, load_config
 from rl.core.config.schema import (
     ActorConfig,
     AlgorithmConfig,
@@ -32,6 +32,7 @@ __all__ = [
     "RolloutConfig",
     "SFTConfig",
     "TrainerConfig",
+    "config_from_mapping",
     "dump_config",
     "from_dict",
     "load_config",

@@ -48,6 +48,20 @@ def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -
     return from_dict(Config, plain)
 
 
+def config_from_mapping(values: dict[str, Any], source: str) -> Config:
+    """The validated config from a nested mapping of our keys over our defaults (what a
+    dialect importer produces); errors say it came from `source`."""
+    _register_resolvers()
+    merged = _merge(OmegaConf.create(to_dict(Config())), OmegaConf.create(values), source)
+    try:
+        plain: Any = OmegaConf.to_container(merged, resolve=True)
+        return from_dict(Config, plain)
+    except OmegaConfBaseException as error:
+        raise ConfigError(f"{source}: {_one_line(error)}") from None
+    except ConfigError as error:
+        raise ConfigError(f"{source}: {error}") from None
+
+
 def _load_file(path: Path) -> Any:
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")

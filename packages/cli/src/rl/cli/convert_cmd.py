@@ -1,0 +1,64 @@
+"""`rl convert`: another system's config as ours, with a report of every key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from rl.cli.errors import exit_on_error
+
+if TYPE_CHECKING:
+    from rl.core.config import Config
+    from rl.core.config.dialects.report import Report
+
+FROM_OPTION = typer.Option(
+    None,
+    "--from",
+    help="The config's system: verl (roll, chatlearn, rlinf: detected, not yet converted). "
+    "Detected from the file when left out.",
+)
+
+
+def convert_config(
+    dialect: str | None, source: Path, overrides: list[str]
+) -> tuple[Config, Report]:
+    """(our validated Config, the report as text) for an upstream file and its overrides."""
+    from rl.core.config import config_from_mapping
+    from rl.core.config.dialects import convert, detect
+
+    note = None
+    if dialect is None:
+        dialect = detect(source)
+        note = f"detected dialect: {dialect} (pass --from to choose)"
+    conversion = convert(dialect, source, overrides)
+    if note:
+        conversion.report.notes.append(note)
+    config = config_from_mapping(conversion.config, f"the config converted from {source}")
+    return config, conversion.report
+
+
+def convert(
+    source: Path = typer.Argument(..., help="The upstream config file (YAML)."),
+    overrides: list[str] = typer.Argument(
+        None, help="Overrides in the upstream system's syntax (verl: key=v, +key=v, ~key)."
+    ),
+    dialect: str | None = FROM_OPTION,
+    out: Path | None = typer.Option(None, "-o", "--out", help="Write our YAML here."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Report every key."),
+) -> None:
+    """Convert a verl (ROLL, ChatLearn, RLinf) config to ours: prints (or writes) the
+    YAML and reports every upstream key as mapped, default, ignored or unsupported."""
+    with exit_on_error():
+        from rl.core.config import dump_config
+
+        config, report = convert_config(dialect, source, list(overrides or []))
+        text = dump_config(config)
+        if out is None:
+            typer.echo(text, nl=False)
+            typer.echo(report.render(verbose), err=True)
+        else:
+            out.write_text(text)
+            typer.echo(report.render(verbose))
+            typer.echo(f"wrote {out}")
