@@ -13,12 +13,12 @@ schema (`schema_keys.settable`), else it is unsupported too. Values pass through
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rl.core.config.dialects import schema_keys
-from rl.core.config.dialects.report import Entry, Report
+from rl.core.config.dialects.report import Entry, Report, Status
 
 NO_SETTING = "rl has no such setting"
 
@@ -29,7 +29,7 @@ class Rule:
     target: str | None = None
     reason: str = ""
     convert: Callable[[Any], Any] | None = None
-    status: str = "unsupported"  # for rules without a target: or "ignored"
+    status: Status = "unsupported"  # for rules without a target: or "ignored"
 
     def match(self, key: str) -> str | None:
         """Our key for `key`, "" when the rule matches without a target, None otherwise."""
@@ -68,10 +68,10 @@ def _set(tree: dict[str, Any], key: str, value: Any) -> None:
 
 def translate(
     values: Mapping[str, Any],
-    rules: list[Rule],
+    rules: Sequence[Rule],
     dialect: str,
     source: str,
-    reasons: list[Rule] = (),  # type: ignore[assignment]
+    reasons: Sequence[Rule] = (),
 ) -> tuple[dict[str, Any], Report]:
     """Our config (nested, only the keys that differ from our defaults) and the report.
     `reasons` explain, by upstream key, why a key that moved to a name our schema lacks
@@ -83,16 +83,16 @@ def translate(
         target = rule.match(key) if rule is not None else None
         if rule is None or not target:
             reason = rule.reason if rule is not None else NO_SETTING
-            status = rule.status if rule is not None else "unsupported"
+            status: Status = rule.status if rule is not None else "unsupported"
             if (_unset(value) or value is False) and status == "unsupported":  # not in use
                 report.entries.append(Entry(key, "default", None, value, f"unset; {reason}"))
             else:
-                report.entries.append(Entry(key, status, None, value, reason))  # type: ignore[arg-type]
+                report.entries.append(Entry(key, status, None, value, reason))
             continue
         if not schema_keys.settable(target):
             status = "default" if _unset(value) or value is False else "unsupported"
             why = next((r.reason for r in reasons if r.match(key) is not None), NO_SETTING)
-            report.entries.append(Entry(key, status, target, value, why))  # type: ignore[arg-type]
+            report.entries.append(Entry(key, status, target, value, why))
             continue
         converted = rule.convert(value) if rule.convert is not None else value
         inside_mapping = target not in schema_keys.leaves()  # e.g. engine_kwargs.vllm
