@@ -33,7 +33,15 @@ class Conversion:
 
 
 def detect(path: Path) -> str:
-    """The dialect of `path` from its top-level keys (ConfigError when none fits)."""
+    """The dialect of `path` from its top-level keys, or of a launch script from its
+    python command (ConfigError when none fits)."""
+    if path.suffix == ".sh":
+        from rl.core.config.dialects.scripts import ENTRY_POINTS
+
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        if any(entry in text for entry in ENTRY_POINTS):
+            return "verl"
+        raise ConfigError(f"{path}: no launch command of a known system in the script")
     try:
         top = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as error:
@@ -67,7 +75,36 @@ def convert(dialect: str, path: Path, overrides: Sequence[str] = ()) -> Conversi
         )
     from rl.core.config.dialects import verl
 
-    values = verl.compose(path, overrides)
     source = str(path) + (f" with {len(overrides)} override(s)" if overrides else "")
+    if path.suffix == ".sh":
+        path, overrides = _from_launch_script(path, overrides)
+    values = verl.compose(path, overrides)
     config, report = translate(values, verl.RULES, dialect, source, verl.REASONS)
     return Conversion(config, report)
+
+
+def _from_launch_script(script: Path, overrides: Sequence[str]) -> tuple[Path, list[str]]:
+    """The config file and overrides a verl launch script runs (then `overrides`)."""
+    import importlib.util
+
+    from rl.core.config.dialects.scripts import parse_launch_script
+
+    launch = parse_launch_script(script)
+    if launch.unresolved:
+        names = ", ".join(f"${name}" for name in launch.unresolved)
+        raise ConfigError(
+            f"{script}: its python command uses {names}, which the script does not set "
+            "(not guessed, nor read from this shell): set them in the script or pass the "
+            "overrides that use them explicitly after the script"
+        )
+    config_dir = launch.config_dir
+    if config_dir is None:
+        spec = importlib.util.find_spec("verl")
+        if spec is None or not spec.submodule_search_locations:
+            raise ConfigError(
+                f"{script} runs verl's built-in {launch.config_name!r} config: install verl "
+                "so that its config files can be read (nothing of verl runs), or give the "
+                "script a --config-path"
+            )
+        config_dir = Path(next(iter(spec.submodule_search_locations))) / "trainer" / "config"
+    return config_dir / f"{launch.config_name}.yaml", [*launch.overrides, *overrides]

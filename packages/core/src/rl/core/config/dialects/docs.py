@@ -17,6 +17,13 @@ default, or unset upstream), **ignored** (upstream plumbing) or **unsupported** 
 reason). `rl train --from DIALECT FILE [OVERRIDES...]` converts and runs. The dialect is
 detected from the file when `--from` is left out. A key no rule names is moved as it is
 and kept if our schema has it, else reported unsupported ("{no_setting}").
+
+A launch script works too (`rl convert --from verl run_qwen2-7b_math.sh`): its
+`python -m verl.trainer.main_ppo` command gives the config (`--config-path` /
+`--config-name`, else verl's built-in `ppo_trainer`, read from an installed verl) and the
+overrides; line continuations, bash arrays and `$VAR` / `${{VAR:-default}}` assigned in
+the script are expanded (the script is read, never run); a variable it does not set is
+reported by name, not guessed.
 """
 
 
