@@ -3,7 +3,16 @@ from rl.core import doctor
 
 def test_report_lists_the_six_packages_and_the_cpu_kernel():
     report = doctor.collect()
-    assert set(report) == {"platform", "rl packages", "compiled kernels", "engines", "third-party"}
+    assert set(report) == {
+        "platform",
+        "rl packages",
+        "compiled kernels",
+        "engines",
+        "config dialects",
+        "third-party",
+    }
+    dialects = {check.name: check.ok for check in report["config dialects"]}
+    assert dialects["dialect: verl"] and not dialects["dialect: roll"]
     packages = {check.name for check in report["rl packages"]}
     assert packages >= {"rl-core", "rl-kernels", "rl-fsdp", "rl-megatron", "rl-rollout", "rl-cli"}
     kernels = {check.name: check.ok for check in report["compiled kernels"]}
