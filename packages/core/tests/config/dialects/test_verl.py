@@ -141,3 +141,17 @@ def test_a_launch_script_runs_its_config_with_its_overrides():
 def test_a_launch_script_variable_it_does_not_set_is_reported_not_guessed():
     with pytest.raises(ConfigError, match=r"uses \$CKPT_DIR, \$HOME, which the script does not"):
         convert("verl", HERE / "run_unresolved.sh")
+
+
+def test_hydra_searchpath_finds_groups_in_another_folder(tmp_path):
+    """A user file elsewhere composes the fixture's groups through `hydra.searchpath`
+    (as verl users point at `pkg://verl.trainer.config`)."""
+    (tmp_path / "mine.yaml").write_text(
+        "hydra:\n  searchpath:\n    - file://" + str(HERE) + "\n"
+        "defaults:\n  - actor@actor_rollout_ref.actor: dp_actor\n  - _self_\n"
+        "actor_rollout_ref:\n  model:\n    path: builtin:tiny-qwen2\n"
+        "  actor:\n    ppo_mini_batch_size: 8\n"
+    )
+    ours = convert("verl", tmp_path / "mine.yaml").config
+    assert ours["actor"]["optim"]["lr"] == 1e-6  # from the fixture's optim/fsdp.yaml
+    assert ours["actor"]["ppo_micro_batch_size_per_gpu"] == 4  # its dp_actor.yaml
