@@ -39,6 +39,7 @@ _PROFILING = "profiling is not configured in rl's config (use the torch profiler
 _AGENT = "multi-turn agent rollouts are not in rl yet (the agentic issue)"
 _ENGINE = "an engine-internal setting rl chooses itself"
 _REF_LAYOUT = "the reference model runs with the actor's layout in rl"
+_MBRIDGE = "rl converts HF <-> megatron weights itself (rl.core.layouts)"
 
 RULES: list[Rule] = [
     # ignored: verl's own plumbing
@@ -211,6 +212,16 @@ REASONS: list[Rule] = [
         reason="rl picks its fused kernels itself (actor.use_fused_kernels)",
     ),
     Rule("critic.rollout_n", reason="verl-internal copy of rollout.n"),
+    Rule("*.*.megatron.use_mbridge", reason=_MBRIDGE),
+    Rule("*.*.megatron.vanilla_mbridge", reason=_MBRIDGE),
+    Rule("critic.megatron.use_mbridge", reason=_MBRIDGE),
+    Rule("critic.megatron.vanilla_mbridge", reason=_MBRIDGE),
+    Rule("*.*.megatron.use_remove_padding", reason="set actor.use_remove_padding"),
+    Rule("critic.megatron.use_remove_padding", reason="set critic.use_remove_padding"),
+    Rule("*.*.load_weight", reason="rl always starts from model.path's weights"),
+    Rule("critic.load_weight", reason="rl always starts from model.path's weights"),
+    Rule("critic.nccl_timeout", reason=_ENGINE),
+    Rule("actor_rollout_ref.model.lora.", reason="LoRA is not in rl yet (full-parameter only)"),
     Rule("*.data_loader_seed", reason="rl seeds every role from trainer.seed"),
     Rule("*.*.data_loader_seed", reason="rl seeds every role from trainer.seed"),
     Rule("actor_rollout_ref.model.lora_", reason="LoRA is not in rl yet (full-parameter only)"),
