@@ -136,6 +136,7 @@ def test_a_launch_script_runs_its_config_with_its_overrides():
     assert ours["trainer"]["total_training_steps"] == 3
     assert not any(e.source.startswith("global_profiler") for e in conversion.report.entries)
     assert detect(HERE / "run_grpo.sh") == "verl"
+    assert "--config-path=. read against the script's folder" in conversion.report.render()
 
 
 def test_a_launch_script_variable_it_does_not_set_is_reported_not_guessed():

@@ -76,15 +76,20 @@ def convert(dialect: str, path: Path, overrides: Sequence[str] = ()) -> Conversi
     from rl.core.config.dialects import verl
 
     source = str(path) + (f" with {len(overrides)} override(s)" if overrides else "")
+    notes: list[str] = []
     if path.suffix == ".sh":
-        path, overrides = _from_launch_script(path, overrides)
+        path, overrides, notes = _from_launch_script(path, overrides)
     values = verl.compose(path, overrides)
     config, report = translate(values, verl.RULES, dialect, source, verl.REASONS)
+    report.notes += notes
     return Conversion(config, report)
 
 
-def _from_launch_script(script: Path, overrides: Sequence[str]) -> tuple[Path, list[str]]:
-    """The config file and overrides a verl launch script runs (then `overrides`)."""
+def _from_launch_script(
+    script: Path, overrides: Sequence[str]
+) -> tuple[Path, list[str], list[str]]:
+    """The config file and overrides a verl launch script runs (then `overrides`), and
+    notes for the report."""
     import importlib.util
 
     from rl.core.config.dialects.scripts import parse_launch_script
@@ -107,4 +112,5 @@ def _from_launch_script(script: Path, overrides: Sequence[str]) -> tuple[Path, l
                 "script a --config-path"
             )
         config_dir = Path(next(iter(spec.submodule_search_locations))) / "trainer" / "config"
-    return config_dir / f"{launch.config_name}.yaml", [*launch.overrides, *overrides]
+    overrides = [*launch.overrides, *overrides]
+    return config_dir / f"{launch.config_name}.yaml", overrides, launch.notes

@@ -35,6 +35,7 @@ class Launch:
     config_name: str  # --config-name (verl's default: ppo_trainer)
     overrides: list[str] = field(default_factory=list)
     unresolved: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def _statements(text: str) -> list[str]:
@@ -93,7 +94,10 @@ def parse_launch_script(path: Path) -> Launch:
             items = shlex.split(scope.expand(array.group(2)), comments=True)
             scope.arrays[array.group(1)] = items
             continue
-        words = shlex.split(statement, comments=True)
+        try:
+            words = shlex.split(statement, comments=True)
+        except ValueError:  # bash this reader does not follow (heredocs, $'...'): skipped
+            continue
         if words and words[0] == "export":
             words = words[1:]
         assign = ASSIGN.match(words[0]) if len(words) == 1 else None
@@ -101,7 +105,12 @@ def parse_launch_script(path: Path) -> Launch:
             scope.values[assign.group(1)] = scope.expand(assign.group(2))
             continue
         if any(entry in statement for entry in ENTRY_POINTS):
-            return _launch(path, shlex.split(scope.expand(statement), comments=True))
+            try:
+                return _launch(path, shlex.split(scope.expand(statement), comments=True))
+            except ValueError as error:
+                raise ConfigError(
+                    f"{path}: its python command could not be read ({error}): {statement[:200]}"
+                ) from None
     raise ConfigError(
         f"{path}: no `python -m verl.trainer.main_ppo ...` command found in the script"
     )
@@ -110,12 +119,19 @@ def parse_launch_script(path: Path) -> Launch:
 def _launch(path: Path, words: list[str]) -> Launch:
     start = next(i for i, w in enumerate(words) if any(e in w for e in ENTRY_POINTS))
     config_dir, name, overrides = None, "ppo_trainer", []
+    notes: list[str] = []
     arguments = iter(words[start + 1 :])
     for word in arguments:
         if word in ("--config-path", "--config-name"):
             word = f"{word}={next(arguments, '')}"
         if word.startswith("--config-path="):
-            config_dir = (path.parent / word.split("=", 1)[1]).resolve()
+            # Hydra reads a relative path against verl/trainer/; a script beside its
+            # configs is the usual case when verl is not installed: read it against the
+            # script's folder (the report says so)
+            given = Path(word.split("=", 1)[1])
+            config_dir = given if given.is_absolute() else (path.parent / given).resolve()
+            if not given.is_absolute():
+                notes.append(f"--config-path={given} read against the script's folder")
         elif word.startswith("--config-name="):
             name = word.split("=", 1)[1]
         elif word in ("|", "&&", ";", ">", "2>&1") or word.startswith(">"):
@@ -124,4 +140,4 @@ def _launch(path: Path, words: list[str]) -> Launch:
             overrides.append(word)
     used = " ".join([*overrides, str(config_dir or ""), name])
     unresolved = sorted({next(n for n in found if n) for found in VARIABLE.findall(used)})
-    return Launch(config_dir, name.removesuffix(".yaml"), overrides, unresolved)
+    return Launch(config_dir, name.removesuffix(".yaml"), overrides, unresolved, notes)
