@@ -24,7 +24,7 @@ FROM_OPTION = typer.Option(
 def convert_config(
     dialect: str | None, source: Path, overrides: list[str]
 ) -> tuple[Config, Report]:
-    """(our validated Config, the report as text) for an upstream file and its overrides."""
+    """Our validated Config and the conversion report for an upstream file and overrides."""
     from rl.core.config import config_from_mapping
     from rl.core.config.dialects import convert, detect
 
