@@ -109,6 +109,9 @@ def test_rules_match_exact_keys_prefixes_and_wildcards():
     assert Rule("a.", "x.").match("a.b.c") == "x.b.c"
     assert Rule("*.p.", reason="r").match("q.p.z") == ""
     assert Rule("*.opt.lr", "{0}.optim.lr").match("actor.opt.lr") == "actor.optim.lr"
+    deep = Rule("**._target_", reason="r")
+    assert deep.match("a._target_") == "" and deep.match("a.b.c.d.e._target_") == ""
+    assert deep.match("_target_") is None and deep.match("a._target_x") is None
     assert dict(flatten({"a": {"b": 1, "c": {}}, "d": [1]})) == {"a.b": 1, "a.c": {}, "d": [1]}
 
 

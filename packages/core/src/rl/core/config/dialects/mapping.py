@@ -3,12 +3,10 @@
 A dialect is a list of `Rule`s, tried in order; the first whose `source` matches a key
 decides: an exact key (`trainer.default_local_dir`) or a prefix ending in `.` or `_`
 (`actor_rollout_ref.actor.`, `data.image_`), whose rest is appended to `target` (a prefix
-too). `*` in a
-source stands for one key segment and is carried into the target (`{0}`). A rule without
-a target marks the key unsupported with its `reason`. A mapped key must name a key of our
-schema (`schema_keys.settable`), else it is unsupported too. Values pass through
-`convert` when a rule has one.
-"""
+too). `*` in a source stands for one key segment, `**` for one or more, each carried into
+the target (`{0}`, ...). A rule without a target marks the key unsupported with its
+`reason`. A mapped key must name a key of our schema (`schema_keys.settable`), else it is
+unsupported too. Values pass through `convert` when a rule has one."""
 
 from __future__ import annotations
 
@@ -33,7 +31,11 @@ class Rule:
 
     def match(self, key: str) -> str | None:
         """Our key for `key`, "" when the rule matches without a target, None otherwise."""
-        pattern = re.escape(self.source).replace(r"\*", r"([^.]+)")
+        pattern = (
+            re.escape(self.source)
+            .replace(r"\*\*", r"([^.]+(?:\.[^.]+)*)")  # one or more segments
+            .replace(r"\*", r"([^.]+)")  # the `*` of a `**` are gone by now
+        )
         prefix = self.source.endswith((".", "_"))
         found = re.match(pattern + ("(.*)" if prefix else "") + "$", key)
         if found is None:

@@ -43,13 +43,9 @@ _MBRIDGE = "rl converts HF <-> megatron weights itself (rl.core.layouts)"
 
 RULES: list[Rule] = [
     # ignored: verl's own plumbing
-    Rule("*._target_", reason="verl's dataclass class path", status="ignored"),
-    Rule("*.*._target_", reason="verl's dataclass class path", status="ignored"),
-    Rule("*.*.*._target_", reason="verl's dataclass class path", status="ignored"),
-    Rule("*.*.*.*._target_", reason="verl's dataclass class path", status="ignored"),
+    Rule("**._target_", reason="verl's dataclass class path", status="ignored"),
     Rule("global_profiler.", reason=_PROFILING),
-    Rule("*.profiler.", reason=_PROFILING),
-    Rule("*.*.profiler.", reason=_PROFILING),
+    Rule("**.profiler.", reason=_PROFILING),
     Rule(
         "ray_kwargs.",
         reason="Ray's start-up options: rl starts Ray with its defaults, or "
@@ -202,7 +198,7 @@ REASONS: list[Rule] = [
         reason="rl does not torch.compile the model (its fused kernels cover the hot path)",
     ),
     Rule("actor_rollout_ref.*.router_replay.", reason="MoE router replay is not in rl"),
-    Rule("actor_rollout_ref.*.rollout_n", reason="verl-internal copy of rollout.n"),
+    Rule("**.rollout_n", reason="verl-internal copy of rollout.n"),
     Rule(
         "actor_rollout_ref.actor.tau_",
         reason="a parameter of a policy-loss variant rl does not implement",
@@ -211,19 +207,14 @@ REASONS: list[Rule] = [
         "actor_rollout_ref.model.fused_kernel_options.",
         reason="rl picks its fused kernels itself (actor.use_fused_kernels)",
     ),
-    Rule("critic.rollout_n", reason="verl-internal copy of rollout.n"),
-    Rule("*.*.megatron.use_mbridge", reason=_MBRIDGE),
-    Rule("*.*.megatron.vanilla_mbridge", reason=_MBRIDGE),
-    Rule("critic.megatron.use_mbridge", reason=_MBRIDGE),
-    Rule("critic.megatron.vanilla_mbridge", reason=_MBRIDGE),
+    Rule("**.megatron.use_mbridge", reason=_MBRIDGE),
+    Rule("**.megatron.vanilla_mbridge", reason=_MBRIDGE),
     Rule("*.*.megatron.use_remove_padding", reason="set actor.use_remove_padding"),
     Rule("critic.megatron.use_remove_padding", reason="set critic.use_remove_padding"),
-    Rule("*.*.load_weight", reason="rl always starts from model.path's weights"),
-    Rule("critic.load_weight", reason="rl always starts from model.path's weights"),
+    Rule("**.load_weight", reason="rl always starts from model.path's weights"),
     Rule("critic.nccl_timeout", reason=_ENGINE),
     Rule("actor_rollout_ref.model.lora.", reason="LoRA is not in rl yet (full-parameter only)"),
-    Rule("*.data_loader_seed", reason="rl seeds every role from trainer.seed"),
-    Rule("*.*.data_loader_seed", reason="rl seeds every role from trainer.seed"),
+    Rule("**.data_loader_seed", reason="rl seeds every role from trainer.seed"),
     Rule("actor_rollout_ref.model.lora_", reason="LoRA is not in rl yet (full-parameter only)"),
     Rule("actor_rollout_ref.model.target_modules", reason="LoRA is not in rl yet"),
     Rule(
