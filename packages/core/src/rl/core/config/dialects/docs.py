@@ -47,8 +47,8 @@ def render() -> str:
         "Composed by Hydra (defaults lists, `group@package: option`, `_self_`, relative "
         "`../group`, `hydra.searchpath`) with verl's override syntax (`key=v`, `+key=v`, "
         "`~key`, `++key=v`); OmegaConf resolves `${oc.select:...}`, relative `${.key}` and "
-        "refuses an unset `???`. Rules, first match wins (`.` or `_` ends a prefix, `*` is "
-        "one segment):\n"
+        "refuses an unset `???`. Rules, first match wins (`.` ends a prefix, `*` is the rest "
+        "of one segment, `**` one or more segments):\n"
     )
     lines += _rows(verl.RULES)
     lines.append(

@@ -1,10 +1,10 @@
 """Table-driven key mapping from a dialect's flattened config to ours.
 
 A dialect is a list of `Rule`s, tried in order; the first whose `source` matches a key
-decides: an exact key (`trainer.default_local_dir`) or a prefix ending in `.` or `_`
-(`actor_rollout_ref.actor.`, `data.image_`), whose rest is appended to `target` (a prefix
-too). `*` in a source stands for one key segment, `**` for one or more, each carried into
-the target (`{0}`, ...). A rule without a target marks the key unsupported with its
+decides: an exact key (`trainer.default_local_dir`) or a prefix ending in `.`
+(`actor_rollout_ref.actor.`), whose rest is appended to `target` (a prefix too). `*` in a
+source stands for the rest of one key segment (`*.optim.lr`, `data.image_*`), `**` for one
+or more whole segments, each carried into the target (`{0}`, ...). A rule without a target marks the key unsupported with its
 `reason`. A mapped key must name a key of our schema (`schema_keys.settable`), else it is
 unsupported too. Values pass through `convert` when a rule has one."""
 
@@ -36,7 +36,7 @@ class Rule:
             .replace(r"\*\*", r"([^.]+(?:\.[^.]+)*)")  # one or more segments
             .replace(r"\*", r"([^.]+)")  # the `*` of a `**` are gone by now
         )
-        prefix = self.source.endswith((".", "_"))
+        prefix = self.source.endswith(".")
         found = re.match(pattern + ("(.*)" if prefix else "") + "$", key)
         if found is None:
             return None

@@ -200,7 +200,7 @@ REASONS: list[Rule] = [
     Rule("actor_rollout_ref.*.router_replay.", reason="MoE router replay is not in rl"),
     Rule("**.rollout_n", reason="verl-internal copy of rollout.n"),
     Rule(
-        "actor_rollout_ref.actor.tau_",
+        "actor_rollout_ref.actor.tau_*",
         reason="a parameter of a policy-loss variant rl does not implement",
     ),
     Rule(
@@ -215,7 +215,7 @@ REASONS: list[Rule] = [
     Rule("critic.nccl_timeout", reason=_ENGINE),
     Rule("actor_rollout_ref.model.lora.", reason="LoRA is not in rl yet (full-parameter only)"),
     Rule("**.data_loader_seed", reason="rl seeds every role from trainer.seed"),
-    Rule("actor_rollout_ref.model.lora_", reason="LoRA is not in rl yet (full-parameter only)"),
+    Rule("actor_rollout_ref.model.lora_*", reason="LoRA is not in rl yet (full-parameter only)"),
     Rule("actor_rollout_ref.model.target_modules", reason="LoRA is not in rl yet"),
     Rule(
         "actor_rollout_ref.rollout.mode",
@@ -227,8 +227,8 @@ REASONS: list[Rule] = [
         reason="a rollout-engine option rl does not expose "
         "(set engine-specific ones in rollout.engine_kwargs.vllm / .sglang)",
     ),
-    Rule("data.image_", reason="multi-modal data is not in rl yet"),
-    Rule("data.video_", reason="multi-modal data is not in rl yet"),
+    Rule("data.image_*", reason="multi-modal data is not in rl yet"),
+    Rule("data.video_*", reason="multi-modal data is not in rl yet"),
     Rule("data.return_multi_modal_inputs", reason="multi-modal data is not in rl yet"),
     Rule("data.", reason="a data-loading option rl does not have (see data.* in rl config show)"),
     Rule("trainer.critic_warmup", reason="critic warm-up steps are not in rl yet"),
