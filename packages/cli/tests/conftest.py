@@ -1,3 +1,4 @@
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -13,6 +14,22 @@ def rl_executable():
     if found is None:
         pytest.fail("the `rl` console script is not installed: pip install -e packages/cli")
     return found
+
+
+def read_metrics_rows(output_dir, missing_ok=False):
+    """The rows of a run's metrics.jsonl (`missing_ok`, for polling a live run: [] before
+    the run wrote any, blank lines skipped)."""
+    path = Path(output_dir) / "metrics.jsonl"
+    if missing_ok and not path.exists():
+        return []
+    lines = path.read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip() or not missing_ok]
+
+
+@pytest.fixture(scope="session")
+def metrics_rows():
+    """`metrics_rows(output_dir, missing_ok=False)`: a run's metrics rows."""
+    return read_metrics_rows
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,6 @@ a tiny model and a generated parquet."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
@@ -44,7 +43,7 @@ def test_rl_convert_detects_verl_and_writes_our_yaml(tmp_path, rl_executable):
     assert "Traceback" not in bad.stderr
 
 
-def test_rl_train_from_verl_runs_two_steps(tmp_path, rl_executable):
+def test_rl_train_from_verl_runs_two_steps(tmp_path, rl_executable, metrics_rows):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -88,7 +87,5 @@ def test_rl_train_from_verl_runs_two_steps(tmp_path, rl_executable):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "verl -> rl:" in result.stderr
-    rows = [
-        json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
-    ]
+    rows = metrics_rows(tmp_path / "run")
     assert [r["step"] for r in rows if "actor/grad_norm" in r] == [1, 2]

@@ -81,7 +81,7 @@ def test_a_fresh_run_never_prunes_nor_resumes_an_earlier_runs_checkpoints(
 
 
 def test_a_corrupt_newest_checkpoint_falls_back_to_the_newest_good_one(
-    tmp_path, rl_executable, tiny_run
+    tmp_path, rl_executable, tiny_run, metrics_rows
 ):
     out = tmp_path / "out"
     completed(rl_train(rl_executable, tiny_run, out, "trainer.total_training_steps=2"))
@@ -91,7 +91,7 @@ def test_a_corrupt_newest_checkpoint_falls_back_to_the_newest_good_one(
     result = completed(rl_train(rl_executable, tiny_run, out))
     assert f"not resuming from {weights.parents[2]}:" in result.stderr
     assert "has " in result.stderr and "the manifest says" in result.stderr
-    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_rows(out)
     assert [row["step"] for row in rows] == [0, 1, 2, 3]  # step 2 was redone from step 1
 
 
@@ -168,14 +168,14 @@ def test_a_failed_checkpoint_write_stops_the_run_clearly_and_keeps_what_was_ther
     assert steps(out) == [2, 3]
 
 
-def test_a_torn_metrics_row_does_not_block_resume(tmp_path, rl_executable, tiny_run):
+def test_a_torn_metrics_row_does_not_block_resume(tmp_path, rl_executable, tiny_run, metrics_rows):
     out = tmp_path / "out"
     completed(rl_train(rl_executable, tiny_run, out, "trainer.total_training_steps=2"))
     with (out / "metrics.jsonl").open("a") as handle:
         handle.write('{"step": 3, "reward/me')
     result = completed(rl_train(rl_executable, tiny_run, out))
     assert "dropped a torn" in result.stderr
-    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_rows(out)
     assert [row["step"] for row in rows] == [0, 1, 2, 3]
 
 
@@ -215,7 +215,9 @@ def test_a_failing_reward_function_stops_the_run_with_its_error(
     assert said in result.stderr.split("error: ")[0]  # shown as it happened, before the end
 
 
-def test_reward_failures_under_the_bound_are_counted_and_shown(tmp_path, rl_executable, tiny_run):
+def test_reward_failures_under_the_bound_are_counted_and_shown(
+    tmp_path, rl_executable, tiny_run, metrics_rows
+):
     out = tmp_path / "out"
     body = ["if len(solution_str) % 2:", "    raise ValueError('boom')", "return 1.0"]
     result = completed(
@@ -228,7 +230,7 @@ def test_reward_failures_under_the_bound_are_counted_and_shown(tmp_path, rl_exec
         )
     )
     assert result.stderr.count("ValueError: boom") == 1  # once per distinct error
-    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    rows = metrics_rows(out)
     assert sum(row.get("reward/errors", 0) for row in rows) > 0
 
 

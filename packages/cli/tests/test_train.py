@@ -1,7 +1,6 @@
 """`rl train` end to end: GRPO and PPO through the same controller, the outputs a run leaves,
 resuming after SIGKILL, and the errors a user sees for bad input."""
 
-import json
 import os
 import signal
 import subprocess
@@ -20,12 +19,6 @@ from rl.core.demo import DEMO_CONFIG
 from rl.core.trainer import run_training
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def metrics_rows(output_dir):
-    return [
-        json.loads(line) for line in (Path(output_dir) / "metrics.jsonl").read_text().splitlines()
-    ]
 
 
 @pytest.mark.parametrize(
@@ -61,7 +54,9 @@ def metrics_rows(output_dir):
         ),
     ],
 )
-def test_algorithms_run_through_the_same_controller(tmp_path, tiny_run, estimator, extra):
+def test_algorithms_run_through_the_same_controller(
+    tmp_path, tiny_run, estimator, extra, metrics_rows
+):
     config = load_config(
         DEMO_CONFIG,
         [
@@ -128,7 +123,7 @@ def final_weights(output_dir):
 
 @pytest.mark.slow
 def test_sigkill_after_a_checkpoint_then_rerun_ends_bit_identical(
-    tmp_path, rl_executable, tiny_run
+    tmp_path, rl_executable, tiny_run, metrics_rows
 ):
     straight = start_run(rl_executable, tiny_run, tmp_path / "straight")
     assert straight.wait(timeout=600) == 0, straight.stderr.read()
@@ -156,7 +151,7 @@ def test_sigkill_after_a_checkpoint_then_rerun_ends_bit_identical(
 
 
 @pytest.mark.slow
-def test_the_demo_learns(tmp_path, rl_executable):
+def test_the_demo_learns(tmp_path, rl_executable, metrics_rows):
     """The embedded default, as `rl train` runs it: validation accuracy rises clearly and
     does not fall back at the end.
 
@@ -265,7 +260,7 @@ def test_config_show_prints_the_resolved_config(tmp_path):
     assert "output_dir: outputs/x7" in result.output and "adv_estimator: grpo" in result.output
 
 
-def test_rl_sft_trains_and_exports(tmp_path, tiny_run):
+def test_rl_sft_trains_and_exports(tmp_path, tiny_run, metrics_rows):
     result = CliRunner().invoke(
         app, ["sft", str(DEMO_CONFIG), *tiny_run, "sft.steps=30", f"trainer.output_dir={tmp_path}"]
     )
@@ -294,7 +289,7 @@ def test_tensorboard_sink_writes_events(tmp_path, tiny_run):
     assert "reward/mean" in events.Tags()["scalars"]
 
 
-def test_reward_model_scores_the_rollouts(tmp_path, tiny_run):
+def test_reward_model_scores_the_rollouts(tmp_path, tiny_run, metrics_rows):
     from transformers import Qwen2Config, Qwen2ForSequenceClassification
 
     from rl.core.models import build_char_tokenizer

