@@ -73,19 +73,31 @@ def trained(run_ranks, cache, world, **layout):
     return cache[key]
 
 
+def same_steps(metrics, ref_metrics, weights, ref_weights, role="actor", weights_atol=5e-5):
+    """Equal per-step metrics (loss, gradient norm, weight norm, lr) and updated weights.
+    Two AdamW steps turn reduction-order rounding (~1e-7) into ~1e-5 differences in the
+    weights at lr 1e-2: the default bound is 0.5 % of one step."""
+    for mine, theirs in zip(metrics, ref_metrics, strict=True):
+        for key in (f"{role}/loss", f"{role}/grad_norm", f"{role}/weight_norm", "lr"):
+            assert mine[key] == pytest.approx(theirs[key], rel=1e-5), key
+    assert set(weights) == set(ref_weights)
+    for name, tensor in ref_weights.items():
+        assert (weights[name] - tensor).abs().max() < weights_atol, name
+
+
 def same_training(reference, results, weights_atol=5e-5):
-    """Equal metrics (loss, gradient norm, weight norm) and updated weights. Two AdamW
-    steps at lr 1e-2 turn reduction-order rounding (~1e-7) into ~1e-5 differences in the
-    weights: the bound is 0.5 % of one step."""
+    """Equal log-probs before training, then `same_steps` for every rank's result."""
     (ref,) = reference
     for result in results:
         assert (result["logprobs"] - ref["logprobs"]).abs().max() < 2e-5
-        for mine, theirs in zip(result["metrics"], ref["metrics"], strict=True):
-            for key in ("actor/loss", "actor/grad_norm", "actor/weight_norm", "lr"):
-                assert mine[key] == pytest.approx(theirs[key], rel=1e-5), key
-        assert set(result["weights"]) == set(ref["weights"])
-        for name, tensor in ref["weights"].items():
-            assert (result["weights"][name] - tensor).abs().max() < weights_atol, name
+        same_steps(
+            result["metrics"],
+            ref["metrics"],
+            result["weights"],
+            ref["weights"],
+            "actor",
+            weights_atol,
+        )
 
 
 @pytest.mark.parametrize(
@@ -129,11 +141,7 @@ def test_the_single_rank_step_equals_the_fsdp_engines(run_ranks, reference_runs)
     loss and optimizer settings reports the same loss and gradient norm and ends with the
     same weights."""
     (ref,) = trained(run_ranks, reference_runs, 1)
-    for mine, theirs in zip(ref["metrics"], ref["fsdp_metrics"], strict=True):
-        for key in ("actor/loss", "actor/grad_norm", "actor/weight_norm", "lr"):
-            assert mine[key] == pytest.approx(theirs[key], rel=1e-5), key
-    for name, tensor in ref["fsdp_weights"].items():
-        assert (ref["weights"][name] - tensor).abs().max() < 5e-5, name
+    same_steps(ref["metrics"], ref["fsdp_metrics"], ref["weights"], ref["fsdp_weights"])
     first, second = ref["metrics"]
     assert second["actor/loss"] < first["actor/loss"] - 0.1  # and it learns
 
@@ -249,12 +257,13 @@ def test_the_critic_values_equal_hf_and_its_steps_the_fsdp_critics(run_ranks, cr
     mask = result["mask"].bool()
     assert (result["values"][mask] - result["hf_values"][mask]).abs().max() < 2e-5
     assert result["values"][~mask].abs().max() == 0
-    for mine, theirs in zip(result["metrics"], result["fsdp_metrics"], strict=True):
-        for key in ("critic/loss", "critic/grad_norm", "critic/weight_norm", "lr"):
-            assert mine[key] == pytest.approx(theirs[key], rel=1e-5), key
-    assert set(result["weights"]) == set(result["fsdp_weights"])
-    for name, tensor in result["fsdp_weights"].items():
-        assert (result["weights"][name] - tensor).abs().max() < 5e-5, name
+    same_steps(
+        result["metrics"],
+        result["fsdp_metrics"],
+        result["weights"],
+        result["fsdp_weights"],
+        "critic",
+    )
     loaded = transformers.AutoModelForTokenClassification.from_pretrained(result["folder"])
     for name, tensor in loaded.state_dict().items():
         assert torch.equal(tensor, result["weights"][name]), name
@@ -269,11 +278,13 @@ def test_the_critic_at_two_ranks_equals_one(run_ranks, critic_runs, layout):
     (reference,) = critic_run(run_ranks, critic_runs, 1)
     for result in critic_run(run_ranks, critic_runs, 2, **layout):
         assert (result["values"] - reference["values"]).abs().max() < 2e-5
-        for mine, theirs in zip(result["metrics"], reference["metrics"], strict=True):
-            for key in ("critic/loss", "critic/grad_norm", "critic/weight_norm", "lr"):
-                assert mine[key] == pytest.approx(theirs[key], rel=1e-5), key
-        for name, tensor in reference["weights"].items():
-            assert (result["weights"][name] - tensor).abs().max() < 5e-5, name
+        same_steps(
+            result["metrics"],
+            reference["metrics"],
+            result["weights"],
+            reference["weights"],
+            "critic",
+        )
 
 
 def test_a_torn_checkpoint_is_one_clear_error(run_ranks):
