@@ -81,8 +81,9 @@ def translate(
     ours: dict[str, Any] = {}
     report = Report(dialect, source)
     for key, value in flatten(values):
-        rule = next((r for r in rules if r.match(key) is not None), None)
-        target = rule.match(key) if rule is not None else None
+        rule, target = next(
+            ((r, t) for r in rules if (t := r.match(key)) is not None), (None, None)
+        )
         if rule is None or not target:
             reason = rule.reason if rule is not None else NO_SETTING
             status: Status = rule.status if rule is not None else "unsupported"
