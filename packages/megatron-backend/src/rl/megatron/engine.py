@@ -48,12 +48,11 @@ from rl.megatron.model import build_gpt_model, resolve_spec, transformer_config
 from rl.megatron.parallel import check_layout, init_model_parallel
 from rl.megatron.slices import load_hf_slices
 from rl.megatron.weights import (
-    VALUE_HEAD,
-    checkpoint_tensors,
     export_hf,
     export_plan,
     initial_value_head,
     load_hf,
+    set_value_head,
 )
 
 Role = Literal["actor", "ref", "critic"]
@@ -126,7 +125,7 @@ class MegatronTrainEngine:
             if self.m.use_dist_checkpointing:  # resharded to this layout as it loads
                 path = str(self.m.dist_checkpointing_path)
                 if not load_dist_model(model, path, critic=critic):
-                    _set_value_head(model, head())
+                    set_value_head(dict(model.named_parameters()), head())
             elif hf_folder is not None:
                 self.weights_read += load_hf_slices(model, self.converter, hf_folder, critic, head)
             else:
@@ -720,15 +719,6 @@ def interleaving_group(micro_batches: int, pp: int) -> int:
     raise ValueError(f"{micro_batches} micro-batches < PP {pp}")
 
 
-@torch.no_grad()
-def _set_value_head(model: torch.nn.Module, head: Mapping[str, torch.Tensor]) -> None:
-    """A critic's new head (on the last stage; other stages have none)."""
-    params = dict(model.named_parameters())
-    for local, hf_name in VALUE_HEAD.items():
-        if local in params:
-            params[local].copy_(head[hf_name].reshape(params[local].shape))
-
-
 def hf_folder(config: Config) -> Path | None:
     """`model.path` when it is a folder of safetensors files (read slice by slice)."""
     from rl.core.models import model_source
@@ -742,14 +732,11 @@ def hf_folder(config: Config) -> Path | None:
 def hf_weights(
     config: Config, tokenizer: Any, critic: bool = False
 ) -> Iterator[tuple[str, torch.Tensor]]:
-    """The built-in model's tensors (for the `critic`, the FSDP engine's value model: the
-    same starting weights on either), or `model.path`'s, one at a time."""
+    """The tensors of `model.path` loaded whole (the built-in model, or a checkpoint
+    without safetensors; `hf_folder` covers the rest), one at a time; for the `critic`
+    the FSDP engine's value model, so both engines start from the same weights."""
     from rl.core.models import load_causal_lm, load_value_model
 
-    folder = hf_folder(config)
-    if folder is not None:
-        yield from checkpoint_tensors(folder)
-        return
     load = load_value_model if critic else load_causal_lm
     model = load(config.model, tokenizer, seed=config.trainer.seed)
     yield from model.state_dict().items()

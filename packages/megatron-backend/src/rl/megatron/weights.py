@@ -186,12 +186,21 @@ def load_hf(
     if critic:
         if not head and initial_head is not None:
             head = initial_head()
-        for local, hf_name in VALUE_HEAD.items():
-            if hf_name in head and local in params:
-                params[local].copy_(head[hf_name].reshape(params[local].shape))
-                missing.discard(local)
+        missing -= set_value_head(params, head)
     if missing:
         raise ValueError(f"the weights did not cover these megatron parameters: {sorted(missing)}")
+
+
+@torch.no_grad()
+def set_value_head(params: dict[str, torch.Tensor], head: dict[str, torch.Tensor]) -> set[str]:
+    """Copy a critic head's HF tensors (`score.*`) into the parameters this rank holds
+    (the last stage's; other stages have none); the names it set."""
+    done = set()
+    for local, hf_name in VALUE_HEAD.items():
+        if hf_name in head and local in params:
+            params[local].copy_(head[hf_name].reshape(params[local].shape))
+            done.add(local)
+    return done
 
 
 def export_plan(model: torch.nn.Module) -> list[tuple[str, int]]:
