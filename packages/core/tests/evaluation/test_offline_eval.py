@@ -70,6 +70,20 @@ def test_a_scorer_that_raises_scores_zero_and_is_counted():
     assert metrics["test_score/openai/gsm8k"] == pytest.approx(0.25)
 
 
+def test_a_scorer_failing_on_most_responses_stops_the_evaluation():
+    """Failures never pass for zero scores: above max_error_rate the evaluation ends with
+    the count and the first error."""
+    from rl.core.errors import RewardError
+
+    def broken(source, response, truth, extra):
+        raise KeyError("no_such_field")
+
+    with pytest.raises(RewardError, match=r"failed on 12 of 12 responses .*first: row 0: KeyE"):
+        evaluate(rows(), broken)
+    metrics = evaluate(rows(), broken, max_error_rate=1.0)  # asked to tolerate them
+    assert metrics["eval/scorer_errors"] == 12
+
+
 def test_missing_columns_and_unknown_sources_are_clear_errors():
     with pytest.raises(ConfigError, match=r"row 0 has no column 'outputs' \(data.response_key\)"):
         evaluate(rows(), default_compute_score, EvalColumns(response_key="outputs"))

@@ -5,7 +5,9 @@ score (verl's `test_score/<source>`: the mean over rows of each row's mean) and 
 
 pass@k is the unbiased estimator of Chen et al. (2021): with n responses of which c are
 correct, 1 - C(n - c, k) / C(n, k), averaged over rows; a response is correct when its
-score reaches `correct_score`. A scorer that raises counts as a 0 score and an error.
+score reaches `correct_score`. A scorer that raises counts as a 0 score and an error; more
+than `max_error_rate` of the responses erroring ends the evaluation with a `RewardError`
+(the first error quoted) rather than reporting those zeros as scores.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rl.core.errors import ConfigError
+from rl.core.errors import ConfigError, RewardError
 
 Scorer = Callable[[str, str, Any, Any], Any]
 
@@ -40,6 +42,7 @@ class EvalConfig:
     custom_reward_function_name: str = "compute_score"
     ks: tuple[int, ...] = (1,)
     correct_score: float = 1.0
+    max_error_rate: float = 0.5  # as reward.max_error_rate in training
 
 
 def pass_at_k(n: int, correct: int, k: int) -> float:
@@ -65,12 +68,14 @@ def evaluate(
     columns: EvalColumns = EvalColumns(),
     ks: Sequence[int] = (1,),
     correct_score: float = 1.0,
+    max_error_rate: float = 0.5,
 ) -> dict[str, float]:
     """Metrics per data source: `test_score/<source>`, `pass@<k>/<source>`, plus
     `eval/rows`, `eval/responses` and `eval/scorer_errors` over the whole table."""
     scores: dict[str, list[float]] = defaultdict(list)
     passes: dict[tuple[str, int], list[float]] = defaultdict(list)
     errors = responses_seen = 0
+    first_error = ""
     for index, row in enumerate(rows):
         missing = [
             key
@@ -94,8 +99,9 @@ def evaluate(
                 row_scores.append(_score(scorer(source, response, truth, row.get("extra_info"))))
             except ConfigError:  # no scorer for this data source: the whole run is wrong
                 raise
-            except Exception:  # a broken response or scorer is a 0, counted
+            except Exception as error:  # a broken response or scorer is a 0, counted
                 errors += 1
+                first_error = first_error or f"row {index}: {type(error).__name__}: {error}"
                 row_scores.append(0.0)
         responses_seen += len(row_scores)
         if not row_scores:
@@ -107,6 +113,11 @@ def evaluate(
     metrics = {f"test_score/{s}": sum(v) / len(v) for s, v in sorted(scores.items())}
     for (source, k), values in sorted(passes.items()):
         metrics[f"pass@{k}/{source}"] = sum(values) / len(values)
+    if responses_seen and errors / responses_seen > max_error_rate:
+        raise RewardError(
+            f"the scorer failed on {errors} of {responses_seen} responses (more than "
+            f"max_error_rate = {max_error_rate}); first: {first_error}"
+        )
     metrics["eval/rows"] = float(len(rows))
     metrics["eval/responses"] = float(responses_seen)
     metrics["eval/scorer_errors"] = float(errors)
@@ -133,8 +144,15 @@ def read_table(path: str | Path) -> list[dict[str, Any]]:
 def eval_config(values: Mapping[str, Any]) -> EvalConfig:
     """An `EvalConfig` from verl's `evaluation.yaml` layout (`data.*`,
     `custom_reward_function.*`; `ray_kwargs` is verl's process setup and is ignored)
-    plus ours (`ks`, `correct_score`)."""
-    known = {"data", "custom_reward_function", "ray_kwargs", "ks", "correct_score"}
+    plus ours (`ks`, `correct_score`, `max_error_rate`)."""
+    known = {
+        "data",
+        "custom_reward_function",
+        "ray_kwargs",
+        "ks",
+        "correct_score",
+        "max_error_rate",
+    }
     unknown = sorted(set(values) - known)
     if unknown:
         raise ConfigError(
@@ -156,6 +174,7 @@ def eval_config(values: Mapping[str, Any]) -> EvalConfig:
         custom_reward_function_name=custom.get("name") or "compute_score",
         ks=ks,
         correct_score=float(values.get("correct_score", 1.0)),
+        max_error_rate=float(values.get("max_error_rate", 0.5)),
     )
 
 
@@ -172,4 +191,6 @@ def run_eval(config: EvalConfig) -> dict[str, float]:
             config.custom_reward_function_path, config.custom_reward_function_name
         )
     rows = read_table(config.data.path)
-    return evaluate(rows, scorer, config.data, config.ks, config.correct_score)
+    return evaluate(
+        rows, scorer, config.data, config.ks, config.correct_score, config.max_error_rate
+    )
