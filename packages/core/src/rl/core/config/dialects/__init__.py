@@ -5,15 +5,17 @@
 maps every key to ours through the dialect's table (`mapping.Rule`s) and returns our
 config (only what differs from our defaults) with a `Report` that names each upstream key
 as mapped, left to our default, ignored or unsupported (with the reason). `detect(file)`
-guesses the dialect from the file's top-level keys. verl is implemented; ROLL, ChatLearn
-and RLinf are detected and refused by name for now.
+guesses the dialect from the file's top-level keys. Each dialect is one module here
+(`verl`, `roll`, ...) with its table; `module(dialect)` names the interface.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import yaml
@@ -64,23 +66,35 @@ def detect(path: Path) -> str:
     )
 
 
-def convert(dialect: str, path: Path, overrides: Sequence[str] = ()) -> Conversion:
-    """Our config from the `dialect` file `path` with its `overrides` (upstream syntax)."""
+def module(dialect: str) -> ModuleType:
+    """The importer of `dialect`: `compose(path, overrides)` (plain values), `RULES`,
+    `REASONS`, `check(values)` (notes; ConfigError on inconsistent values), `DESCRIPTION`."""
     if dialect not in DIALECTS:
         raise ConfigError(f"--from {dialect!r}: unknown dialect; known: {', '.join(DIALECTS)}")
     if dialect not in IMPLEMENTED:
         raise ConfigError(
-            f"--from {dialect}: the {dialect} importer is not implemented yet (verl is); "
-            "write the config in rl's schema (rl config show prints it)"
+            f"--from {dialect}: the {dialect} importer is not implemented yet "
+            f"({', '.join(IMPLEMENTED)} are); write the config in rl's schema "
+            "(rl config show prints it)"
         )
-    from rl.core.config.dialects import verl
+    return importlib.import_module(f"rl.core.config.dialects.{dialect}")
 
+
+def convert(dialect: str, path: Path, overrides: Sequence[str] = ()) -> Conversion:
+    """Our config from the `dialect` file `path` with its `overrides` (upstream syntax)."""
+    importer = module(dialect)
     source = str(path) + (f" with {len(overrides)} override(s)" if overrides else "")
     notes: list[str] = []
     if path.suffix == ".sh":
+        if dialect != "verl":
+            raise ConfigError(
+                f"{path}: launch scripts are read for verl only; pass the {dialect} config "
+                "file and its overrides instead"
+            )
         path, overrides, notes = _from_launch_script(path, overrides)
-    values = verl.compose(path, overrides)
-    config, report = translate(values, verl.RULES, dialect, source, verl.REASONS)
+    values = importer.compose(path, overrides)
+    notes += importer.check(values)
+    config, report = translate(values, importer.RULES, dialect, source, importer.REASONS)
     report.notes += notes
     return Conversion(config, report)
 

@@ -3,7 +3,10 @@ sync): `python -m rl.core.config.dialects.docs > docs/config-dialects.md`."""
 
 from __future__ import annotations
 
-from rl.core.config.dialects import DIALECTS, IMPLEMENTED
+from collections import Counter
+from types import ModuleType
+
+from rl.core.config.dialects import DIALECTS, IMPLEMENTED, coverage, module
 from rl.core.config.dialects.mapping import NO_SETTING, Rule
 
 HEADER = """# Config dialects: running verl, ROLL, ChatLearn and RLinf configs
@@ -38,27 +41,44 @@ def _rows(rules: list[Rule]) -> list[str]:
     return lines
 
 
-def render() -> str:
-    from rl.core.config.dialects import verl
+def _coverage(dialect: str, importer: ModuleType) -> list[str]:
+    rows = coverage.table(dialect, importer)
+    counts = Counter(row.status for row in rows)
+    lines = [
+        f"\n### Coverage of {dialect}'s documented keys\n",
+        f"{len(rows)} keys ({importer.DOCUMENTED}): "
+        + ", ".join(f"{counts[s]} {s}" for s in ("mapped", "unsupported", "ignored"))
+        + ". A mapped key whose value equals our default is reported as default.\n",
+        "| upstream key | rl key | status / reason |",
+        "|---|---|---|",
+    ]
+    for row in rows:
+        target = f"`{row.target}`" if row.status == "mapped" else "—"
+        note = row.status if row.status == "mapped" else f"{row.status}: {row.reason}"
+        lines.append(f"| `{row.key}` | {target} | {note} |")
+    return lines
 
+
+def render() -> str:
     lines = [HEADER.format(no_setting=NO_SETTING)]
-    lines.append("## verl\n")
-    lines.append(
-        "Composed by Hydra (defaults lists, `group@package: option`, `_self_`, relative "
-        "`../group`, `hydra.searchpath`) with verl's override syntax (`key=v`, `+key=v`, "
-        "`~key`, `++key=v`); OmegaConf resolves `${oc.select:...}`, relative `${.key}` and "
-        "refuses an unset `???`. Rules, first match wins (`.` ends a prefix, `*` is the rest "
-        "of one segment, `**` one or more segments):\n"
-    )
-    lines += _rows(verl.RULES)
-    lines.append(
-        "\nWhy a key that would move to a name our schema lacks is not supported (first "
-        'match; otherwise "' + NO_SETTING + '"):\n'
-    )
-    lines += _rows(verl.REASONS)
     for dialect in DIALECTS:
         if dialect not in IMPLEMENTED:
             lines.append(f"\n## {dialect}\n\nDetected, not converted yet.")
+            continue
+        importer = module(dialect)
+        lines.append(f"\n## {dialect}\n")
+        lines.append(importer.DESCRIPTION.strip() + "\n")
+        lines.append(
+            "Rules, first match wins (`.` ends a prefix, `*` is the rest of one segment, "
+            "`**` one or more segments):\n"
+        )
+        lines += _rows(importer.RULES)
+        lines.append(
+            "\nWhy a key that would move to a name our schema lacks is not supported (first "
+            'match; otherwise "' + NO_SETTING + '"):\n'
+        )
+        lines += _rows(importer.REASONS)
+        lines += _coverage(dialect, importer)
     return "\n".join(lines) + "\n"
 
 

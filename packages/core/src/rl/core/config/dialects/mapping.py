@@ -4,9 +4,11 @@ A dialect is a list of `Rule`s, tried in order; the first whose `source` matches
 decides: an exact key (`trainer.default_local_dir`) or a prefix ending in `.`
 (`actor_rollout_ref.actor.`), whose rest is appended to `target` (a prefix too). `*` in a
 source stands for the rest of one key segment (`*.optim.lr`, `data.image_*`), `**` for one
-or more whole segments, each carried into the target (`{0}`, ...). A rule without a target marks the key unsupported with its
-`reason`. A mapped key must name a key of our schema (`schema_keys.settable`), else it is
-unsupported too. Values pass through `convert` when a rule has one."""
+or more whole segments, each carried into the target (`{0}`, ...). A rule without a target
+marks the key unsupported with its `reason`. A mapped key must name a key of our schema
+(`schema_keys.settable`), else it is unsupported too. Values pass through `convert` when a
+rule has one; a rule with `derive` computes our value from the whole flattened upstream
+config instead (when ours is the product of several upstream keys, e.g. a batch size)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ class Rule:
     reason: str = ""
     convert: Callable[[Any], Any] | None = None
     status: Status = "unsupported"  # for rules without a target: or "ignored"
+    derive: Callable[[Mapping[str, Any]], Any] | None = None  # flat upstream -> our value
 
     def match(self, key: str) -> str | None:
         """Our key for `key`, "" when the rule matches without a target, None otherwise."""
@@ -80,7 +83,8 @@ def translate(
     is not supported (first match; `NO_SETTING` otherwise)."""
     ours: dict[str, Any] = {}
     report = Report(dialect, source)
-    for key, value in flatten(values):
+    flat = dict(flatten(values))
+    for key, value in flat.items():
         rule, target = next(
             ((r, t) for r in rules if (t := r.match(key)) is not None), (None, None)
         )
@@ -97,7 +101,10 @@ def translate(
             why = next((r.reason for r in reasons if r.match(key) is not None), NO_SETTING)
             report.entries.append(Entry(key, status, target, value, why))
             continue
-        converted = rule.convert(value) if rule.convert is not None else value
+        if rule.derive is not None:
+            converted = rule.derive(flat)
+        else:
+            converted = rule.convert(value) if rule.convert is not None else value
         inside_mapping = target not in schema_keys.leaves()  # e.g. engine_kwargs.vllm
         if (
             converted is None

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rl.core.config.dialects import hydra_files
 from rl.core.config.dialects.mapping import Rule
-from rl.core.config.errors import ConfigError
 
 
 def _as_list(value: Any) -> Any:
@@ -34,6 +34,16 @@ def _warmup_style(value: Any) -> Any:
     """verl's `warmup_style` / `lr_scheduler_type` -> our `lr_scheduler` names."""
     return {"constant": "constant", "cosine": "cosine", "linear": "linear"}.get(value, value)
 
+
+DESCRIPTION = """
+Composed by Hydra (defaults lists, `group@package: option`, `_self_`, relative
+`../group`, `hydra.searchpath`) with verl's override syntax (`key=v`, `+key=v`, `~key`,
+`++key=v`); OmegaConf resolves `${oc.select:...}`, relative `${.key}` and refuses an unset
+`???`.
+"""
+DOCUMENTED = (
+    "every key of verl's `_generated_ppo_trainer.yaml` and `_generated_ppo_megatron_trainer.yaml`"
+)
 
 _PROFILING = "profiling is not configured in rl's config (use the torch profiler directly)"
 _AGENT = "multi-turn agent rollouts are not in rl yet (the agentic issue)"
@@ -108,6 +118,7 @@ RULES: list[Rule] = [
     Rule("critic.model.", reason="the critic shares model.* with the actor in rl"),
     Rule("actor_rollout_ref.rollout.tensor_model_parallel_size", "rollout.tensor_parallel_size"),
     Rule("actor_rollout_ref.model.enable_gradient_checkpointing", "model.gradient_checkpointing"),
+    Rule("actor_rollout_ref.model.use_fused_kernels", "actor.use_fused_kernels"),
     Rule("actor_rollout_ref.model.use_remove_padding", "actor.use_remove_padding"),
     Rule(
         "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
@@ -233,6 +244,76 @@ REASONS: list[Rule] = [
     Rule("data.", reason="a data-loading option rl does not have (see data.* in rl config show)"),
     Rule("trainer.critic_warmup", reason="critic warm-up steps are not in rl yet"),
     Rule(
+        "actor_rollout_ref.actor.calculate_entropy",
+        reason="rl always logs the entropy (the fused kernel computes it with the log-probs)",
+    ),
+    Rule(
+        "actor_rollout_ref.actor.entropy_*",
+        reason="rl's fused log-prob/entropy kernel never materialises the full softmax",
+    ),
+    Rule(
+        "actor_rollout_ref.actor.calculate_sum_pi_squared",
+        reason="a diagnostic rl does not compute",
+    ),
+    Rule("actor_rollout_ref.actor.sum_pi_squared_*", reason="a diagnostic rl does not compute"),
+    Rule("actor_rollout_ref.actor.freeze_vision_tower", reason="multi-modal models are not in rl"),
+    Rule("**.megatron.dist_checkpointing_prefix", reason="rl's dist checkpoints use mcore names"),
+    Rule("**.megatron.forward_only", reason=_ENGINE),
+    Rule(
+        "**.megatron.override_mcore_model_config",
+        reason="use *.megatron.override_transformer_config",
+    ),
+    Rule(
+        "**.ppo_micro_batch_size",
+        reason="deprecated in verl for *_per_gpu, which rl takes (ppo_micro_batch_size_per_gpu)",
+    ),
+    Rule(
+        "critic.forward_micro_batch_size",
+        reason="rl's critic forward uses ppo_micro_batch_size_per_gpu rows or "
+        "forward_max_token_len_per_gpu tokens",
+    ),
+    Rule(
+        "critic.forward_micro_batch_size_*",
+        reason="rl's critic forward uses ppo_micro_batch_size_per_gpu rows or forward_max_token_len_per_gpu tokens",
+    ),
+    Rule(
+        "actor_rollout_ref.actor.use_prefix_grouper", reason="shared-prefix grouping is not in rl"
+    ),
+    Rule("actor_rollout_ref.model.custom_chat_template", reason="set data.chat_template"),
+    Rule(
+        "actor_rollout_ref.model.enable_activation_offload",
+        reason="activation offload is not in rl (model.gradient_checkpointing is)",
+    ),
+    Rule("actor_rollout_ref.model.exclude_modules", reason="LoRA is not in rl yet"),
+    Rule(
+        "actor_rollout_ref.model.external_lib",
+        reason="rl imports custom models through the registry (rl.core.registry), not a module name",
+    ),
+    Rule(
+        "actor_rollout_ref.model.hf_config_path",
+        reason="rl reads the model config from model.path",
+    ),
+    Rule(
+        "actor_rollout_ref.model.tokenizer_path",
+        reason="rl reads the tokenizer from model.path",
+    ),
+    Rule(
+        "actor_rollout_ref.model.override_config",
+        reason="rl builds the model as model.path's config says "
+        "(megatron: override_transformer_config)",
+    ),
+    Rule(
+        "actor_rollout_ref.model.override_config.",
+        reason="rl builds the model as model.path's config says (megatron: override_transformer_config)",
+    ),
+    Rule(
+        "actor_rollout_ref.model.use_liger",
+        reason="Liger kernels are not in rl (its own fused kernels are)",
+    ),
+    Rule("actor_rollout_ref.model.use_shm", reason="rl reads model.path from disk"),
+    Rule("critic.enable", reason="rl runs a critic when algorithm.adv_estimator needs one (gae)"),
+    Rule("critic.shuffle", reason="rl's critic takes the actor's mini-batch order"),
+    Rule(
         "trainer.balance_batch", reason="rl always balances rows over data-parallel ranks by tokens"
     ),
     Rule("trainer.", reason="a verl trainer/driver option with no counterpart in rl"),
@@ -241,50 +322,10 @@ REASONS: list[Rule] = [
 
 
 def compose(path: Path, overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """The composed and resolved config of the verl file `path` with `overrides`, as
-    plain containers; ConfigError naming the file and key on any failure."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.errors import HydraException, MissingConfigException
-    from omegaconf import OmegaConf
-    from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
-
-    if not path.is_file():
-        raise ConfigError(f"{path} does not exist (a verl config file)")
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=str(path.parent.resolve()), version_base=None):
-            config = hydra_compose(config_name=path.stem, overrides=list(overrides))
-    except MissingConfigException as error:
-        raise ConfigError(
-            f"{path}: {_one_line(error)} (a `defaults:` entry names a file that is not in "
-            "the config folder or the hydra.searchpath)"
-        ) from None
-    except HydraException as error:
-        raise ConfigError(f"{path}: {_one_line(error)}") from None
-    except OmegaConfBaseException as error:
-        raise ConfigError(f"{path}: {_one_line(error)}") from None
-    finally:
-        GlobalHydra.instance().clear()
-    try:
-        values = OmegaConf.to_container(config, resolve=True, throw_on_missing=True)
-    except MissingMandatoryValue as error:
-        raise ConfigError(
-            f"{path}: {error.full_key} is '???' (mandatory) and was not set: add the override "
-            f"{error.full_key}=VALUE"
-        ) from None
-    except OmegaConfBaseException as error:
-        key = getattr(error, "full_key", None) or "?"
-        raise ConfigError(f"{path}: {key} could not be resolved: {_one_line(error)}") from None
-    assert isinstance(values, dict)
-    return {str(key): value for key, value in values.items()}
+    """The composed and resolved config of the verl file `path` with `overrides`."""
+    return hydra_files.compose(path, overrides, "verl config")
 
 
-def _one_line(error: BaseException) -> str:
-    text = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
-    return text.split(" full_key:")[0].split(" Config search path:")[0]
-
-
-def looks_like(values: dict[str, Any]) -> bool:
-    return "actor_rollout_ref" in values
+def check(values: dict[str, Any]) -> list[str]:
+    """Nothing to check beyond our schema's own validation."""
+    return []
