@@ -22,19 +22,26 @@ def val_sampling(config: Any) -> SamplingParams:
     )
 
 
-def validate(ctx: Any) -> tuple[dict[str, float], list[dict[str, Any]]]:
-    """`val/reward_mean`, `val/accuracy` (share of responses scored > 0), per data source too;
-    and the first `trainer.log_val_generations` samples."""
-    config, sampling = ctx.config, val_sampling(ctx.config)
+def generate_scored(ctx: Any, sampling: SamplingParams) -> tuple[list[Any], list[float], list[str]]:
+    """The validation items, and for each of their `sampling.n` responses (item-major) its
+    score and text, generated in chunks of `data.val_batch_size` prompts."""
     items = [ctx.val_data[i] for i in range(len(ctx.val_data))]
     scores: list[float] = []
     texts: list[str] = []
-    for start in range(0, len(items), config.data.val_batch_size):
-        chunk = items[start : start + config.data.val_batch_size]
+    for start in range(0, len(items), ctx.config.data.val_batch_size):
+        chunk = items[start : start + ctx.config.data.val_batch_size]
         rollouts = ctx.rollout.generate([it.prompt_ids for it in chunk], sampling)
         chunk_scores, _ = score_rollouts(ctx, chunk, rollouts, sampling.n)
         scores += chunk_scores
         texts += ctx.tokenizer.batch_decode(rollouts.response_ids, skip_special_tokens=True)
+    return items, scores, texts
+
+
+def validate(ctx: Any) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """`val/reward_mean`, `val/accuracy` (share of responses scored > 0), per data source too;
+    and the first `trainer.log_val_generations` samples."""
+    config, sampling = ctx.config, val_sampling(ctx.config)
+    items, scores, texts = generate_scored(ctx, sampling)
     by_source: dict[str, list[float]] = defaultdict(list)
     for row, score in enumerate(scores):
         by_source[items[row // sampling.n].data_source].append(score)
