@@ -92,6 +92,7 @@ def run_online_eval(
     try:
         if actor_state is not None:
             ctx.actor.load(str(actor_state))
+        assert ctx.sync_weights is not None  # built with the roles
         ctx.sync_weights()
         items, scores, texts = generate_scored(ctx, sampling)
     finally:
