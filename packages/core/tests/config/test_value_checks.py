@@ -164,6 +164,7 @@ def test_non_finite_numbers_are_refused(key, value):
         "sft.steps=0",
         "data.builtin_max_operand=0",
         "algorithm.kl_ctrl.horizon=1",
+        "actor.clip_ratio_c=null",  # no dual clip (ROLL's dual_clip_loss: false, RLinf's null)
     ],
 )
 def test_edge_values_that_are_allowed(override):

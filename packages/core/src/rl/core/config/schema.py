@@ -209,7 +209,7 @@ class ActorConfig:
     clip_ratio: float = 0.2
     clip_ratio_low: float | None = None
     clip_ratio_high: float | None = None
-    clip_ratio_c: float = 3.0
+    clip_ratio_c: float | None = 3.0  # null: no dual clip (ROLL's and RLinf's off switch)
     entropy_coeff: float = 0.0
     use_kl_loss: bool = False
     kl_loss_coef: float = 0.001
@@ -240,7 +240,7 @@ class ActorConfig:
             clip_ratio=between(0, 1, open_low=True, open_high=True),
             clip_ratio_low=optional(FRACTION),
             clip_ratio_high=optional(POSITIVE),
-            clip_ratio_c=above(1),  # dual clip bounds the loss at c * |A| for A < 0
+            clip_ratio_c=optional(above(1)),  # dual clip bounds the loss at c * |A| for A < 0
             kl_loss_coef=NON_NEGATIVE,
             early_stop_imp_ratio=optional(POSITIVE),
             tis_cap=optional(POSITIVE),

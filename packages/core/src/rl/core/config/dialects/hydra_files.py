@@ -8,6 +8,7 @@ one line that names the file and key."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,12 @@ from rl.core.config.errors import ConfigError
 def compose(path: Path, overrides: Sequence[str] = (), what: str = "config") -> dict[str, Any]:
     """The composed and resolved config of the file `path` with `overrides`, as plain
     containers; ConfigError naming the file and key on any failure."""
+    return resolve(compose_unresolved(path, overrides, what), path)
+
+
+def compose_unresolved(path: Path, overrides: Sequence[str] = (), what: str = "config") -> Any:
+    """The composed OmegaConf config, its interpolations not resolved yet (without Hydra's
+    own `hydra` node)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -29,7 +36,12 @@ def compose(path: Path, overrides: Sequence[str] = (), what: str = "config") -> 
         raise ConfigError(f"{path} does not exist (a {what} file)")
     GlobalHydra.instance().clear()
     try:
-        with initialize_config_dir(config_dir=str(path.parent.resolve()), version_base=None):
+        with (
+            warnings.catch_warnings(),
+            initialize_config_dir(config_dir=str(path.parent.resolve()), version_base=None),
+        ):
+            # a defaults list without `_self_` composes the file last, as its systems expect
+            warnings.filterwarnings("ignore", message=".*missing `_self_`", category=UserWarning)
             config = hydra_compose(config_name=path.stem, overrides=list(overrides))
     except MissingConfigException as error:
         raise ConfigError(
@@ -44,7 +56,27 @@ def compose(path: Path, overrides: Sequence[str] = (), what: str = "config") -> 
         GlobalHydra.instance().clear()
     OmegaConf.set_struct(config, False)
     config.pop("hydra", None)
-    return resolve(config, path)
+    return config
+
+
+def interpolated_roots(config: Any) -> set[str]:
+    """The top-level keys that some `${...}` of the (unresolved) config refers to."""
+    import re
+
+    from omegaconf import OmegaConf
+
+    roots: set[str] = set()
+    for text in _strings(OmegaConf.to_container(config, resolve=False)):
+        roots.update(re.findall(r"\$\{(?:[\w.]+:)?\s*([A-Za-z_]\w*)", text))
+    return roots
+
+
+def _strings(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        return [s for value in node.values() for s in _strings(value)]
+    if isinstance(node, list):
+        return [s for value in node for s in _strings(value)]
+    return [node] if isinstance(node, str) and "${" in node else []
 
 
 def resolve(config: Any, path: Path | str) -> dict[str, Any]:

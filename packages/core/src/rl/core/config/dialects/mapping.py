@@ -8,7 +8,11 @@ or more whole segments, each carried into the target (`{0}`, ...). A rule withou
 marks the key unsupported with its `reason`. A mapped key must name a key of our schema
 (`schema_keys.settable`), else it is unsupported too. Values pass through `convert` when a
 rule has one; a rule with `derive` computes our value from the whole flattened upstream
-config instead (when ours is the product of several upstream keys, e.g. a batch size)."""
+config instead (when ours is the product of several upstream keys, e.g. a batch size).
+`also` sets further keys of ours from the same upstream key (each with its own `derive`, or
+the same value). A `convert` or `derive` that returns `Unsupported(reason)` marks the key
+unsupported for that value (e.g. an algorithm variant we do not implement); one that returns
+`NULL` sets our key to null (None means "unset upstream")."""
 
 from __future__ import annotations
 
@@ -24,13 +28,33 @@ NO_SETTING = "rl has no such setting"
 
 
 @dataclass(frozen=True)
+class Unsupported:
+    """A value our schema cannot express, with the reason."""
+
+    reason: str
+
+
+class _Null:
+    """What a `convert` / `derive` returns to set our key to null explicitly (a None
+    return means "unset upstream: our default applies")."""
+
+    def __repr__(self) -> str:
+        return "null"
+
+
+NULL = _Null()
+Derive = Callable[[Mapping[str, Any]], Any]
+
+
+@dataclass(frozen=True)
 class Rule:
     source: str
     target: str | None = None
     reason: str = ""
     convert: Callable[[Any], Any] | None = None
     status: Status = "unsupported"  # for rules without a target: or "ignored"
-    derive: Callable[[Mapping[str, Any]], Any] | None = None  # flat upstream -> our value
+    derive: Derive | None = None  # flat upstream -> our value
+    also: tuple[tuple[str, Derive | None], ...] = ()  # more of our keys from this key
 
     def match(self, key: str) -> str | None:
         """Our key for `key`, "" when the rule matches without a target, None otherwise."""
@@ -91,7 +115,8 @@ def translate(
         if rule is None or not target:
             reason = rule.reason if rule is not None else NO_SETTING
             status: Status = rule.status if rule is not None else "unsupported"
-            if (_unset(value) or value is False) and status == "unsupported":  # not in use
+            off = _unset(value) or value is False or (value == 0 and value is not True)
+            if off and status == "unsupported":  # not in use: null, false, 0
                 report.entries.append(Entry(key, "default", None, value, f"unset; {reason}"))
             else:
                 report.entries.append(Entry(key, status, None, value, reason))
@@ -105,15 +130,29 @@ def translate(
             converted = rule.derive(flat)
         else:
             converted = rule.convert(value) if rule.convert is not None else value
-        inside_mapping = target not in schema_keys.leaves()  # e.g. engine_kwargs.vllm
-        if (
-            converted is None
-            or converted == schema_keys.default(target)
-            or (inside_mapping and _unset(converted))
-        ):
+        if isinstance(converted, Unsupported):
+            report.entries.append(Entry(key, "unsupported", target, value, converted.reason))
+            continue
+        also = [(t, converted if d is None else d(flat)) for t, d in rule.also]
+        mapped = [(t, v) for t, v in [(target, converted), *also] if not _is_default(t, v)]
+        for extra, extra_value in mapped:
+            _set(ours, extra, None if extra_value is NULL else extra_value)
+        if not mapped:
             why = "" if converted is not None else "unset upstream: ours applies"
             report.entries.append(Entry(key, "default", target, value, why))
-            continue
-        _set(ours, target, converted)
-        report.entries.append(Entry(key, "mapped", target, converted))
+        else:
+            names = ", ".join(t for t, _ in mapped)
+            shown = converted if len(mapped) == 1 else {t: v for t, v in mapped}
+            report.entries.append(Entry(key, "mapped", names, shown))
     return ours, report
+
+
+def _is_default(target: str, value: Any) -> bool:
+    """Nothing to write: unset upstream, or equal to our default."""
+    inside_mapping = target not in schema_keys.leaves()  # e.g. engine_kwargs.vllm
+    default = schema_keys.default(target)
+    if isinstance(value, list) and isinstance(default, tuple):
+        value = tuple(value)  # YAML lists against our tuples (betas, logger, files)
+    if value is NULL:
+        return default is None
+    return value is None or value == default or (inside_mapping and _unset(value))
