@@ -1,430 +1,9 @@
-"""ROLL's RLVR configs as they are. ROLL composes its YAML with Hydra (a `defaults:` list of
-`../config/fragment@_here_` entries merged at the root, the file itself last), resolves
-interpolations (whole nodes too: `strategy_config: ${deepspeed_zero3}`) and fills the rest
-from its dataclasses; so here Hydra composes the file, `DEFAULTS` (ROLL's dataclass
-defaults that our mapping needs, several unlike ours: a linear LR decay, seq-mean-token-mean,
-bf16, top_p 0.7, init_kl_coef 0.2, ...) go under it, and each role's
-`strategy_args.strategy_config` is filed under its `strategy_name`
-(`actor_train.strategy_args.megatron_train.tensor_model_parallel_size`), so that a key
-maps by the backend it configures. `device_mapping` strings (`list(range(0,16))`) are
-parsed, never evaluated. The global batch arithmetic ROLL documents is checked (`check`).
-
-Batch sizes: ROLL counts optimizer batches in responses on each data-parallel rank
-(`per_device_train_batch_size * gradient_accumulation_steps`); ours in prompts over all
-ranks (verl's `ppo_mini_batch_size`): ours = per_device * GA * dp / n.
-"""
+"""The ROLL key table: each upstream key to ours, or why not (first match wins)."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
-
-from rl.core.config.dialects import hydra_files
-from rl.core.config.dialects.mapping import NULL, Rule, Unsupported
-from rl.core.config.errors import ConfigError
-
-DESCRIPTION = """
-Composed by Hydra (`defaults: [../config/fragment@_here_]` merged at the root with the file
-last, whole-node interpolations such as `strategy_config: ${deepspeed_zero3}`); ROLL's
-dataclass defaults that differ from ours are filled in first (they are listed in the report
-as if the file had them). Each role's `strategy_args.strategy_config` is reported under its
-`strategy_name` (`actor_train.strategy_args.megatron_train.*`), so that a key maps by the
-backend it configures; `device_mapping` strings (`list(range(0,16))`, `[0, 1]`) are parsed,
-never evaluated, into `cluster.placement`. ROLL counts batches in responses per
-data-parallel rank, we in prompts: `actor.ppo_mini_batch_size` = per_device_train_batch_size
-× gradient_accumulation_steps × dp / num_return_sequences_in_group, and the divisibility
-ROLL documents is checked first (rollout_batch_size × n a multiple of that batch; with
-megatron, rollout_batch_size a multiple of dp).
-"""
-DOCUMENTED = (
-    "the fields of ROLL's RLVRConfig, its WorkerConfig roles and their model, training, "
-    "data, generating and strategy arguments, read from ROLL 8eb27cc2 (v0.3.0)"
-)
-
-TRAIN_ROLES = ("actor_train", "critic")
-INFER_STRATEGIES = {"vllm": "vllm", "sglang": "sglang", "hf_infer": "hf"}
-TRAIN_STRATEGIES = {"megatron_train": "megatron", "fsdp2_train": "fsdp"}
-_ROLE = {
-    "actor_train": "actor",
-    "actor_infer": "rollout",
-    "reference": "ref",
-    "critic": "critic",
-}
-
-# ROLL's dataclass defaults (roll/configs/*.py, roll/pipeline/rlvr/rlvr_config.py) for the
-# keys the mapping reads; a file's own values win.
-_TRAINING_ARGS = {
-    "learning_rate": 5.0e-5,
-    "weight_decay": 0.0,
-    "adam_beta1": 0.9,
-    "adam_beta2": 0.999,
-    "lr_scheduler_type": "linear",
-    "warmup_steps": 0,
-    "warmup_ratio": 0.0,
-    "per_device_train_batch_size": 8,
-    "gradient_accumulation_steps": 1,
-}
-_MODEL_ARGS = {"dtype": "bf16", "disable_gradient_checkpointing": False, "ulysses_size": 1}
-_GENERATING_ARGS = {"temperature": 0.95, "top_p": 0.7, "top_k": 50, "repetition_penalty": 1.0}
-DEFAULTS: dict[str, Any] = {
-    "seed": 42,
-    "output_dir": "./output",
-    "track_with": "tensorboard",
-    "max_steps": 500,
-    "save_steps": 50,
-    "eval_steps": 10,
-    "resume_from_checkpoint": False,
-    "rollout_batch_size": 128,
-    "prompt_length": 1024,
-    "num_return_sequences_in_group": 1,
-    "num_gpus_per_node": 8,
-    "adv_estimator": "gae",
-    "ppo_epochs": 1,
-    "max_grad_norm": 1.0,
-    "gamma": 1.0,
-    "lambd": 0.95,
-    "pg_clip": 0.2,
-    "use_pg_clip_range": False,
-    "pg_clip_low": 0.2,
-    "pg_clip_high": 0.2,
-    "dual_clip_loss": False,
-    "kl_penalty": "kl",
-    "init_kl_coef": 0.2,
-    "kl_horizon": 10000,
-    "add_token_level_kl": False,
-    "use_kl_loss": False,
-    "kl_loss_coef": 0.0,
-    "entropy_loss_coef": 0.0,
-    "loss_agg_mode": "seq-mean-token-mean",
-    "actor_train": {
-        "model_args": dict(_MODEL_ARGS),
-        "training_args": dict(_TRAINING_ARGS),
-        "strategy_args": {"strategy_name": "fsdp2_train"},
-        "infer_batch_size": 16,
-    },
-    "actor_infer": {"model_args": {"dtype": "bf16"}, "generating_args": dict(_GENERATING_ARGS)},
-    "reference": {"infer_batch_size": 16},
-}
-# RLVRConfig's sections (anything else that is a mapping and interpolated is a variable)
-SECTIONS = (
-    "actor_train",
-    "actor_infer",
-    "reference",
-    "critic",
-    "validation",
-    "rewards",
-    "reward_model",
-    "reward",
-    "checkpoint_config",
-    "tracker_kwargs",
-    "system_envs",
-    "train_infer_correction",
-    "router_args",
-    "rollout_mock",
-    "transfer_backend",
-    "dataset_filter",
-    "teacher",
-    "student_train",
-    "student_infer",
-)
-_VARIABLES = "__interpolated_only__"  # set by compose, read (and removed) by check
-_MEGATRON_DEFAULTS = {"sequence_parallel": False, "use_distributed_optimizer": False}
-
-
-def compose(path: Path, overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """The file composed by Hydra over ROLL's defaults, strategy configs filed by name."""
-    raw = hydra_files.compose_unresolved(path, overrides, "ROLL config")
-    values = hydra_files.resolve(raw, path)
-    # Nodes that only exist to be interpolated (a fragment's `deepspeed_zero3:`): ROLL's
-    # dataclass drops them; the report says so (`check`) instead of listing their keys.
-    variables = sorted(
-        key
-        for key in hydra_files.interpolated_roots(raw)
-        if isinstance(values.get(key), dict) and key not in SECTIONS
-    )
-    values = _merge(DEFAULTS, {k: v for k, v in values.items() if k not in variables})
-    values[_VARIABLES] = variables
-    if "critic" in values:
-        critic = values["critic"]
-        values["critic"] = _merge(
-            {
-                "training_args": dict(_TRAINING_ARGS),
-                "strategy_args": {"strategy_name": "fsdp2_train"},
-            },
-            critic if isinstance(critic, dict) else {},
-        )
-    for role in ("actor_train", "actor_infer", "reference", "critic"):
-        section = values.get(role)
-        if isinstance(section, dict) and isinstance(section.get("strategy_args"), dict):
-            section["strategy_args"] = _file_strategy(section["strategy_args"], role, path)
-    return values
-
-
-def _merge(base: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in layer.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
-def _file_strategy(args: dict[str, Any], role: str, path: Path) -> dict[str, Any]:
-    """`{strategy_name: x, strategy_config: {...}}` -> `{strategy_name: x, x: {...}}`."""
-    name = args.get("strategy_name")
-    config = args.get("strategy_config") or {}
-    if not isinstance(config, dict):
-        raise ConfigError(
-            f"{path}: {role}.strategy_args.strategy_config is {config!r}, not a mapping"
-        )
-    rest = {k: v for k, v in args.items() if k not in ("strategy_name", "strategy_config")}
-    if str(name).startswith("megatron"):
-        config = _merge(_MEGATRON_DEFAULTS, config)
-    filed = {"strategy_name": name, **rest}
-    if config:
-        filed[str(name)] = config
-    return filed
-
-
-# -- the batch arithmetic ------------------------------------------------------------------
-
-
-def _strategy(flat: Mapping[str, Any], role: str) -> str:
-    return str(flat.get(f"{role}.strategy_args.strategy_name") or "")
-
-
-def _devices(flat: Mapping[str, Any], role: str) -> tuple[int, ...] | None:
-    from rl.core.placement import parse_device_mapping
-
-    value = flat.get(f"{role}.device_mapping")
-    return None if value is None else parse_device_mapping(value, role)
-
-
-def data_parallel_size(flat: Mapping[str, Any], role: str = "actor_train") -> int:
-    """ROLL's dp of a training role: its devices over the model-parallel size (megatron:
-    TP·PP·CP; fsdp2: the Ulysses size); 1 without a device_mapping."""
-    devices = _devices(flat, role)
-    if not devices:
-        return 1
-    strategy = _strategy(flat, role)
-    if strategy.startswith("megatron"):
-        block = f"{role}.strategy_args.{strategy}."
-        model_parallel = math.prod(
-            int(flat.get(block + key) or 1)
-            for key in (
-                "tensor_model_parallel_size",
-                "pipeline_model_parallel_size",
-                "context_parallel_size",
-            )
-        )
-    else:
-        model_parallel = int(flat.get(f"{role}.model_args.ulysses_size") or 1)
-    return max(len(devices) // model_parallel, 1)
-
-
-def _responses_per_update(flat: Mapping[str, Any], role: str) -> int:
-    per_device = int(flat.get(f"{role}.training_args.per_device_train_batch_size") or 1)
-    accumulation = int(flat.get(f"{role}.training_args.gradient_accumulation_steps") or 1)
-    return per_device * accumulation * data_parallel_size(flat, role)
-
-
-def _mini_batch(role: str) -> Any:
-    def derive(flat: Mapping[str, Any]) -> Any:
-        n = int(flat.get("num_return_sequences_in_group") or 1)
-        return _responses_per_update(flat, role) // n
-
-    return derive
-
-
-def check(values: dict[str, Any]) -> list[str]:
-    """ROLL's documented batch arithmetic, and what our prompt-based mini-batch needs."""
-    from rl.core.config.dialects.mapping import flatten
-
-    notes = [
-        f"{name}: a node the file only interpolates elsewhere; dropped, as ROLL drops it"
-        for name in values.pop(_VARIABLES, [])
-    ]
-    flat = dict(flatten(values))
-    infer = _strategy(flat, "actor_infer")
-    if infer not in INFER_STRATEGIES:
-        raise ConfigError(
-            f"actor_infer.strategy_args.strategy_name = {infer or None!r}: ROLL's actor_infer "
-            f"needs one of {', '.join(INFER_STRATEGIES)}"
-        )
-    prompts = int(flat["rollout_batch_size"])
-    n = int(flat["num_return_sequences_in_group"])
-    for role in TRAIN_ROLES:
-        if role == "critic" and "critic" not in values:
-            continue
-        dp = data_parallel_size(flat, role)
-        update = _responses_per_update(flat, role)
-        sizes = (
-            f"{role}.training_args.per_device_train_batch_size × gradient_accumulation_steps "
-            f"× dp ({dp})"
-        )
-        if (prompts * n) % update:
-            raise ConfigError(
-                f"rollout_batch_size × num_return_sequences_in_group = {prompts} × {n} is "
-                f"not a multiple of {sizes} = {update} (ROLL's batch rule): change "
-                "gradient_accumulation_steps or per_device_train_batch_size"
-            )
-        if update % n:
-            raise ConfigError(
-                f"{sizes} = {update} responses is not a whole number of prompts of {n} "
-                "responses each; rl updates on whole groups: make it a multiple of "
-                "num_return_sequences_in_group"
-            )
-        if _strategy(flat, role).startswith("megatron") and dp > 1 and prompts % dp:
-            raise ConfigError(
-                f"rollout_batch_size = {prompts} must be divisible by {role}'s data-parallel "
-                f"size {dp} (ROLL's megatron rule)"
-            )
-    return [*notes, f"ROLL batch: {prompts} prompts × {n} responses per step"]
-
-
-# -- value conversions ---------------------------------------------------------------------
-
-_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
-_DTYPES.update({name: name for name in ("bfloat16", "float16", "float32")})
-
-
-def _dtype(value: Any) -> Any:
-    return _DTYPES.get(str(value), Unsupported(f"dtype {value!r}: one of bf16, fp16, fp32"))
-
-
-def _train_strategy(value: Any) -> Any:
-    if value in TRAIN_STRATEGIES:
-        return TRAIN_STRATEGIES[value]
-    return Unsupported(
-        f"{value!r}: rl trains with megatron_train (megatron) or fsdp2_train (fsdp); "
-        "ROLL 0.3 removed deepspeed"
-    )
-
-
-def _infer_strategy(value: Any) -> Any:
-    return INFER_STRATEGIES.get(
-        value, Unsupported(f"{value!r}: rl rolls out with vllm, sglang or hf")
-    )
-
-
-def _scheduler(value: Any) -> Any:
-    known = {"linear": "linear", "cosine": "cosine", "constant": "constant"}
-    known["constant_with_warmup"] = "constant"  # ours warms up by lr_warmup_* too
-    return known.get(
-        value, Unsupported(f"lr_scheduler_type {value!r}: rl has constant, cosine, linear")
-    )
-
-
-def _reference_strategy(flat: Mapping[str, Any]) -> Any:
-    """The reference runs on the actor's backend and layout in rl: fine when ROLL's does."""
-    actor = _train_strategy(_strategy(flat, "actor_train"))
-    reference = _strategy(flat, "reference").replace("_infer", "_train")
-    if reference and _train_strategy(reference) != actor:
-        return Unsupported(
-            f"the reference runs on the actor's backend in rl ({actor}), not "
-            f"{_strategy(flat, 'reference')}"
-        )
-    return actor
-
-
-def _estimator(value: Any) -> Any:
-    known = {"gae": "gae", "grpo": "grpo"}
-    return known.get(
-        value,
-        Unsupported(
-            f"adv_estimator {value!r}: ROLL's variant has no exact counterpart in rl (grpo, "
-            "gae, rloo, remax, reinforce_plus_plus[_baseline]); set algorithm.adv_estimator"
-        ),
-    )
-
-
-def _pg_variant(value: Any) -> Any:
-    known = {"ppo": "vanilla", "cispo": "cispo"}  # ROLL's ppo is verl's vanilla PPO clip
-    return known.get(
-        value,
-        Unsupported(
-            f"pg_variant {value!r}: ROLL's unclipped/TIS/TOPR/Kimi variants are not in rl "
-            "(its ppo and cispo are)"
-        ),
-    )
-
-
-def _placement(value: Any) -> Any:
-    from rl.core.placement import parse_device_mapping
-
-    return list(parse_device_mapping(value, "device_mapping"))
-
-
-def _fsdp_size(value: Any) -> Any:
-    return -1 if value is None or int(value) <= 1 else int(value)  # ROLL's 1: full shard
-
-
-def _loggers(value: Any) -> Any:
-    known = {"tensorboard": "tensorboard", "wandb": "wandb", "stdout": "console"}
-    known["swanlab"] = "swanlab"
-    if value not in known:
-        return Unsupported(f"track_with {value!r}: rl logs to console, tensorboard, wandb, swanlab")
-    return ["console", "jsonl", known[value]] if known[value] != "console" else ["console", "jsonl"]
-
-
-def _resume_mode(value: Any) -> Any:
-    if isinstance(value, str):
-        return "path"
-    return "auto" if value else "disable"
-
-
-def _resume_path(flat: Mapping[str, Any]) -> Any:
-    value = flat.get("resume_from_checkpoint")
-    return value if isinstance(value, str) else None
-
-
-def _betas(role: str) -> Any:
-    def derive(flat: Mapping[str, Any]) -> Any:
-        return [
-            float(flat[f"{role}.training_args.adam_beta1"]),
-            float(flat[f"{role}.training_args.adam_beta2"]),
-        ]
-
-    return derive
-
-
-def _model_path(flat: Mapping[str, Any]) -> Any:
-    """ROLL: `pretrain` fills the policy roles' paths when any of them is unset."""
-    own = [
-        flat.get(f"{r}.model_args.model_name_or_path")
-        for r in ("actor_train", "actor_infer", "reference")
-    ]
-    return own[0] if all(own) else flat.get("pretrain")
-
-
-def _clip(side: str) -> Any:
-    def derive(flat: Mapping[str, Any]) -> Any:
-        return flat.get(f"pg_clip_{side}") if flat.get("use_pg_clip_range") else None
-
-    return derive
-
-
-def _dual_clip(flat: Mapping[str, Any]) -> Any:
-    """ROLL's dual clip bound is 1 + 2·pg_clip when on; off is our null."""
-    return 1 + 2 * float(flat["pg_clip"]) if flat.get("dual_clip_loss") else NULL
-
-
-def _kl_type(flat: Mapping[str, Any]) -> Any:
-    return "adaptive" if flat.get("target_kl") is not None else "fixed"
-
-
-def _rollout_is(flat: Mapping[str, Any]) -> Any:
-    """ROLL's train/infer IS weights: per token or per sequence, when enabled."""
-    if not flat.get("train_infer_correction.is_weight.enabled"):
-        return None
-    kind = flat.get("train_infer_correction.is_weight.weight_type") or "token"
-    return "token" if kind == "token" else "sequence"
-
-
-# -- the table -----------------------------------------------------------------------------
+from rl.core.config.dialects.mapping import Rule, Unsupported
+from rl.core.config.dialects.roll import batch, values
 
 _INFRA = "ROLL's scheduling/infrastructure setting; rl's launcher decides it"
 _MASKS = "ROLL's sample masks and loss weights are not in rl"
@@ -585,14 +164,16 @@ def _megatron_rules(role: str, ours: str) -> list[Rule]:
 def _fsdp_rules(role: str, ours: str) -> list[Rule]:
     block = f"{role}.strategy_args.fsdp2_*."
     return [
-        Rule(block + "fsdp_size", f"{ours}.fsdp_config.fsdp_size", convert=_fsdp_size),
+        Rule(block + "fsdp_size", f"{ours}.fsdp_config.fsdp_size", convert=values.fsdp_size),
         Rule(
-            block + "param_dtype", f"{ours}.fsdp_config.mixed_precision.param_dtype", convert=_dtype
+            block + "param_dtype",
+            f"{ours}.fsdp_config.mixed_precision.param_dtype",
+            convert=values.dtype,
         ),
         Rule(
             block + "reduce_dtype",
             f"{ours}.fsdp_config.mixed_precision.reduce_dtype",
-            convert=_dtype,
+            convert=values.dtype,
         ),
         Rule(block + "reshard_after_forward", f"{ours}.fsdp_config.reshard_after_forward"),
         Rule(block + "offload_policy", f"{ours}.fsdp_config.offload_policy"),
@@ -613,16 +194,16 @@ def _training_rules(role: str, ours: str) -> list[Rule]:
     return [
         Rule(args + "learning_rate", f"{ours}.optim.lr"),
         Rule(args + "weight_decay", f"{ours}.optim.weight_decay"),
-        Rule(args + "adam_beta1", f"{ours}.optim.betas", derive=_betas(role)),
-        Rule(args + "adam_beta2", f"{ours}.optim.betas", derive=_betas(role)),
-        Rule(args + "lr_scheduler_type", f"{ours}.optim.lr_scheduler", convert=_scheduler),
+        Rule(args + "adam_beta1", f"{ours}.optim.betas", derive=values.betas(role)),
+        Rule(args + "adam_beta2", f"{ours}.optim.betas", derive=values.betas(role)),
+        Rule(args + "lr_scheduler_type", f"{ours}.optim.lr_scheduler", convert=values.scheduler),
         Rule(args + "warmup_steps", f"{ours}.optim.lr_warmup_steps"),
         Rule(args + "warmup_ratio", f"{ours}.optim.lr_warmup_ratio"),
         Rule(args + "per_device_train_batch_size", f"{ours}.ppo_micro_batch_size_per_gpu"),
         Rule(
             args + "gradient_accumulation_steps",
             f"{ours}.ppo_mini_batch_size",
-            derive=_mini_batch(role),
+            derive=batch.mini_batch(role),
         ),
         Rule(args + "save_hf_model", "trainer.save_hf"),
         Rule(args + "max_steps", reason="ROLL derives it from max_steps", status="ignored"),
@@ -635,12 +216,14 @@ def _training_rules(role: str, ours: str) -> list[Rule]:
 def _role_rules(role: str, ours: str) -> list[Rule]:
     """What actor_train and critic share: strategy, batches, training arguments."""
     return [
-        Rule(f"{role}.strategy_args.strategy_name", f"{ours}.strategy", convert=_train_strategy),
+        Rule(
+            f"{role}.strategy_args.strategy_name", f"{ours}.strategy", convert=values.train_strategy
+        ),
         *_megatron_rules(role, ours),
         *_fsdp_rules(role, ours),
         Rule(f"{role}.strategy_args.", reason="a strategy rl does not train with"),
         *_training_rules(role, ours),
-        Rule(f"{role}.device_mapping", f"cluster.placement.{ours}", convert=_placement),
+        Rule(f"{role}.device_mapping", f"cluster.placement.{ours}", convert=values.placement),
         Rule(f"{role}.use_dynamic_batching_in_train", f"{ours}.use_dynamic_bsz"),
         Rule(f"{role}.max_tokens_per_microbatch_in_train", f"{ours}.ppo_max_token_len_per_gpu"),
         Rule(f"{role}.model_args.ulysses_size", f"{ours}.ulysses_sequence_parallel_size"),
@@ -662,7 +245,7 @@ RULES: list[Rule] = [
     Rule("exp_name", "trainer.experiment_name"),
     Rule("seed", "trainer.seed"),
     Rule("output_dir", "trainer.output_dir"),
-    Rule("track_with", "trainer.logger", convert=_loggers),
+    Rule("track_with", "trainer.logger", convert=values.loggers),
     Rule("tracker_kwargs.project", "trainer.project_name"),
     Rule("tracker_kwargs.name", "trainer.experiment_name"),
     Rule(
@@ -676,14 +259,14 @@ RULES: list[Rule] = [
     Rule(
         "resume_from_checkpoint",
         "trainer.resume_mode",
-        convert=_resume_mode,
-        also=(("trainer.resume_from_path", _resume_path),),
+        convert=values.resume_mode,
+        also=(("trainer.resume_from_path", values.resume_path),),
     ),
     # data and generation
-    Rule("pretrain", "model.path", derive=_model_path),
-    Rule("actor_train.model_args.model_name_or_path", "model.path", derive=_model_path),
-    Rule("actor_infer.model_args.model_name_or_path", "model.path", derive=_model_path),
-    Rule("reference.model_args.model_name_or_path", "model.path", derive=_model_path),
+    Rule("pretrain", "model.path", derive=values.model_path),
+    Rule("actor_train.model_args.model_name_or_path", "model.path", derive=values.model_path),
+    Rule("actor_infer.model_args.model_name_or_path", "model.path", derive=values.model_path),
+    Rule("reference.model_args.model_name_or_path", "model.path", derive=values.model_path),
     Rule(
         "reward_pretrain",
         reason="the critic starts from model.path in rl; ROLL's reward workers are not converted",
@@ -749,20 +332,24 @@ RULES: list[Rule] = [
     Rule("*.generating_args.", reason="a generation option rl does not expose"),
     Rule("validation.", reason="rl validates with data.val_files and rollout.val_kwargs"),
     # algorithm
-    Rule("adv_estimator", "algorithm.adv_estimator", convert=_estimator),
+    Rule("adv_estimator", "algorithm.adv_estimator", convert=values.estimator),
     Rule("ppo_epochs", "actor.ppo_epochs", also=(("critic.ppo_epochs", None),)),
     Rule("max_grad_norm", "actor.optim.grad_clip", also=(("critic.optim.grad_clip", None),)),
     Rule("gamma", "algorithm.gamma"),
     Rule("lambd", "algorithm.lam"),
     Rule("pg_clip", "actor.clip_ratio"),
     Rule("use_pg_clip_range", reason="decides whether pg_clip_low/high apply", status="ignored"),
-    Rule("pg_clip_low", "actor.clip_ratio_low", derive=_clip("low")),
-    Rule("pg_clip_high", "actor.clip_ratio_high", derive=_clip("high")),
-    Rule("dual_clip_loss", "actor.clip_ratio_c", derive=_dual_clip),
+    Rule("pg_clip_low", "actor.clip_ratio_low", derive=values.clip("low")),
+    Rule("pg_clip_high", "actor.clip_ratio_high", derive=values.clip("high")),
+    Rule("dual_clip_loss", "actor.clip_ratio_c", derive=values.dual_clip),
     Rule("value_clip", "critic.cliprange_value"),
     Rule("kl_penalty", "algorithm.kl_penalty"),
     Rule("init_kl_coef", "algorithm.kl_ctrl.kl_coef"),
-    Rule("target_kl", "algorithm.kl_ctrl.target_kl", also=(("algorithm.kl_ctrl.type", _kl_type),)),
+    Rule(
+        "target_kl",
+        "algorithm.kl_ctrl.target_kl",
+        also=(("algorithm.kl_ctrl.type", values.kl_type),),
+    ),
     Rule("kl_horizon", "algorithm.kl_ctrl.horizon"),
     Rule("add_token_level_kl", "algorithm.use_kl_in_reward"),
     Rule("use_kl_loss", "actor.use_kl_loss"),
@@ -793,7 +380,7 @@ RULES: list[Rule] = [
     Rule(
         "train_infer_correction.is_weight.enabled",
         "algorithm.rollout_correction.rollout_is",
-        derive=_rollout_is,
+        derive=values.rollout_is,
     ),
     Rule(
         "train_infer_correction.is_weight.upper_bound",
@@ -808,7 +395,7 @@ RULES: list[Rule] = [
         "train_infer_correction.",
         reason="ROLL's mismatch filters: use algorithm.rollout_correction.rollout_rs",
     ),
-    Rule("actor_train.pg_variant", "actor.policy_loss", convert=_pg_variant),
+    Rule("actor_train.pg_variant", "actor.policy_loss", convert=values.pg_variant),
     Rule("pg_variant", reason="a name ROLL files interpolate elsewhere", status="ignored"),
     Rule("max_len_mask", reason=_MASKS),
     Rule("difficulty_*", reason=_MASKS),
@@ -840,7 +427,7 @@ RULES: list[Rule] = [
     Rule("reward_model.", reason=_REWARDS),
     Rule("reward.", reason=_REWARDS),
     # roles
-    Rule("actor_train.model_args.dtype", "model.dtype", convert=_dtype),
+    Rule("actor_train.model_args.dtype", "model.dtype", convert=values.dtype),
     Rule(
         "actor_train.model_args.disable_gradient_checkpointing",
         "model.gradient_checkpointing",
@@ -862,7 +449,7 @@ RULES: list[Rule] = [
     Rule("actor_infer.*_in_train", reason=_NO_TRAINING, status="ignored"),
     Rule("reference.training_args.", reason=_NO_TRAINING, status="ignored"),
     Rule("reference.*_in_train", reason=_NO_TRAINING, status="ignored"),
-    Rule("actor_infer.strategy_args.strategy_name", "rollout.name", convert=_infer_strategy),
+    Rule("actor_infer.strategy_args.strategy_name", "rollout.name", convert=values.infer_strategy),
     Rule(
         "actor_infer.strategy_args.vllm.sleep_level",
         reason="rl frees the KV cache between phases (rollout.free_cache_engine)",
@@ -891,8 +478,8 @@ RULES: list[Rule] = [
     Rule("actor_infer.strategy_args.vllm.", "rollout.engine_kwargs.vllm."),
     Rule("actor_infer.strategy_args.sglang.", "rollout.engine_kwargs.sglang."),
     Rule("actor_infer.strategy_args.", reason="a rollout backend rl does not have"),
-    Rule("actor_infer.model_args.dtype", "rollout.dtype", convert=_dtype),
-    Rule("actor_infer.device_mapping", "cluster.placement.rollout", convert=_placement),
+    Rule("actor_infer.model_args.dtype", "rollout.dtype", convert=values.dtype),
+    Rule("actor_infer.device_mapping", "cluster.placement.rollout", convert=values.placement),
     Rule(
         "actor_infer.num_gpus_per_worker",
         reason="rl takes it from the tensor-parallel size",
@@ -906,8 +493,10 @@ RULES: list[Rule] = [
     Rule("reference.infer_batch_size", "ref.log_prob_micro_batch_size_per_gpu"),
     Rule("reference.use_dynamic_batching_in_infer", "ref.log_prob_use_dynamic_bsz"),
     Rule("reference.max_tokens_per_microbatch_in_infer", "ref.log_prob_max_token_len_per_gpu"),
-    Rule("reference.device_mapping", "cluster.placement.ref", convert=_placement),
-    Rule("reference.strategy_args.strategy_name", "actor.strategy", derive=_reference_strategy),
+    Rule("reference.device_mapping", "cluster.placement.ref", convert=values.placement),
+    Rule(
+        "reference.strategy_args.strategy_name", "actor.strategy", derive=values.reference_strategy
+    ),
     Rule("reference.strategy_args.", reason=_REF, status="ignored"),
     Rule("reference.model_args.", reason=_REF, status="ignored"),
     Rule("reference.", reason=_REF),
