@@ -11,8 +11,12 @@ def test_report_lists_the_six_packages_and_the_cpu_kernel():
         "config dialects",
         "third-party",
     }
+    from rl.core.config.dialects import DIALECTS, IMPLEMENTED
+
     dialects = {check.name: check.ok for check in report["config dialects"]}
-    assert dialects["dialect: verl"] and not dialects["dialect: roll"]
+    assert {name: dialects[f"dialect: {name}"] for name in DIALECTS} == {
+        name: name in IMPLEMENTED for name in DIALECTS
+    }
     packages = {check.name for check in report["rl packages"]}
     assert packages >= {"rl-core", "rl-kernels", "rl-fsdp", "rl-megatron", "rl-rollout", "rl-cli"}
     kernels = {check.name: check.ok for check in report["compiled kernels"]}

@@ -23,8 +23,10 @@ THIRD_PARTY = (
     ("SGLang", ("sglang",), "sglang", "pip install 'rl-rollout[sglang]'"),
     ("megatron-core", ("megatron-core",), "megatron.core", "pip install rl-megatron"),
     ("Ray", ("ray",), "ray", "pip install 'rl-core[ray]'"),
+    ("TensorBoard", ("tensorboard",), "tensorboard", "pip install 'rl-core[tensorboard]'"),
     ("W&B", ("wandb",), "wandb", "pip install 'rl-core[wandb]'"),
-    ("MLflow", ("mlflow",), "mlflow", "pip install 'rl-core[mlflow]'"),
+    ("MLflow", ("mlflow", "mlflow-skinny"), "mlflow", "pip install 'rl-core[mlflow]'"),
+    ("SwanLab", ("swanlab",), "swanlab", "pip install 'rl-core[swanlab]'"),
 )
 
 

@@ -373,7 +373,7 @@ class SFTConfig:
         check(self, steps=NON_NEGATIVE, batch_size=POSITIVE_INT, lr=POSITIVE)
 
 
-LOGGERS = ("console", "jsonl", "tensorboard", "wandb", "mlflow")
+LOGGERS = ("console", "jsonl", "tensorboard", "wandb", "mlflow", "swanlab")
 
 
 @dataclass(frozen=True)

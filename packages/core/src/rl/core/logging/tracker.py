@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rl.core.config import Config, to_dict
 from rl.core.logging.console import ConsoleSink
 from rl.core.logging.plot import plot_metrics
-from rl.core.logging.sinks import JsonlSink, MlflowSink, Sink, TensorBoardSink, WandbSink
+from rl.core.logging.sinks import (
+    JsonlSink,
+    MlflowSink,
+    Sink,
+    SwanLabSink,
+    TensorBoardSink,
+    WandbSink,
+)
+
+# trainer.logger names of the experiment trackers: a run `experiment_name` in `project_name`
+# with the resolved config, its files under output_dir
+RUN_TRACKERS: dict[str, Callable[[str, str, dict[str, Any], Path], Sink]] = {
+    "wandb": WandbSink,
+    "mlflow": MlflowSink,
+    "swanlab": SwanLabSink,
+}
 
 
 class Tracker:
@@ -46,8 +62,9 @@ def make_tracker(config: Config, output_dir: Path, total_steps: int) -> Tracker:
             sinks.append(ConsoleSink(total_steps, trainer.progress_bar))
         elif name == "tensorboard":
             sinks.append(TensorBoardSink(output_dir))
-        elif name == "wandb":
-            sinks.append(WandbSink(trainer.project_name, trainer.experiment_name, to_dict(config)))
-        elif name == "mlflow":
-            sinks.append(MlflowSink(trainer.project_name, trainer.experiment_name, to_dict(config)))
+        elif name in RUN_TRACKERS:
+            run = RUN_TRACKERS[name]
+            sinks.append(
+                run(trainer.project_name, trainer.experiment_name, to_dict(config), output_dir)
+            )
     return Tracker(sinks, output_dir)

@@ -27,6 +27,7 @@ LOGGER_PACKAGES = {
     "tensorboard": ("tensorboard", "rl-core[tensorboard]"),
     "wandb": ("wandb", "rl-core[wandb]"),
     "mlflow": ("mlflow", "rl-core[mlflow]"),
+    "swanlab": ("swanlab", "rl-core[swanlab]"),
 }
 
 
