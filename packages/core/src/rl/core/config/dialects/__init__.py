@@ -25,7 +25,7 @@ from rl.core.config.dialects.report import Report
 from rl.core.config.errors import ConfigError
 
 DIALECTS = ("verl", "roll", "chatlearn", "rlinf")
-IMPLEMENTED = ("verl", "roll")
+IMPLEMENTED = ("verl", "roll", "chatlearn")
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,10 @@ def detect(path: Path) -> str:
     keys = set(top) if isinstance(top, dict) else set()
     if "actor_rollout_ref" in keys:
         return "verl"
-    if "runtime_args" in keys or ("models" in keys and "policy" in (top.get("models") or {})):
-        return "chatlearn"
+    if keys & {"runtime_args", "runtime", "runtime_env"} or (
+        "models" in keys and "policy" in (top.get("models") or {})
+    ):
+        return "chatlearn"  # the current format, or the legacy one (refused by name)
     if "runner" in keys or "component_placement" in (top.get("cluster") or {}):
         return "rlinf"
     if keys & {"actor_train", "actor_infer", "pretrain", "strategy_args"}:

@@ -142,7 +142,7 @@ def translate(
             report.entries.append(Entry(key, "default", target, value, why))
         else:
             names = ", ".join(t for t, _ in mapped)
-            shown = converted if len(mapped) == 1 else {t: v for t, v in mapped}
+            shown = mapped[0][1] if len(mapped) == 1 else {t: v for t, v in mapped}
             report.entries.append(Entry(key, "mapped", names, shown))
     return ours, report
 
