@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 FROM_OPTION = typer.Option(
     None,
     "--from",
-    help="The config's system: verl (roll, chatlearn, rlinf: detected, not yet converted). "
+    help="The config's system: verl, roll, chatlearn or rlinf. "
     "Detected from the file when left out.",
 )
 
@@ -42,13 +42,15 @@ def convert_config(
 def convert(
     source: Path = typer.Argument(..., help="The upstream config file (YAML)."),
     overrides: list[str] = typer.Argument(
-        None, help="Overrides in the upstream system's syntax (verl: key=v, +key=v, ~key)."
+        None,
+        help="Overrides in the upstream system's syntax (verl, ROLL, RLinf: Hydra's key=v, "
+        "+key=v, ~key; ChatLearn: key=v).",
     ),
     dialect: str | None = FROM_OPTION,
     out: Path | None = typer.Option(None, "-o", "--out", help="Write our YAML here."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Report every key."),
 ) -> None:
-    """Convert a verl (ROLL, ChatLearn, RLinf) config to ours: prints (or writes) the
+    """Convert a verl, ROLL, ChatLearn or RLinf config to ours: prints (or writes) the
     YAML and reports every upstream key as mapped, default, ignored or unsupported."""
     with exit_on_error():
         from rl.core.config import dump_config

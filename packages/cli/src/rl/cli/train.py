@@ -60,7 +60,8 @@ def train(
     dialect: str | None = typer.Option(
         None,
         "--from",
-        help="Run another system's config as it is (verl): the file and overrides in its "
+        help="Run another system's config as it is (verl, roll, chatlearn, rlinf): the file "
+        "and overrides in its "
         "syntax, converted first (`rl convert` shows how).",
     ),
 ) -> None:

@@ -100,8 +100,8 @@ def test_detection_and_unknown_dialects():
         detect(HERE / "actor" / "actor.yaml")
     with pytest.raises(ConfigError, match="unknown dialect; known: verl, roll, chatlearn"):
         convert("openrlhf", HERE / "grpo.yaml")
-    with pytest.raises(ConfigError, match="the rlinf importer is not implemented yet"):
-        convert("rlinf", HERE / "grpo.yaml")
+    with pytest.raises(ConfigError, match="runner.task_type"):  # not an RLinf file
+        convert("rlinf", HERE / "grpo.yaml", [MODEL])
 
 
 def test_rules_match_exact_keys_prefixes_and_wildcards():

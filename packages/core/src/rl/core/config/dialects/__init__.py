@@ -25,7 +25,7 @@ from rl.core.config.dialects.report import Report
 from rl.core.config.errors import ConfigError
 
 DIALECTS = ("verl", "roll", "chatlearn", "rlinf")
-IMPLEMENTED = ("verl", "roll", "chatlearn")
+IMPLEMENTED = ("verl", "roll", "chatlearn", "rlinf")
 
 
 @dataclass(frozen=True)
