@@ -89,3 +89,41 @@ def test_rl_train_from_verl_runs_two_steps(tmp_path, rl_executable, metrics_rows
     assert "verl -> rl:" in result.stderr
     rows = metrics_rows(tmp_path / "run")
     assert [r["step"] for r in rows if "actor/grad_norm" in r] == [1, 2]
+
+
+def test_rl_sft_from_verl_runs_and_rl_train_refuses_an_sft_config(
+    tmp_path, rl_executable, metrics_rows
+):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{"question": f"{a}+{b}=", "answer": str(a + b)} for a in range(5) for b in range(5)]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "train.parquet")
+    sft = VERL.with_name("sft.yaml")
+    overrides = [
+        "model.partial_pretrain=builtin:tiny-qwen2",
+        f"data.train_files={tmp_path / 'train.parquet'}",
+        f"data.val_files={tmp_path / 'train.parquet'}",
+        "trainer.total_training_steps=3",
+        "trainer.n_gpus_per_node=1",
+        "trainer.device=cpu",
+        f"trainer.default_local_dir={tmp_path / 'run'}",
+    ]
+    result = subprocess.run(
+        [rl_executable, "sft", "--from", "verl", str(sft), *overrides],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "verl's SFT trainer config" in result.stderr
+    assert [r["step"] for r in metrics_rows(tmp_path / "run")] == [1, 2, 3]
+    assert (tmp_path / "run" / "hf" / "config.json").is_file()
+    refused = subprocess.run(
+        [rl_executable, "train", "--from", "verl", str(sft), *overrides],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert refused.returncode == 2
+    assert "SFT trainer config: run it with `rl sft --from verl`" in refused.stderr

@@ -22,10 +22,11 @@ FROM_OPTION = typer.Option(
 
 
 def convert_config(
-    dialect: str | None, source: Path, overrides: list[str]
+    dialect: str | None, source: Path, overrides: list[str], job: str | None = None
 ) -> tuple[Config, Report]:
-    """Our validated Config and the conversion report for an upstream file and overrides."""
-    from rl.core.config import config_from_mapping
+    """Our validated Config and the conversion report for an upstream file and overrides;
+    with `job` ("train", "sft"), a ConfigError when the file is for the other command."""
+    from rl.core.config import ConfigError, config_from_mapping
     from rl.core.config.dialects import convert, detect
 
     note = None
@@ -33,6 +34,11 @@ def convert_config(
         dialect = detect(source)
         note = f"detected dialect: {dialect} (pass --from to choose)"
     conversion = convert(dialect, source, overrides)
+    if job is not None and conversion.job != job:
+        raise ConfigError(
+            f"{source} is {dialect}'s {'SFT' if conversion.job == 'sft' else 'RL'} trainer "
+            f"config: run it with `rl {conversion.job} --from {dialect}`"
+        )
     if note:
         conversion.report.notes.append(note)
     config = config_from_mapping(conversion.config, f"the config converted from {source}")

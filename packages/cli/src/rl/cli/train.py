@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from rl.cli.errors import exit_on_error
+
+if TYPE_CHECKING:
+    from rl.core.config import Config
 
 CONFIG_AND_OVERRIDES = "[CONFIG.yaml] [KEY=VALUE ...]"
 
@@ -50,6 +54,28 @@ def config_and_overrides(
     return config, overrides
 
 
+FROM_OPTION = typer.Option(
+    None,
+    "--from",
+    help="Run another system's config as it is (verl, roll, chatlearn, rlinf): the file "
+    "and overrides in its syntax, converted first (`rl convert` shows how).",
+)
+
+
+def _converted(dialect: str, config: Path | None, arguments: list[str] | None, job: str) -> Config:
+    """Our Config from another system's file and overrides (the report on stderr)."""
+    from rl.cli.convert_cmd import convert_config
+    from rl.core.config import ConfigError
+
+    items = list(arguments or [])
+    if config is None and not items:
+        raise ConfigError(f"--from {dialect} needs the {dialect} config file")
+    source = config or Path(items.pop(0))
+    converted, report = convert_config(dialect, source, items, job=job)
+    typer.echo(report.render(), err=True)
+    return converted
+
+
 def train(
     arguments: list[str] | None = typer.Argument(
         None,
@@ -57,30 +83,16 @@ def train(
         help="A config file and/or dotted overrides; none runs the built-in CPU demo.",
     ),
     config: Path | None = CONFIG_OPTION,
-    dialect: str | None = typer.Option(
-        None,
-        "--from",
-        help="Run another system's config as it is (verl, roll, chatlearn, rlinf): the file "
-        "and overrides in its "
-        "syntax, converted first (`rl convert` shows how).",
-    ),
+    dialect: str | None = FROM_OPTION,
 ) -> None:
     """Train with RL (GRPO, PPO, ...). With no config file: the embedded demo on the CPU."""
     with exit_on_error():
-        from rl.core.config import ConfigError, load_config
+        from rl.core.config import load_config
         from rl.core.demo import DEMO_CONFIG
         from rl.core.trainer import run_training
 
         if dialect is not None:
-            from rl.cli.convert_cmd import convert_config
-
-            items = list(arguments or [])
-            if config is None and not items:
-                raise ConfigError(f"--from {dialect} needs the {dialect} config file")
-            source = config or Path(items.pop(0))
-            converted, report = convert_config(dialect, source, items)
-            typer.echo(report.render(), err=True)
-            run_training(converted)
+            run_training(_converted(dialect, config, arguments, "train"))
             return
         path, overrides = config_and_overrides(config, arguments)
         run_training(load_config(path or DEMO_CONFIG, overrides))  # preflight runs first
@@ -91,11 +103,16 @@ def sft(
         None, metavar=CONFIG_AND_OVERRIDES, help="A config file and/or overrides."
     ),
     config: Path | None = CONFIG_OPTION,
+    dialect: str | None = FROM_OPTION,
 ) -> None:
-    """Supervised fine-tuning (full-parameter) of the actor on prompt/answer pairs."""
+    """Supervised fine-tuning (full-parameter) of the actor on prompt/answer pairs (verl's
+    SFT trainer config with --from verl)."""
     with exit_on_error():
         from rl.core.config import load_config
         from rl.core.trainer import run_sft
 
+        if dialect is not None:
+            run_sft(_converted(dialect, config, arguments, "sft"))
+            return
         path, overrides = config_and_overrides(config, arguments)
         run_sft(load_config(path, ["sft.enable=true", *overrides]))

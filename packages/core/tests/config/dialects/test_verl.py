@@ -159,3 +159,19 @@ def test_hydra_searchpath_finds_groups_in_another_folder(tmp_path):
     ours = convert("verl", tmp_path / "mine.yaml").config
     assert ours["actor"]["optim"]["lr"] == 1e-6  # from the fixture's optim/fsdp.yaml
     assert ours["actor"]["ppo_micro_batch_size_per_gpu"] == 4  # its dp_actor.yaml
+
+
+def test_verls_sft_trainer_config_maps_to_rl_sft():
+    conversion = convert("verl", HERE / "sft.yaml", ["trainer.total_training_steps=7"])
+    config = config_from_mapping(conversion.config, "converted")
+    assert conversion.job == "sft" and config.sft.enable
+    assert (config.sft.steps, config.sft.batch_size, config.sft.lr) == (7, 8, 1e-4)
+    assert config.actor.ppo_micro_batch_size_per_gpu == 4
+    assert config.model.path == "~/models/Qwen2.5-0.5B-Instruct"
+    assert config.data.prompt_key == "question" and config.data.answer_key == "answer"
+    assert config.trainer.output_dir == "checkpoints/gsm8k-sft/qwen"
+    by_key = entries(conversion.report)
+    assert by_key["optim.weight_decay"].status == "unsupported"  # rl's SFT has none
+    assert by_key["optim.warmup_style"].status == "default"  # constant: nothing lost
+    assert by_key["data.multiturn.enable"].status == "default"  # off
+    assert "run it with `rl sft --from verl`" in conversion.report.render()

@@ -81,8 +81,10 @@ def build_context(config: Config, output_dir: Path, with_rl_roles: bool = True) 
     val = build_dataset(
         config, data.val_files, data.builtin_val_size, data.seed + 10_000, tokenizer
     )
-    # Before the reward and the engines are built: data the reward cannot score fails now.
-    check_reward_inputs(config, train, val)
+    # Before the reward and the engines are built: data the reward cannot score fails now
+    # (SFT data needs no reward: prompt and answer columns are enough).
+    if with_rl_roles:
+        check_reward_inputs(config, train, val)
     sampler = PromptSampler(len(train), data.train_batch_size, shuffle=data.shuffle, seed=data.seed)
     total = total_training_steps(config, sampler.steps_per_epoch)
     ctx = RunContext(

@@ -32,6 +32,7 @@ IMPLEMENTED = ("verl", "roll", "chatlearn", "rlinf")
 class Conversion:
     config: dict[str, Any]  # ours, nested; only keys that differ from our defaults
     report: Report
+    job: str = "train"  # what runs it: `rl train`, or `rl sft` for an SFT trainer config
 
 
 def detect(path: Path) -> str:
@@ -96,9 +97,16 @@ def convert(dialect: str, path: Path, overrides: Sequence[str] = ()) -> Conversi
         path, overrides, notes = _from_launch_script(path, overrides)
     values = importer.compose(path, overrides)
     notes += importer.check(values)
-    config, report = translate(values, importer.RULES, dialect, source, importer.REASONS)
+    tables, job = importer, "train"
+    if dialect == "verl":
+        from rl.core.config.dialects import verl_sft
+
+        if verl_sft.is_sft(values):
+            tables, job = verl_sft, "sft"
+            notes.append("verl's SFT trainer config: run it with `rl sft --from verl`")
+    config, report = translate(values, tables.RULES, dialect, source, tables.REASONS)
     report.notes += notes
-    return Conversion(config, report)
+    return Conversion(config, report, job)
 
 
 def _from_launch_script(

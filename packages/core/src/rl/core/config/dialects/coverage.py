@@ -5,12 +5,21 @@ requires every key to be covered (mapped, or unsupported/ignored with a specific
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from importlib import resources
 from types import ModuleType
 
 from rl.core.config.dialects import schema_keys
 from rl.core.config.dialects.mapping import NO_SETTING
+
+# every key table, by the name of its documented-keys list (verl has two: PPO and SFT)
+TABLES = ("verl", "verl_sft", "roll", "chatlearn", "rlinf")
+
+
+def tables(name: str) -> ModuleType:
+    """The module holding table `name`'s RULES, REASONS, DESCRIPTION and DOCUMENTED."""
+    return importlib.import_module(f"rl.core.config.dialects.{name}")
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from types import ModuleType
 
-from rl.core.config.dialects import DIALECTS, IMPLEMENTED, coverage, module
+from rl.core.config.dialects import coverage
 from rl.core.config.dialects.mapping import NO_SETTING, Rule
 
 HEADER = """# Config dialects: running verl, ROLL, ChatLearn and RLinf configs
@@ -61,12 +61,10 @@ def _coverage(dialect: str, importer: ModuleType) -> list[str]:
 
 def render() -> str:
     lines = [HEADER.format(no_setting=NO_SETTING)]
-    for dialect in DIALECTS:
-        if dialect not in IMPLEMENTED:
-            lines.append(f"\n## {dialect}\n\nDetected, not converted yet.")
-            continue
-        importer = module(dialect)
-        lines.append(f"\n## {dialect}\n")
+    for dialect in coverage.TABLES:
+        importer = coverage.tables(dialect)
+        title = "verl's SFT trainer" if dialect == "verl_sft" else dialect
+        lines.append(f"\n## {title}\n")
         lines.append(importer.DESCRIPTION.strip() + "\n")
         lines.append(
             "Rules, first match wins (`.` ends a prefix, `*` is the rest of one segment, "

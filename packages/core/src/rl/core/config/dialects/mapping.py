@@ -12,7 +12,8 @@ config instead (when ours is the product of several upstream keys, e.g. a batch 
 `also` sets further keys of ours from the same upstream key (each with its own `derive`, or
 the same value). A `convert` or `derive` that returns `Unsupported(reason)` marks the key
 unsupported for that value (e.g. an algorithm variant we do not implement); one that returns
-`NULL` sets our key to null (None means "unset upstream")."""
+`NULL` sets our key to null (None means "unset upstream"). On a rule without a target,
+`convert` says which values mean "not in use" (it returns None for them)."""
 
 from __future__ import annotations
 
@@ -116,6 +117,8 @@ def translate(
             reason = rule.reason if rule is not None else NO_SETTING
             status: Status = rule.status if rule is not None else "unsupported"
             off = _unset(value) or value is False or (value == 0 and value is not True)
+            if rule is not None and rule.convert is not None:  # the rule says what is off
+                off = rule.convert(value) is None
             if off and status == "unsupported":  # not in use: null, false, 0
                 report.entries.append(Entry(key, "default", None, value, f"unset; {reason}"))
             else:

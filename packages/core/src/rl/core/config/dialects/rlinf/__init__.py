@@ -34,8 +34,8 @@ reward is ±reward_scale, ours 0/1 × reward_scale: GRPO's group normalisation m
 the same advantages.
 """
 DOCUMENTED = (
-    "every key of RLinf's math GRPO configs (qwen2.5-1.5b-grpo-megatron.yaml and -fsdp.yaml, "
-    "composed) and the PPO / Reinforce++ / IS variants' algorithm keys (RLinf a3816b59)"
+    "every key of RLinf's math reasoning configs as Hydra composes them (GRPO on megatron "
+    "and FSDP, pipeline, dynamic, PPO, Reinforce++, importance sampling; RLinf a3816b59)"
 )
 REASONING = ("reasoning",)
 
