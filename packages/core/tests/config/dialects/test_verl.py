@@ -175,3 +175,13 @@ def test_verls_sft_trainer_config_maps_to_rl_sft():
     assert by_key["optim.warmup_style"].status == "default"  # constant: nothing lost
     assert by_key["data.multiturn.enable"].status == "default"  # off
     assert "run it with `rl sft --from verl`" in conversion.report.render()
+
+
+def test_verls_logger_names_map_to_ours():
+    def logger(value):
+        conversion = convert("verl", HERE / "grpo.yaml", [MODEL, f"trainer.logger={value}"])
+        return entries(conversion.report)["trainer.logger"]
+
+    assert logger("['console','file','swanlab']").value == ["console", "jsonl", "swanlab"]
+    refused = logger("['console','clearml']")
+    assert refused.status == "unsupported" and "['clearml']" in refused.reason

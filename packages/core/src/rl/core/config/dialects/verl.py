@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rl.core.config.dialects import hydra_files
-from rl.core.config.dialects.mapping import Rule
+from rl.core.config.dialects.mapping import Rule, Unsupported
 
 
 def _as_list(value: Any) -> Any:
@@ -28,6 +28,18 @@ def _as_list(value: Any) -> Any:
 def _warmup_steps(value: Any) -> Any:
     """verl's -1 (or null): "use lr_warmup_steps_ratio", which is our 0."""
     return 0 if value is None or value < 0 else value
+
+
+def _loggers(value: Any) -> Any:
+    """verl's logger names as ours ("file" is verl's JSONL, which rl always writes)."""
+    from rl.core.config.schema import LOGGERS
+
+    names = [value] if isinstance(value, str) else list(value or [])
+    names = ["jsonl" if name == "file" else name for name in names]
+    unknown = [name for name in names if name not in LOGGERS]
+    if unknown:
+        return Unsupported(f"logger {unknown}: rl logs to {', '.join(LOGGERS)}")
+    return names
 
 
 def _warmup_style(value: Any) -> Any:
@@ -79,6 +91,7 @@ RULES: list[Rule] = [
     ),
     # renames
     Rule("trainer.default_local_dir", "trainer.output_dir"),
+    Rule("trainer.logger", "trainer.logger", convert=_loggers),
     Rule("trainer.n_gpus_per_node", "cluster.n_gpus_per_node"),
     Rule("trainer.nnodes", "cluster.nnodes"),
     Rule("actor_rollout_ref.hybrid_engine", "cluster.hybrid_engine"),
