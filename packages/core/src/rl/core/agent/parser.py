@@ -1,0 +1,65 @@
+"""Tool calls in the model's text. A parser finds the calls of one assistant turn and
+says which text could not be read as a call (the loop reports that to the model as an
+error rather than ignoring it). `HermesParser` reads Hermes / Qwen style
+`<tool_call>{"name": ..., "arguments": {...}}</tool_call>` blocks; another format plugs in
+through the `ToolCallParser` protocol."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass
+class ParsedTurn:
+    calls: list[ToolCall] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # one line per unreadable call
+
+
+class ToolCallParser(Protocol):
+    stop: tuple[str, ...]  # texts after which generation pauses for the tools
+
+    def parse(self, text: str) -> ParsedTurn: ...
+
+
+@dataclass
+class HermesParser:
+    open_tag: str = "<tool_call>"
+    close_tag: str = "</tool_call>"
+
+    @property
+    def stop(self) -> tuple[str, ...]:
+        return (self.close_tag,)
+
+    def parse(self, text: str) -> ParsedTurn:
+        turn = ParsedTurn()
+        pattern = re.escape(self.open_tag) + r"(.*?)(?:" + re.escape(self.close_tag) + r"|$)"
+        for body in re.findall(pattern, text, flags=re.DOTALL):
+            try:
+                call = json.loads(body.strip())
+            except json.JSONDecodeError as error:
+                turn.errors.append(f"tool call is not JSON ({error.msg})")
+                continue
+            if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+                turn.errors.append("tool call needs a 'name'")
+                continue
+            arguments = call.get("arguments", {})
+            if isinstance(arguments, str):  # some models send the arguments as a JSON string
+                try:
+                    arguments = json.loads(arguments)
+                except json.JSONDecodeError:
+                    turn.errors.append(f"{call['name']}: arguments are not JSON")
+                    continue
+            if not isinstance(arguments, dict):
+                turn.errors.append(f"{call['name']}: arguments must be an object")
+                continue
+            turn.calls.append(ToolCall(call["name"], arguments))
+        return turn
