@@ -163,3 +163,32 @@ def test_a_row_longer_than_the_budget_names_the_key_and_the_numbers(tokenizer):
     small = engine(qwen2(tokenizer), max_tokens=longest - 1)
     with pytest.raises(ValueError, match=rf"actor.ppo_max_token_len_per_gpu = {longest - 1}"):
         small.train_step(batch, nll)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_tool_tokens_are_context_not_trained_on(tokenizer, packed):
+    """An agentic row interleaves model tokens (loss mask 1) with tool tokens (0): the
+    log-probs at the model's tokens equal those of the same row with nothing masked (the
+    tool tokens are attended to), none are computed at the tool tokens, and the outcome
+    score sits on the last model token."""
+    from rl.core.trainer.rollout_batch import scores_to_token_level
+
+    prompts = [tokenizer("3+4=").input_ids, tokenizer("12+30=").input_ids]
+    responses = [tokenizer("a:7 t:7 a:7").input_ids, tokenizer("a:42 t:4").input_ids]
+    masks = [[1] * 4 + [0] * 4 + [1] * 3, [1] * 5 + [0] * 3]
+    logprobs = [[0.0] * len(r) for r in responses]
+    agentic = build_batch(
+        Rollouts(prompts, responses, logprobs, [], masks), tokenizer.pad_token_id, 12
+    )
+    plain = build_batch(Rollouts(prompts, responses, logprobs), tokenizer.pad_token_id, 12)
+    assert torch.equal(agentic["attention_mask"], plain["attention_mask"])
+    assert torch.equal(agentic["input_ids"], plain["input_ids"])
+    assert agentic["response_mask"][0].tolist() == [float(m) for m in masks[0]] + [0.0]
+    ref = engine(qwen2(tokenizer), "ref", packed=packed)
+    with_holes, full = ref.compute_logprobs(agentic).logprobs, ref.compute_logprobs(plain).logprobs
+    model_tokens = agentic["response_mask"].bool()
+    assert torch.allclose(with_holes[model_tokens], full[model_tokens], atol=2e-5)
+    assert (with_holes[~model_tokens] == 0).all()
+    scores = scores_to_token_level([1.0, 2.0], agentic["response_mask"])
+    assert scores[0].nonzero().flatten().tolist() == [10] and scores[0, 10] == 1.0
+    assert scores[1].nonzero().flatten().tolist() == [4] and scores[1, 4] == 2.0

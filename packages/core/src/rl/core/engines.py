@@ -83,13 +83,16 @@ class Rollouts:
     log-probabilities under the rollout engine (float32, same length): log-softmax of
     logits / temperature, the quantity the trainer recomputes (engines document how
     top-p/top-k truncation and repetition penalties enter). `finish_reasons[j]` is
-    "stop" (EOS or a stop token, which is kept) or "length".
+    "stop" (EOS or a stop token, which is kept) or "length". Agentic rollouts interleave
+    tool / environment tokens with the model's: `loss_masks[j]` is then 1 on the model's
+    tokens and 0 on the others (whose `logprobs` are 0.0); empty means all the model's.
     """
 
     prompt_ids: list[list[int]]
     response_ids: list[list[int]]
     logprobs: list[list[float]]
     finish_reasons: list[str] = field(default_factory=list)
+    loss_masks: list[list[int]] = field(default_factory=list)
 
 
 @dataclass

@@ -185,3 +185,20 @@ def test_verls_logger_names_map_to_ours():
     assert logger("['console','file','swanlab']").value == ["console", "jsonl", "swanlab"]
     refused = logger("['console','clearml']")
     assert refused.status == "unsupported" and "['clearml']" in refused.reason
+
+
+def test_verls_multi_turn_switch_maps_to_our_agent_loop():
+    conversion = convert(
+        "verl",
+        HERE / "grpo.yaml",
+        [
+            MODEL,
+            "actor_rollout_ref.rollout.multi_turn.enable=true",
+            "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=3",
+            "+actor_rollout_ref.rollout.multi_turn.tool_config_path=tools.yaml",
+        ],
+    )
+    config = config_from_mapping(conversion.config, "converted")
+    assert config.rollout.multi_turn.enable and config.rollout.multi_turn.max_assistant_turns == 3
+    tools = entries(conversion.report)["actor_rollout_ref.rollout.multi_turn.tool_config_path"]
+    assert tools.status == "unsupported" and "rollout.multi_turn.tools" in tools.reason

@@ -25,7 +25,9 @@ class ParsedTurn:
 
 
 class ToolCallParser(Protocol):
-    stop: tuple[str, ...]  # texts after which generation pauses for the tools
+    @property
+    def stop(self) -> tuple[str, ...]:  # texts that close a call
+        ...
 
     def parse(self, text: str) -> ParsedTurn: ...
 

@@ -59,6 +59,41 @@ class ValKwargs:
         check(self, **SAMPLING_RULES)
 
 
+AGENT_TOOLS = ("calculator", "python")
+TOOL_CALL_FORMATS = ("hermes",)
+
+
+@dataclass(frozen=True)
+class MultiTurnConfig:
+    """Agentic rollouts (`rl.core.agent`): the model calls tools over several turns; the
+    loss covers its own tokens only. verl's `rollout.multi_turn` names, with ROLL's and
+    ChatLearn's budgets."""
+
+    enable: bool = False
+    max_assistant_turns: int = 4  # ChatLearn: max_ai_message_turn
+    max_tokens_per_turn: int | None = None  # ROLL: max_tokens_per_step; null: the total
+    max_total_tokens: int | None = (
+        None  # ChatLearn: max_total_token_length; null: data.max_response_length
+    )
+    tools: tuple[str, ...] = ("calculator",)  # built-in tools, by name (AGENT_TOOLS)
+    tool_timeout_s: float = 10.0
+    format: str = "hermes"  # how tool calls are written (TOOL_CALL_FORMATS)
+
+    def __post_init__(self) -> None:
+        check(
+            self,
+            max_assistant_turns=POSITIVE_INT,
+            max_tokens_per_turn=optional(POSITIVE_INT),
+            max_total_tokens=optional(POSITIVE_INT),
+            tool_timeout_s=POSITIVE,
+        )
+        for tool in self.tools:
+            if tool not in AGENT_TOOLS:
+                raise FieldError("tools", tool, f"built-in tools {list(AGENT_TOOLS)}")
+        if self.format not in TOOL_CALL_FORMATS:
+            raise FieldError("format", self.format, f"one of {list(TOOL_CALL_FORMATS)}")
+
+
 @dataclass(frozen=True)
 class RolloutConfig:
     name: str = "hf"  # hf | vllm | sglang (any engine registered under `rl.engines`)
@@ -95,7 +130,10 @@ class RolloutConfig:
     engine_kwargs: dict[str, Any] = field(default_factory=dict)  # {vllm: {...}, sglang: {...}}
     # --- trainer -> engine weight sync
     update_weights_bucket_megabytes: int = 512
-    update_weights_delta: bool = False  # send only tensors whose content changed since the last
+    update_weights_delta: bool = (
+        False  # send only tensors whose content changed since the last sync
+    )
+    multi_turn: MultiTurnConfig = field(default_factory=MultiTurnConfig)
 
     def __post_init__(self) -> None:
         check(self, name=NOT_EMPTY, **SAMPLING_RULES)

@@ -58,9 +58,16 @@ class PromptDataset:
         truncation: str = "error",
         filter_overlong_prompts: bool = False,
         filter_num_workers: int = 1,
+        tools: Sequence[dict[str, Any]] = (),
     ) -> None:
         options = PromptOptions(
-            prompt_key, answer_key, data_source_key, chat_template, max_prompt_length, truncation
+            prompt_key,
+            answer_key,
+            data_source_key,
+            chat_template,
+            max_prompt_length,
+            truncation,
+            tuple(tools),
         )
         if chat_template == "native" and getattr(tokenizer, "chat_template", None) is None:
             raise ConfigError(

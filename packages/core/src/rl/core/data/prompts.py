@@ -30,6 +30,7 @@ class PromptOptions:
     chat_template: str = "none"  # "native": the tokenizer's apply_chat_template
     max_prompt_length: int = 1024
     truncation: str = "error"  # error | left | right
+    tools: tuple[dict[str, Any], ...] = ()  # agentic runs: described to the chat template
 
 
 def lookup(data: dict[str, Any], dotted: str) -> Any:
@@ -68,7 +69,12 @@ def prompt_text(row: SourcedRow, options: PromptOptions, tokenizer: Any) -> str:
     if options.chat_template == "native":
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
         return str(
-            tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+            tokenizer.apply_chat_template(
+                messages,
+                tools=list(options.tools) or None,
+                add_generation_prompt=True,
+                tokenize=False,
+            )
         )
     return prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in prompt)
 

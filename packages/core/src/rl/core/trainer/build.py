@@ -45,7 +45,18 @@ def build_dataset(
         truncation=data.truncation,
         filter_overlong_prompts=data.filter_overlong_prompts,
         filter_num_workers=data.filter_num_workers,
+        tools=tool_schemas(config),
     )
+
+
+def tool_schemas(config: Config) -> list[dict[str, Any]]:
+    """The agent's tools as the chat template describes them (none unless multi-turn)."""
+    if not config.rollout.multi_turn.enable:
+        return []
+    from rl.core.agent.tools import schema
+    from rl.core.trainer.agentic import build_tools
+
+    return [schema(tool) for tool in build_tools(config)]
 
 
 def build_reward(config: Config) -> Any:

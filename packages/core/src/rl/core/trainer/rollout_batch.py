@@ -36,18 +36,20 @@ def build_batch(rollouts: Rollouts, pad_token_id: int, response_width: int | Non
     """The training batch of `rollouts`.
 
     Keys: prompts [B, P], responses [B, R], input_ids / attention_mask /
-    position_ids [B, P + R], response_mask [B, R] (float32, 1 on real response
-    tokens), rollout_logprobs [B, R] float32.
+    position_ids [B, P + R], response_mask [B, R] (float32, 1 on the response tokens the
+    model sampled: all real ones, or the loss mask of an agentic rollout, whose tool
+    tokens are attended to but not trained on), rollout_logprobs [B, R] float32.
     """
     prompt_width = max(len(p) for p in rollouts.prompt_ids)
     width = response_width or max(max((len(r) for r in rollouts.response_ids), default=1), 1)
     prompts = _pad_left(rollouts.prompt_ids, prompt_width, pad_token_id)
     prompt_mask = _pad_left([[1] * len(p) for p in rollouts.prompt_ids], prompt_width, 0)
     responses = _pad_right(rollouts.response_ids, width, pad_token_id, torch.long)
-    response_mask = _pad_right(
-        [[1.0] * len(r) for r in rollouts.response_ids], width, 0.0, torch.float32
-    )
-    attention_mask = torch.cat([prompt_mask, response_mask.long()], dim=1)
+    real = _pad_right([[1.0] * len(r) for r in rollouts.response_ids], width, 0.0, torch.float32)
+    response_mask = real
+    if rollouts.loss_masks:
+        response_mask = _pad_right(rollouts.loss_masks, width, 0.0, torch.float32)
+    attention_mask = torch.cat([prompt_mask, real.long()], dim=1)
     return {
         "prompts": prompts,
         "responses": responses,
@@ -60,10 +62,11 @@ def build_batch(rollouts: Rollouts, pad_token_id: int, response_width: int | Non
 
 
 def scores_to_token_level(scores: Sequence[float], response_mask: torch.Tensor) -> torch.Tensor:
-    """Outcome reward on the last response token of each row: float32 [B, R]."""
+    """Outcome reward on the last trained (model) token of each row: float32 [B, R]."""
     token_scores = torch.zeros_like(response_mask)
-    lengths = response_mask.sum(1).long()
-    for row, (score, length) in enumerate(zip(scores, lengths.tolist(), strict=True)):
-        if length > 0:
-            token_scores[row, length - 1] = score
+    columns = torch.arange(response_mask.shape[1], dtype=torch.long)
+    last = torch.where(response_mask.bool().cpu(), columns, -1).max(dim=1).values
+    for row, (score, column) in enumerate(zip(scores, last.tolist(), strict=True)):
+        if column >= 0:
+            token_scores[row, column] = score
     return token_scores

@@ -13,7 +13,7 @@ import torch
 
 from rl.core.batch import Batch
 from rl.core.engines import SamplingParams
-from rl.core.trainer import losses
+from rl.core.trainer import agentic, losses
 from rl.core.trainer.rollout_batch import build_batch, scores_to_token_level
 from rl.core.trainer.scoring import score_rollouts
 from rl.core.trainer.timers import PhaseTimer
@@ -38,13 +38,14 @@ def rl_step(ctx: Any, items: list[Any], step: int, kl_ctrl: Any) -> dict[str, fl
     """Run one step on the prompts `items`; returns its metrics."""
     config, timer = ctx.config, PhaseTimer()
     with timer.phase("generate"):
-        rollouts = ctx.rollout.generate([it.prompt_ids for it in items], train_sampling(config))
+        prompts = [it.prompt_ids for it in items]
+        rollouts, agent_metrics = agentic.generate(ctx, prompts, train_sampling(config))
     batch = build_batch(rollouts, ctx.tokenizer.pad_token_id, config.data.max_response_length)
     uids = [f"{step}-{it.index}" for it in items for _ in range(config.rollout.n)]
     with timer.phase("reward"):
         scores, reward_metrics = score_rollouts(ctx, items, rollouts, config.rollout.n)
     batch["token_level_scores"] = scores_to_token_level(scores, batch["response_mask"])
-    metrics = {**reward_metrics, **_prepare(ctx, batch, timer)}
+    metrics = {**reward_metrics, **agent_metrics, **_prepare(ctx, batch, timer)}
     baselines = None
     if config.algorithm.adv_estimator == "remax":
         with timer.phase("greedy_baseline"):

@@ -6,6 +6,7 @@ from collections import defaultdict
 from typing import Any
 
 from rl.core.engines import SamplingParams
+from rl.core.trainer import agentic
 from rl.core.trainer.scoring import score_rollouts
 
 
@@ -30,7 +31,7 @@ def generate_scored(ctx: Any, sampling: SamplingParams) -> tuple[list[Any], list
     texts: list[str] = []
     for start in range(0, len(items), ctx.config.data.val_batch_size):
         chunk = items[start : start + ctx.config.data.val_batch_size]
-        rollouts = ctx.rollout.generate([it.prompt_ids for it in chunk], sampling)
+        rollouts, _ = agentic.generate(ctx, [it.prompt_ids for it in chunk], sampling)
         chunk_scores, _ = score_rollouts(ctx, chunk, rollouts, sampling.n)
         scores += chunk_scores
         texts += ctx.tokenizer.batch_decode(rollouts.response_ids, skip_special_tokens=True)

@@ -58,7 +58,10 @@ DOCUMENTED = (
 )
 
 _PROFILING = "profiling is not configured in rl's config (use the torch profiler directly)"
-_AGENT = "multi-turn agent rollouts are not in rl yet (the agentic issue)"
+_AGENT = (
+    "an option of verl's agent loop that rl's (rollout.multi_turn) does not have yet "
+    "(the agentic issue)"
+)
 _ENGINE = "an engine-internal setting rl chooses itself"
 _REF_LAYOUT = "the reference model runs with the actor's layout in rl"
 _MBRIDGE = "rl converts HF <-> megatron weights itself (rl.core.layouts)"
@@ -80,6 +83,28 @@ RULES: list[Rule] = [
         reason="TensorRT-LLM rollout is not in rl (vllm, sglang, hf)",
     ),
     Rule("actor_rollout_ref.rollout.agent.", reason=_AGENT),
+    Rule("actor_rollout_ref.rollout.multi_turn.enable", "rollout.multi_turn.enable"),
+    Rule(
+        "actor_rollout_ref.rollout.multi_turn.max_assistant_turns",
+        "rollout.multi_turn.max_assistant_turns",
+    ),
+    Rule("actor_rollout_ref.rollout.multi_turn.format", "rollout.multi_turn.format"),
+    Rule(
+        "actor_rollout_ref.rollout.multi_turn.tool_config_path",
+        reason="verl's tool classes are not loaded; rl's built-in tools are named in "
+        "rollout.multi_turn.tools (calculator, python)",
+        convert=lambda value: value,
+    ),
+    Rule(
+        "actor_rollout_ref.rollout.multi_turn.max_tool_response_length",
+        reason="rl cuts tool output at 2000 characters",
+        status="ignored",
+    ),
+    Rule(
+        "actor_rollout_ref.rollout.multi_turn.tokenization_sanity_check_mode",
+        reason="rl never re-tokenises a trajectory (token in / token out)",
+        status="ignored",
+    ),
     Rule("actor_rollout_ref.rollout.multi_turn.", reason=_AGENT),
     Rule(
         "actor_rollout_ref.*.checkpoint.",

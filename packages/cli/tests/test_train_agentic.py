@@ -1,0 +1,50 @@
+"""`rollout.multi_turn.enable`: the RL step generates through the agent loop (tools
+available, turns budgeted) and trains; the agent metrics are logged. The tiny demo model
+writes no tool calls yet (the learning demo is the agentic issue's next part), so each
+trajectory is one turn here; tool turns in training batches are covered by the engines'
+tests (loss-masked rows) and the agent loop's."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from rl.cli.main import app
+
+
+def test_a_multi_turn_run_trains_and_logs_agent_metrics(tmp_path, tiny_run, metrics_rows):
+    result = CliRunner().invoke(
+        app,
+        [
+            "train",
+            *tiny_run,
+            "trainer.total_training_steps=2",
+            "sft.steps=0",
+            "rollout.multi_turn.enable=true",
+            "rollout.multi_turn.tools=[calculator,python]",
+            "rollout.multi_turn.max_assistant_turns=2",
+            f"trainer.output_dir={tmp_path}",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    rows = [row for row in metrics_rows(tmp_path) if "actor/grad_norm" in row]
+    assert [row["step"] for row in rows] == [1, 2]
+    assert all(row["agent/turns_mean"] >= 1 for row in rows)
+    assert all("agent/truncated_rate" in row for row in rows)
+
+
+@pytest.mark.parametrize("estimator", ["gae", "remax"])
+def test_multi_turn_refuses_estimators_that_need_more_than_an_outcome(tmp_path, estimator):
+    result = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "rollout.multi_turn.enable=true",
+            f"algorithm.adv_estimator={estimator}",
+            f"trainer.output_dir={tmp_path}",
+        ],
+    )
+    assert result.exit_code == 2
+    assert (
+        f"algorithm.adv_estimator = '{estimator}' with rollout.multi_turn.enable" in result.output
+    )

@@ -1,0 +1,77 @@
+"""Agentic rollouts in the RL step (`rollout.multi_turn.enable`): the agent loop
+(`rl.core.agent`) runs on the driver over the rollout role's `generate_one`, many
+trajectories in flight, and its trajectories become `Rollouts` whose loss masks keep the
+tool turns out of the loss. Without multi-turn, generation is the engine's batched call."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from rl.core.config import Config
+from rl.core.engines import Rollouts, SamplingParams
+from rl.core.errors import ConfigError
+
+# Outcome-reward estimators: one score at the last model token; GAE would need values at
+# the tool tokens it skips, and ReMax's greedy baseline a greedy agent run.
+ESTIMATORS = ("grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline")
+
+
+def check(config: Config) -> None:
+    """What multi-turn rollouts need from the rest of the config (ConfigError otherwise)."""
+    if not config.rollout.multi_turn.enable:
+        return
+    if config.algorithm.adv_estimator not in ESTIMATORS:
+        raise ConfigError(
+            f"algorithm.adv_estimator = {config.algorithm.adv_estimator!r} with "
+            f"rollout.multi_turn.enable: multi-turn rollouts train with {', '.join(ESTIMATORS)}"
+        )
+
+
+def build_tools(config: Config) -> list[Any]:
+    from rl.core.agent.sandbox import SandboxLimits
+    from rl.core.agent.tools import Calculator, PythonRunner
+
+    multi_turn = config.rollout.multi_turn
+    timeout = multi_turn.tool_timeout_s
+    made: dict[str, Callable[[], Any]] = {
+        "calculator": Calculator,
+        "python": lambda: PythonRunner(SandboxLimits(timeout_s=timeout, cpu_s=int(timeout) + 1)),
+    }
+    return [made[name]() for name in multi_turn.tools]
+
+
+def agent_loop(config: Config, engine: Any, tokenizer: Any) -> Any:
+    from rl.core.agent.loop import AgentLimits, AgentLoop
+    from rl.core.agent.parser import HermesParser
+
+    multi_turn = config.rollout.multi_turn
+    total = multi_turn.max_total_tokens or config.data.max_response_length
+    limits = AgentLimits(
+        max_turns=multi_turn.max_assistant_turns,
+        max_tokens_per_turn=multi_turn.max_tokens_per_turn or total,
+        max_total_tokens=min(total, config.data.max_response_length),
+        tool_timeout_s=multi_turn.tool_timeout_s,
+    )
+    return AgentLoop(engine, tokenizer, build_tools(config), HermesParser(), limits)
+
+
+def generate(
+    ctx: Any, prompt_ids: list[list[int]], sampling: SamplingParams
+) -> tuple[Rollouts, dict[str, float]]:
+    """The step's rollouts (and agent metrics): multi-turn when configured."""
+    if not ctx.config.rollout.multi_turn.enable:
+        return ctx.rollout.generate(prompt_ids, sampling), {}
+    from rl.core.agent.loop import trajectory_metrics
+
+    loop = agent_loop(ctx.config, ctx.rollout, ctx.tokenizer)
+    trajectories = asyncio.run(loop.run_many(prompt_ids, sampling))
+    rollouts = Rollouts(
+        prompt_ids=[t.prompt_ids for t in trajectories],
+        response_ids=[t.response_ids for t in trajectories],
+        logprobs=[t.logprobs for t in trajectories],
+        finish_reasons=["length" if t.truncated else "stop" for t in trajectories],
+        loss_masks=[t.loss_mask for t in trajectories],
+    )
+    return rollouts, dict(trajectory_metrics(trajectories))
