@@ -404,6 +404,9 @@ class TrainerConfig:
     launcher: Literal["local", "ray"] = "local"
     ray_address: str | None = None  # join this Ray cluster (multi-node); none: start one here
     worker_timeout_s: float = 1800.0  # a call to the workers that takes longer fails the run
+    # sync: generate, then learn; one_step_off: step k+1's rollouts are generated (with the
+    # weights before step k's update) while step k learns (verl's one-step-off policy)
+    mode: Literal["sync", "one_step_off"] = "sync"
 
     def __post_init__(self) -> None:
         check(

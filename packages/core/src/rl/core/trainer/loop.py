@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +27,7 @@ from rl.core.trainer.manifest import new_run_id
 from rl.core.trainer.preflight import preflight
 from rl.core.trainer.rng import rng_state, seed_everything, set_rng_state
 from rl.core.trainer.sft import run_sft_steps
-from rl.core.trainer.step import rl_step
+from rl.core.trainer.step import collect, learn, rl_step, sync
 from rl.core.trainer.validate import validate
 
 log = logging.getLogger(__name__)
@@ -47,7 +50,9 @@ def _roles(ctx: Any) -> dict[str, Any]:
     }
 
 
-def save_run(ctx: Any, step: int, kl_ctrl: Any, run_id: str) -> Path:
+def save_run(
+    ctx: Any, step: int, kl_ctrl: Any, run_id: str, sampler_state: dict[str, Any] | None = None
+) -> Path:
     def write(folder: Path) -> None:
         for name, engine in _roles(ctx).items():
             engine.save(str(folder / name))
@@ -58,7 +63,7 @@ def save_run(ctx: Any, step: int, kl_ctrl: Any, run_id: str) -> Path:
                 "step": step,
                 "rng": rng_state(),
                 "worker_rng": ctx.workers.rng_states(),
-                "sampler": ctx.sampler.state_dict(),
+                "sampler": sampler_state or ctx.sampler.state_dict(),
                 "kl_ctrl": losses.kl_state(kl_ctrl),
             },
             folder / "trainer_state.pt",
@@ -131,9 +136,15 @@ def _train(ctx: Any, resume: ResumePoint | None) -> dict[str, float]:
     last_val: dict[str, float] = {}
     if trainer.val_before_train and step == 0:
         last_val = _validate(ctx, tracker, step, extra=warm_metrics)
+    steps = _one_step_off(ctx, step, kl_ctrl) if trainer.mode == "one_step_off" else None
     while step < ctx.total_steps:
-        items = [ctx.train_data[i] for i in ctx.sampler.next_batch()]
-        metrics = rl_step(ctx, items, step, kl_ctrl)
+        if steps is None:
+            sampler_state = None  # the sampler's own, when saved
+            metrics = rl_step(
+                ctx, [ctx.train_data[i] for i in ctx.sampler.next_batch()], step, kl_ctrl
+            )
+        else:
+            metrics, sampler_state = next(steps)
         step += 1
         freq = trainer.test_freq
         if step == ctx.total_steps or (freq > 0 and step % freq == 0):
@@ -142,10 +153,43 @@ def _train(ctx: Any, resume: ResumePoint | None) -> dict[str, float]:
         tracker.log(metrics, step)
         health.check(metrics, step)
         if trainer.save_freq > 0 and step % trainer.save_freq == 0:
-            save_run(ctx, step, kl_ctrl, run_id)
+            save_run(ctx, step, kl_ctrl, run_id, sampler_state)
     ctx.actor.save_hf(str(output_dir / "hf"), ctx.tokenizer)
     tracker.close()
     return last_val
+
+
+def _one_step_off(
+    ctx: Any, step: int, kl_ctrl: Any
+) -> Iterator[tuple[dict[str, float], dict[str, Any]]]:
+    """Steps of `trainer.mode: one_step_off`: while step k learns, a worker thread generates
+    step k+1's rollouts with the weights from before step k's update (one step stale; the
+    behaviour log-probs travel with them for the rollout-correction machinery); the sync
+    waits for that generation. Yields each step's metrics and the sampler state to save
+    with it (before the next step's prompts were drawn, so that a resumed run draws them
+    again)."""
+
+    def draw() -> list[Any]:
+        return [ctx.train_data[i] for i in ctx.sampler.next_batch()]
+
+    with ThreadPoolExecutor(1, thread_name_prefix="rl-rollout") as pool:
+        pending = pool.submit(collect, ctx, draw(), step)
+        while step < ctx.total_steps:
+            collected = pending.result()
+            sampler_state = ctx.sampler.state_dict()
+            upcoming = None
+            if step + 1 < ctx.total_steps:
+                upcoming = pool.submit(collect, ctx, draw(), step + 1)
+            metrics = learn(ctx, collected, kl_ctrl, release_rollout=False)
+            waited = time.perf_counter()
+            if upcoming is not None:
+                wait([upcoming])  # the engine still generates with the previous weights
+            metrics["timing/wait_rollout"] = time.perf_counter() - waited
+            metrics["rollout/staleness"] = 1.0 if step > 0 else 0.0
+            yield sync(ctx, collected, metrics), sampler_state
+            step += 1
+            if upcoming is not None:
+                pending = upcoming
 
 
 def _validate(

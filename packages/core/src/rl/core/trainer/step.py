@@ -6,7 +6,7 @@ prompts -> generate -> rewards -> old/ref log-probs, values -> advantages
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -34,8 +34,20 @@ def train_sampling(config: Any) -> SamplingParams:
     )
 
 
-def rl_step(ctx: Any, items: list[Any], step: int, kl_ctrl: Any) -> dict[str, float]:
-    """Run one step on the prompts `items`; returns its metrics."""
+@dataclass
+class Collected:
+    """A step's generated and scored rollouts, ready to learn from."""
+
+    items: list[Any]
+    batch: Batch
+    uids: list[str]
+    metrics: dict[str, float]
+    timer: PhaseTimer
+
+
+def collect(ctx: Any, items: list[Any], step: int) -> Collected:
+    """Generate and score the rollouts of the prompts `items` (the weights the rollout
+    engine holds now decide them: one step old in `trainer.mode: one_step_off`)."""
     config, timer = ctx.config, PhaseTimer()
     with timer.phase("generate"):
         prompts = [it.prompt_ids for it in items]
@@ -45,27 +57,49 @@ def rl_step(ctx: Any, items: list[Any], step: int, kl_ctrl: Any) -> dict[str, fl
     with timer.phase("reward"):
         scores, reward_metrics = score_rollouts(ctx, items, rollouts, config.rollout.n)
     batch["token_level_scores"] = scores_to_token_level(scores, batch["response_mask"])
-    metrics = {**reward_metrics, **agent_metrics, **_prepare(ctx, batch, timer)}
+    return Collected(items, batch, uids, {**reward_metrics, **agent_metrics}, timer)
+
+
+def learn(
+    ctx: Any, collected: Collected, kl_ctrl: Any, release_rollout: bool = True
+) -> dict[str, float]:
+    """Old / reference log-probs, values, advantages and the critic and actor updates on
+    `collected`; `release_rollout` frees the rollout engine's memory meanwhile (not while
+    it generates the next step, in one-step-off mode)."""
+    config, batch, timer = ctx.config, collected.batch, collected.timer
+    metrics = {**collected.metrics, **_prepare(ctx, batch, timer)}
     baselines = None
     if config.algorithm.adv_estimator == "remax":
         with timer.phase("greedy_baseline"):
-            baselines = greedy_baselines(ctx, items, config.rollout.n)
+            baselines = greedy_baselines(ctx, collected.items, config.rollout.n)
     with timer.phase("advantages"):
         reward_kl_metrics = losses.assign_token_rewards(config, batch, kl_ctrl)
-        losses.assign_advantages(config, batch, uids, reward_baselines=baselines)
+        losses.assign_advantages(config, batch, collected.uids, reward_baselines=baselines)
     metrics.update(reward_kl_metrics)
-    ctx.rollout.sleep()  # generation is over until the sync: free its memory for the updates
+    if release_rollout:
+        ctx.rollout.sleep()  # generation is over until the sync: free its memory for updates
     if ctx.critic is not None:
         with timer.phase("update_critic"):
             metrics.update(ctx.critic.train_step(batch, losses.critic_loss_fn(config)))
     with timer.phase("update_actor"):
         metrics.update(ctx.actor.train_step(batch, losses.actor_loss_fn(config)))
-    with timer.phase("sync"):
+    return metrics
+
+
+def sync(ctx: Any, collected: Collected, metrics: dict[str, float]) -> dict[str, float]:
+    """The updated weights into the rollout engine; the step's batch and timing metrics."""
+    with collected.timer.phase("sync"):
         ctx.rollout.wake()
         metrics.update(ctx.sync_weights())
-    metrics.update(batch_metrics(batch))
-    metrics.update(timer.metrics())
+    metrics.update(batch_metrics(collected.batch))
+    metrics.update(collected.timer.metrics())
     return metrics
+
+
+def rl_step(ctx: Any, items: list[Any], step: int, kl_ctrl: Any) -> dict[str, float]:
+    """Run one step on the prompts `items`; returns its metrics."""
+    collected = collect(ctx, items, step)
+    return sync(ctx, collected, learn(ctx, collected, kl_ctrl))
 
 
 def greedy_baselines(ctx: Any, items: list[Any], n: int) -> torch.Tensor:

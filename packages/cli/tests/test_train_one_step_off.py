@@ -1,0 +1,68 @@
+"""`trainer.mode: one_step_off`: step k+1's rollouts are generated, with the weights from
+before step k's update, while step k learns. The staleness is real (the trainer's old
+log-probs drift from the behaviour log-probs the rollouts carry, where sync mode keeps them
+equal), the run trains and resumes, and a checkpoint keeps the prompts the next step drew
+so that a resumed run draws them again."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from rl.cli.main import app
+
+RUN = [
+    "trainer.total_training_steps=4",
+    "trainer.test_freq=-1",
+    "trainer.val_before_train=false",
+    "sft.steps=0",
+    "actor.optim.lr=0.01",  # big updates: one step of staleness shows in the log-probs
+    "actor.entropy_coeff=0.01",  # and every step updates, whatever the rewards
+]
+
+
+def _train(tmp_path, tiny_run, *extra):
+    result = CliRunner().invoke(
+        app, ["train", *tiny_run, *RUN, f"trainer.output_dir={tmp_path}", *extra]
+    )
+    assert result.exit_code == 0, result.output
+
+
+def test_rollouts_are_one_step_stale_and_the_run_trains(tmp_path, tiny_run, metrics_rows):
+    _train(tmp_path / "sync", tiny_run)
+    _train(tmp_path / "off", tiny_run, "trainer.mode=one_step_off")
+    sync_rows = [r for r in metrics_rows(tmp_path / "sync") if "actor/grad_norm" in r]
+    off_rows = [r for r in metrics_rows(tmp_path / "off") if "actor/grad_norm" in r]
+    assert [r["step"] for r in off_rows] == [1, 2, 3, 4]
+    assert [r["rollout/staleness"] for r in off_rows] == [0.0, 1.0, 1.0, 1.0]
+    assert all(r["timing/wait_rollout"] >= 0 for r in off_rows)
+    # sync: the trainer recomputes the engine's own log-probs (equal up to float noise);
+    # one step off: the rollouts of steps 2.. came from the weights before the last update
+    assert max(r["mismatch/abs_logprob_diff"] for r in sync_rows) < 1e-4
+    assert off_rows[0]["mismatch/abs_logprob_diff"] < 1e-4  # step 1: nothing stale yet
+    assert min(r["mismatch/abs_logprob_diff"] for r in off_rows[1:]) > 1e-3
+
+
+def test_a_one_step_off_checkpoint_resumes(tmp_path, tiny_run, metrics_rows):
+    _train(
+        tmp_path,
+        tiny_run,
+        "trainer.mode=one_step_off",
+        "trainer.total_training_steps=2",
+        "trainer.save_freq=2",
+    )
+    _train(tmp_path, tiny_run, "trainer.mode=one_step_off", "trainer.save_freq=2")
+    steps = [r["step"] for r in metrics_rows(tmp_path) if "actor/grad_norm" in r]
+    assert steps == [1, 2, 3, 4]
+
+
+def test_one_step_off_refuses_remax(tmp_path):
+    result = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "trainer.mode=one_step_off",
+            "algorithm.adv_estimator=remax",
+            f"trainer.output_dir={tmp_path}",
+        ],
+    )
+    assert result.exit_code == 2 and "one_step_off" in result.output
