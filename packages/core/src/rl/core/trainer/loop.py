@@ -138,6 +138,7 @@ def _train(ctx: Any, resume: ResumePoint | None) -> dict[str, float]:
         last_val = _validate(ctx, tracker, step, extra=warm_metrics)
     steps = _one_step_off(ctx, step, kl_ctrl) if trainer.mode == "one_step_off" else None
     while step < ctx.total_steps:
+        started = time.perf_counter()
         if steps is None:
             sampler_state = None  # the sampler's own, when saved
             metrics = rl_step(
@@ -145,6 +146,7 @@ def _train(ctx: Any, resume: ResumePoint | None) -> dict[str, float]:
             )
         else:
             metrics, sampler_state = next(steps)
+        metrics["timing/step"] = time.perf_counter() - started  # wall clock, waits included
         step += 1
         freq = trainer.test_freq
         if step == ctx.total_steps or (freq > 0 and step % freq == 0):

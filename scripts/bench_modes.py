@@ -1,0 +1,102 @@
+#!/usr/bin/env python
+"""Wall time of RL steps in each `trainer.mode` on the same workload, side by side.
+
+    python scripts/bench_modes.py                    # 8 steps, 3 interleaved rounds
+    python scripts/bench_modes.py --steps 6 --rounds 2 -- data.max_response_length=32
+
+The workload is the tiny demo model *without* its SFT warm-start: its random weights end a
+response at EOS with a small, constant chance per token, so response lengths are long-tailed
+(geometric, cut at `data.max_response_length`) — the case where waiting for the slowest
+rollout costs most. Each round runs every mode once (interleaved, so that drifts of this
+noisy machine hit both), from the same seed, in its own `rl train` process. A step's time
+is the trainer's `timing/step` (wall clock, waits included); the first step of each run
+(warm-up) is left out. The report gives the median step time of each mode, its ratio to
+sync, and the median share of a one-step-off step spent waiting for the rollout thread.
+Raw rows go to `<out>/modes.jsonl`; `benchmarks/modes/` keeps committed output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+MODES = ("sync", "one_step_off")
+WORKLOAD = [
+    "sft.steps=0",
+    "data.max_response_length=48",
+    "data.train_batch_size=16",
+    "rollout.n=4",
+    "actor.ppo_mini_batch_size=16",
+    "trainer.val_before_train=false",
+    "trainer.test_freq=-1",
+    "trainer.progress_bar=false",
+    "trainer.resume_mode=disable",
+    "trainer.logger=[jsonl]",
+]
+
+
+def run(mode: str, steps: int, out: Path, overrides: list[str]) -> list[dict]:
+    folder = out / mode
+    command = [
+        "rl",
+        "train",
+        *WORKLOAD,
+        f"trainer.mode={mode}",
+        f"trainer.total_training_steps={steps}",
+        f"trainer.output_dir={folder}",
+        *overrides,
+    ]
+    subprocess.run(command, check=True, capture_output=True, text=True)
+    rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    return [row for row in rows if "timing/step" in row]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=Path("outputs/bench_modes"))
+    parser.add_argument("overrides", nargs="*")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    times: dict[str, list[float]] = {mode: [] for mode in MODES}
+    waits: list[float] = []
+    lengths: list[float] = []
+    with (args.out / "modes.jsonl").open("w") as raw:
+        for round_ in range(args.rounds):
+            for mode in MODES:
+                rows = run(mode, args.steps, args.out / f"round_{round_}", args.overrides)
+                for row in rows:
+                    raw.write(json.dumps({"round": round_, "mode": mode, **row}) + "\n")
+                for row in rows[1:]:  # the first step warms up
+                    times[mode].append(row["timing/step"])
+                    lengths.append(row["response/length_mean"])
+                    if mode == "one_step_off":
+                        waits.append(row["timing/wait_rollout"] / row["timing/step"])
+    medians = {mode: statistics.median(values) for mode, values in times.items()}
+    print(
+        f"# trainer.mode benchmark, {time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, "
+        f"python {sys.version.split()[0]}"
+    )
+    print(
+        f"# workload: {' '.join(WORKLOAD + args.overrides)}; {args.steps} steps x {args.rounds} rounds"
+    )
+    print(f"# response length: mean of step means {statistics.mean(lengths):.1f} tokens")
+    for mode in MODES:
+        print(
+            f"{mode:>13}: median step {medians[mode]:.3f} s over {len(times[mode])} steps; "
+            f"ratio to sync {medians[mode] / medians['sync']:.3f}"
+        )
+    print(
+        f"one_step_off: median share of a step waiting for the rollout {statistics.median(waits):.3f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
