@@ -48,3 +48,26 @@ def test_multi_turn_refuses_estimators_that_need_more_than_an_outcome(tmp_path, 
     assert (
         f"algorithm.adv_estimator = '{estimator}' with rollout.multi_turn.enable" in result.output
     )
+
+
+@pytest.mark.ray
+def test_multi_turn_rollouts_through_ray_workers(tmp_path, tiny_run, metrics_rows, monkeypatch):
+    """The agent loop's generate_one calls reach rollout replicas on 2 Ray ranks."""
+    pytest.importorskip("ray")
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    result = CliRunner().invoke(
+        app,
+        [
+            "train",
+            *tiny_run,
+            "trainer.total_training_steps=1",
+            "sft.steps=0",
+            "rollout.multi_turn.enable=true",
+            "trainer.launcher=ray",
+            "cluster.n_gpus_per_node=2",
+            f"trainer.output_dir={tmp_path}",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    rows = [row for row in metrics_rows(tmp_path) if "actor/grad_norm" in row]
+    assert [row["step"] for row in rows] == [1] and rows[0]["agent/turns_mean"] >= 1

@@ -6,6 +6,7 @@ so that a resumed run draws them again."""
 
 from __future__ import annotations
 
+import pytest
 from typer.testing import CliRunner
 
 from rl.cli.main import app
@@ -66,3 +67,36 @@ def test_one_step_off_refuses_remax(tmp_path):
         ],
     )
     assert result.exit_code == 2 and "one_step_off" in result.output
+
+
+def test_one_step_off_refuses_roles_taking_turns_by_offloading(tmp_path):
+    result = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "trainer.mode=one_step_off",
+            "actor.fsdp_config.param_offload=true",
+            f"trainer.output_dir={tmp_path}",
+        ],
+    )
+    assert result.exit_code == 2
+    assert "actor.fsdp_config.param_offload with trainer.mode: one_step_off" in result.output
+
+
+@pytest.mark.ray
+def test_one_step_off_on_two_ray_ranks(tmp_path, tiny_run, metrics_rows, monkeypatch):
+    """The rollout thread's calls and the updates reach the same Ray workers (colocated
+    roles): each worker runs them one after the other, and the run trains."""
+    pytest.importorskip("ray")
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    _train(
+        tmp_path,
+        tiny_run,
+        "trainer.mode=one_step_off",
+        "trainer.launcher=ray",
+        "cluster.n_gpus_per_node=2",
+        "trainer.total_training_steps=3",
+    )
+    rows = [r for r in metrics_rows(tmp_path) if "actor/grad_norm" in r]
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    assert [r["rollout/staleness"] for r in rows] == [0.0, 1.0, 1.0]

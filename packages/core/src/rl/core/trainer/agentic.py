@@ -19,13 +19,7 @@ ESTIMATORS = ("grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseli
 
 
 def check(config: Config) -> None:
-    """What multi-turn rollouts and one-step-off training need from the rest of the
-    config (ConfigError otherwise)."""
-    if config.trainer.mode == "one_step_off" and config.algorithm.adv_estimator == "remax":
-        raise ConfigError(
-            "algorithm.adv_estimator = 'remax' with trainer.mode: one_step_off: ReMax's "
-            "greedy baseline would generate while the next step's rollouts are generating"
-        )
+    """What multi-turn rollouts need from the rest of the config (ConfigError otherwise)."""
     if not config.rollout.multi_turn.enable:
         return
     if config.algorithm.adv_estimator not in ESTIMATORS:

@@ -19,7 +19,7 @@ from rl.core.data.reader import SUPPORTED
 from rl.core.imports import MissingDependencyError, is_installed
 from rl.core.models.loading import check_model_path
 from rl.core.registry import check_engine
-from rl.core.trainer import agentic
+from rl.core.trainer import agentic, modes
 from rl.core.trainer.losses import validate_algorithm_names
 
 BUILTIN_DATA = "builtin:arithmetic"
@@ -48,7 +48,7 @@ def preflight(config: Config, *, with_rl_roles: bool = True) -> None:
         _train_engines,
     ]
     if with_rl_roles:
-        checks += [_rl_engines, validate_algorithm_names, agentic.check, _launcher]
+        checks += [_rl_engines, validate_algorithm_names, agentic.check, modes.check, _launcher]
     for check in checks:
         check(config)
 
