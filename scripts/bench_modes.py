@@ -52,7 +52,9 @@ def run(mode: str, steps: int, out: Path, overrides: list[str]) -> list[dict]:
         f"trainer.output_dir={folder}",
         *overrides,
     ]
-    subprocess.run(command, check=True, capture_output=True, text=True)
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed:\n{result.stderr[-3000:]}")
     rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
     return [row for row in rows if "timing/step" in row]
 
@@ -64,6 +66,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("outputs/bench_modes"))
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
+    if args.steps < 2:
+        parser.error("--steps must be at least 2 (the first step of each run is warm-up)")
     args.out.mkdir(parents=True, exist_ok=True)
     times: dict[str, list[float]] = {mode: [] for mode in MODES}
     waits: list[float] = []

@@ -21,6 +21,7 @@ def test_a_multi_turn_run_trains_and_logs_agent_metrics(tmp_path, tiny_run, metr
             "trainer.total_training_steps=2",
             "sft.steps=0",
             "rollout.multi_turn.enable=true",
+            "data.chat_template=native",
             "rollout.multi_turn.tools=[calculator,python]",
             "rollout.multi_turn.max_assistant_turns=2",
             f"trainer.output_dir={tmp_path}",
@@ -40,6 +41,7 @@ def test_multi_turn_refuses_estimators_that_need_more_than_an_outcome(tmp_path, 
         [
             "train",
             "rollout.multi_turn.enable=true",
+            "data.chat_template=native",
             f"algorithm.adv_estimator={estimator}",
             f"trainer.output_dir={tmp_path}",
         ],
@@ -63,6 +65,7 @@ def test_multi_turn_rollouts_through_ray_workers(tmp_path, tiny_run, metrics_row
             "trainer.total_training_steps=1",
             "sft.steps=0",
             "rollout.multi_turn.enable=true",
+            "data.chat_template=native",
             "trainer.launcher=ray",
             "cluster.n_gpus_per_node=2",
             f"trainer.output_dir={tmp_path}",
@@ -71,3 +74,10 @@ def test_multi_turn_rollouts_through_ray_workers(tmp_path, tiny_run, metrics_row
     assert result.exit_code == 0, result.output
     rows = [row for row in metrics_rows(tmp_path) if "actor/grad_norm" in row]
     assert [row["step"] for row in rows] == [1] and rows[0]["agent/turns_mean"] >= 1
+
+
+def test_multi_turn_needs_the_native_chat_template(tmp_path):
+    result = CliRunner().invoke(
+        app, ["train", "rollout.multi_turn.enable=true", f"trainer.output_dir={tmp_path}"]
+    )
+    assert result.exit_code == 2 and "data.chat_template: native" in result.output

@@ -49,3 +49,21 @@ def test_no_network_no_processes_no_writes_outside(tmp_path):
 def test_output_is_bounded():
     result = run_python("print('x' * 100000)", SandboxLimits(output_bytes=1000))
     assert result.ok and len(result.stdout) == 1000
+
+
+def test_the_guard_cannot_be_switched_off_from_inside(tmp_path):
+    target = tmp_path / "escaped.txt"
+    for code in (
+        "import __main__; __main__._inside = lambda p: True",
+        "import os; os.path.realpath = lambda p: os.getcwd()",
+        "import sys; sys.modules['os'].path.realpath = str",
+    ):
+        result = run_python(f"{code}\nopen({str(target)!r}, 'w').write('x')")
+        assert "outside the working directory" in result.error(), code
+    assert not target.exists()
+
+
+def test_endless_output_is_capped_in_the_child_not_buffered_by_the_caller():
+    result = run_python("while True: print('x' * 10**6)", SandboxLimits(timeout_s=10))
+    assert not result.ok and "File too large" in result.error()
+    assert len(result.stdout) == SandboxLimits().output_bytes

@@ -96,3 +96,11 @@ def test_rlinfs_batch_rules_are_checked():
 def test_rlinf_files_are_detected():
     assert detect(HERE / "grpo_megatron.yaml") == "rlinf"
     assert detect(HERE / "grpo_fsdp_disaggregated.yaml") == "rlinf"
+
+
+def test_a_reinforce_plus_plus_kl_is_not_read_by_other_estimators():
+    conversion = convert(
+        "rlinf", HERE / "grpo_fsdp_disaggregated.yaml", ["algorithm.adv_type=grpo"]
+    )
+    config = config_from_mapping(conversion.config, "converted")
+    assert config.algorithm.adv_estimator == "grpo" and not config.algorithm.use_kl_in_reward

@@ -202,3 +202,10 @@ def test_verls_multi_turn_switch_maps_to_our_agent_loop():
     assert config.rollout.multi_turn.enable and config.rollout.multi_turn.max_assistant_turns == 3
     tools = entries(conversion.report)["actor_rollout_ref.rollout.multi_turn.tool_config_path"]
     assert tools.status == "unsupported" and "rollout.multi_turn.tools" in tools.reason
+
+
+def test_an_sft_config_without_a_step_count_is_reported_and_detected():
+    assert detect(HERE / "sft.yaml") == "verl"
+    conversion = convert("verl", HERE / "sft.yaml", ["trainer.total_training_steps=null"])
+    steps = entries(conversion.report)["trainer.total_training_steps"]
+    assert steps.status == "unsupported" and "set trainer.total_training_steps" in steps.reason

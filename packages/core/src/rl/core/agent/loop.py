@@ -95,6 +95,9 @@ class AgentLoop:
                 parsed = self.parser.parse(text)
                 if not parsed.calls and not parsed.errors:
                     return trajectory  # the final answer
+                if trajectory.turns >= limits.max_turns:  # no turn left to read the results
+                    trajectory.truncated = True
+                    return trajectory
                 messages = await self._tool_messages(parsed.calls, parsed.errors, trajectory)
             outside = self.chat.turn_ids(messages)
             if len(trajectory.response_ids) + len(outside) > limits.max_total_tokens:

@@ -54,9 +54,12 @@ _BINARY = {
 }
 
 
-def evaluate(expression: str, max_length: int = 200, max_exponent: int = 64) -> int | float:
+def evaluate(
+    expression: str, max_length: int = 200, max_exponent: int = 64, max_bits: int = 4096
+) -> int | float:
     """The value of an arithmetic `expression` (numbers, + - * / // % **, parentheses);
-    ToolError for anything else, a division by zero or an exponent above `max_exponent`."""
+    ToolError for anything else, a division by zero, an exponent above `max_exponent` or
+    a power of more than `max_bits` bits (nested powers cannot blow up)."""
     if len(expression) > max_length:
         raise ToolError(f"expression longer than {max_length} characters")
     try:
@@ -76,8 +79,12 @@ def evaluate(expression: str, max_length: int = 200, max_exponent: int = 64) -> 
             return -operand if isinstance(node.op, ast.USub) else operand
         if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
             left, right = value(node.left), value(node.right)
-            if isinstance(node.op, ast.Pow) and abs(right) > max_exponent:
-                raise ToolError(f"exponent {right} is above {max_exponent}")
+            if isinstance(node.op, ast.Pow):
+                if abs(right) > max_exponent:
+                    raise ToolError(f"exponent {right} is above {max_exponent}")
+                grows = isinstance(left, int) and abs(left) > 1 and right > 0
+                if grows and abs(int(left)).bit_length() * right > max_bits:
+                    raise ToolError(f"the result would have more than {max_bits} bits")
             try:
                 return _BINARY[type(node.op)](left, right)
             except ZeroDivisionError:

@@ -6,12 +6,15 @@ tool turns out of the loss. Without multi-turn, generation is the engine's batch
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from rl.core.config import Config
 from rl.core.engines import Rollouts, SamplingParams
 from rl.core.errors import ConfigError
+
+T = TypeVar("T")
 
 # Outcome-reward estimators: one score at the last model token; GAE would need values at
 # the tool tokens it skips, and ReMax's greedy baseline a greedy agent run.
@@ -22,6 +25,11 @@ def check(config: Config) -> None:
     """What multi-turn rollouts need from the rest of the config (ConfigError otherwise)."""
     if not config.rollout.multi_turn.enable:
         return
+    if config.data.chat_template != "native":
+        raise ConfigError(
+            "rollout.multi_turn.enable needs data.chat_template: native (the chat template "
+            "describes the tools in the prompt and renders the tool turns)"
+        )
     if config.algorithm.adv_estimator not in ESTIMATORS:
         raise ConfigError(
             f"algorithm.adv_estimator = {config.algorithm.adv_estimator!r} with "
@@ -66,7 +74,7 @@ def generate(
     from rl.core.agent.loop import trajectory_metrics
 
     loop = agent_loop(ctx.config, ctx.rollout, ctx.tokenizer)
-    trajectories = asyncio.run(loop.run_many(prompt_ids, sampling))
+    trajectories = run_coroutine(loop.run_many(prompt_ids, sampling))
     rollouts = Rollouts(
         prompt_ids=[t.prompt_ids for t in trajectories],
         response_ids=[t.response_ids for t in trajectories],
@@ -75,3 +83,14 @@ def generate(
         loss_masks=[t.loss_mask for t in trajectories],
     )
     return rollouts, dict(trajectory_metrics(trajectories))
+
+
+def run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run `coroutine` to completion from synchronous code, also when this thread already
+    runs an event loop (a notebook, an async service): then in a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with ThreadPoolExecutor(1, thread_name_prefix="rl-agent") as pool:
+        return pool.submit(asyncio.run, coroutine).result()

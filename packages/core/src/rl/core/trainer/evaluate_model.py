@@ -87,17 +87,16 @@ def run_online_eval(
         )
     seed_everything(config.trainer.seed)
     preflight(config)
-    scratch = tempfile.TemporaryDirectory(prefix="rl-eval-")  # the run's folder stays as is
-    ctx = build_context(config, Path(scratch.name))
-    try:
-        if actor_state is not None:
-            ctx.actor.load(str(actor_state))
-        assert ctx.sync_weights is not None  # built with the roles
-        ctx.sync_weights()
-        items, scores, texts = generate_scored(ctx, sampling)
-    finally:
-        ctx.workers.shutdown()
-        scratch.cleanup()
+    with tempfile.TemporaryDirectory(prefix="rl-eval-") as scratch:  # the run's folder stays
+        ctx = build_context(config, Path(scratch))
+        try:
+            if actor_state is not None:
+                ctx.actor.load(str(actor_state))
+            assert ctx.sync_weights is not None  # built with the roles
+            ctx.sync_weights()
+            items, scores, texts = generate_scored(ctx, sampling)
+        finally:
+            ctx.workers.shutdown()
     if generations is not None:
         with generations.open("w") as handle:
             for row, (score, text) in enumerate(zip(scores, texts, strict=True)):

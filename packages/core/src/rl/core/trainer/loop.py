@@ -12,6 +12,7 @@ from typing import Any
 from rl.core.checkpoint_io import load_state, save_state
 from rl.core.config import Config, dump_config
 from rl.core.config.paths import user_path
+from rl.core.errors import ConfigError
 from rl.core.logging import make_tracker
 from rl.core.logging.sinks import trim_metrics_file
 from rl.core.trainer import losses
@@ -27,7 +28,7 @@ from rl.core.trainer.manifest import new_run_id
 from rl.core.trainer.preflight import preflight
 from rl.core.trainer.rng import rng_state, seed_everything, set_rng_state
 from rl.core.trainer.sft import run_sft_steps
-from rl.core.trainer.step import collect, learn, rl_step, sync
+from rl.core.trainer.step import generate, learn, rl_step, score, sync
 from rl.core.trainer.validate import validate
 
 log = logging.getLogger(__name__)
@@ -167,31 +168,36 @@ def _one_step_off(
     """Steps of `trainer.mode: one_step_off`: while step k learns, a worker thread generates
     step k+1's rollouts with the weights from before step k's update (one step stale; the
     behaviour log-probs travel with them for the rollout-correction machinery); the sync
-    waits for that generation. Yields each step's metrics and the sampler state to save
+    waits for that generation, and the rewards are scored in this (the main) thread. Yields each step's metrics and the sampler state to save
     with it (before the next step's prompts were drawn, so that a resumed run draws them
     again)."""
 
     def draw() -> list[Any]:
         return [ctx.train_data[i] for i in ctx.sampler.next_batch()]
 
-    with ThreadPoolExecutor(1, thread_name_prefix="rl-rollout") as pool:
-        pending = pool.submit(collect, ctx, draw(), step)
+    pool = ThreadPoolExecutor(1, thread_name_prefix="rl-rollout")
+    try:
+        pending = pool.submit(generate, ctx, draw(), step)
+        fresh = True  # the first rollouts use the weights the run starts (or resumes) with
         while step < ctx.total_steps:
-            collected = pending.result()
+            collected = score(ctx, pending.result())
             sampler_state = ctx.sampler.state_dict()
             upcoming = None
             if step + 1 < ctx.total_steps:
-                upcoming = pool.submit(collect, ctx, draw(), step + 1)
+                upcoming = pool.submit(generate, ctx, draw(), step + 1)
             metrics = learn(ctx, collected, kl_ctrl, release_rollout=False)
             waited = time.perf_counter()
             if upcoming is not None:
                 wait([upcoming])  # the engine still generates with the previous weights
             metrics["timing/wait_rollout"] = time.perf_counter() - waited
-            metrics["rollout/staleness"] = 1.0 if step > 0 else 0.0
+            metrics["rollout/staleness"] = 0.0 if fresh else 1.0
+            fresh = False
             yield sync(ctx, collected, metrics), sampler_state
             step += 1
             if upcoming is not None:
                 pending = upcoming
+    finally:  # an error or an interrupt does not wait for a generation in flight
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _validate(
@@ -206,6 +212,8 @@ def _validate(
 
 def run_sft(config: Config) -> list[float]:
     """`rl sft`: supervised fine-tuning only; the result is saved as a Hugging Face folder."""
+    if config.sft.steps <= 0:
+        raise ConfigError("sft.steps = 0: rl sft has nothing to train; set sft.steps")
     seed_everything(config.trainer.seed)
     preflight(config, with_rl_roles=False)
     output_dir = user_path(config.trainer.output_dir)

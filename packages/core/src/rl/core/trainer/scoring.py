@@ -10,10 +10,11 @@ from rl.core.engines import Rollouts
 def score_rollouts(
     ctx: Any, items: list[Any], rollouts: Rollouts, n: int
 ) -> tuple[list[float], dict[str, float]]:
-    """One score per response row (rows i*n .. i*n+n-1 answer prompt item i)."""
+    """One score per response row (rows i*n .. i*n+n-1 answer prompt item i), from the
+    text the model wrote."""
     from rl.core.rewards import RewardRequest
 
-    texts = ctx.tokenizer.batch_decode(rollouts.response_ids, skip_special_tokens=True)
+    texts = ctx.tokenizer.batch_decode(model_tokens(rollouts), skip_special_tokens=True)
     requests = [
         RewardRequest(
             data_source=items[row // n].data_source,
@@ -26,3 +27,14 @@ def score_rollouts(
     ]
     result = ctx.reward.score(requests)
     return list(result.scores), dict(result.metrics)
+
+
+def model_tokens(rollouts: Rollouts) -> list[list[int]]:
+    """What the model wrote in each row: agentic rows without their tool / environment
+    turns (a reward must not score what a tool printed)."""
+    if not rollouts.loss_masks:
+        return rollouts.response_ids
+    return [
+        [token for token, keep in zip(ids, mask, strict=True) if keep]
+        for ids, mask in zip(rollouts.response_ids, rollouts.loss_masks, strict=True)
+    ]

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from rl.core.batch import Batch
-from rl.core.engines import SamplingParams
+from rl.core.engines import Rollouts, SamplingParams
 from rl.core.trainer import agentic, losses
 from rl.core.trainer.rollout_batch import build_batch, scores_to_token_level
 from rl.core.trainer.scoring import score_rollouts
@@ -36,28 +36,38 @@ def train_sampling(config: Any) -> SamplingParams:
 
 @dataclass
 class Collected:
-    """A step's generated and scored rollouts, ready to learn from."""
+    """A step's generated rollouts and their batch (scored by `score`)."""
 
     items: list[Any]
     batch: Batch
     uids: list[str]
     metrics: dict[str, float]
     timer: PhaseTimer
+    rollouts: Rollouts
 
 
-def collect(ctx: Any, items: list[Any], step: int) -> Collected:
-    """Generate and score the rollouts of the prompts `items` (the weights the rollout
-    engine holds now decide them: one step old in `trainer.mode: one_step_off`)."""
+def generate(ctx: Any, items: list[Any], step: int) -> Collected:
+    """Generate the rollouts of the prompts `items` (the weights the rollout engine holds
+    now decide them: one step old in `trainer.mode: one_step_off`)."""
     config, timer = ctx.config, PhaseTimer()
     with timer.phase("generate"):
         prompts = [it.prompt_ids for it in items]
         rollouts, agent_metrics = agentic.generate(ctx, prompts, train_sampling(config))
     batch = build_batch(rollouts, ctx.tokenizer.pad_token_id, config.data.max_response_length)
     uids = [f"{step}-{it.index}" for it in items for _ in range(config.rollout.n)]
-    with timer.phase("reward"):
-        scores, reward_metrics = score_rollouts(ctx, items, rollouts, config.rollout.n)
+    return Collected(items, batch, uids, dict(agent_metrics), timer, rollouts)
+
+
+def score(ctx: Any, collected: Collected) -> Collected:
+    """Score the rollouts (in the main thread: reward timeouts use SIGALRM there)."""
+    with collected.timer.phase("reward"):
+        scores, reward_metrics = score_rollouts(
+            ctx, collected.items, collected.rollouts, ctx.config.rollout.n
+        )
+    batch = collected.batch
     batch["token_level_scores"] = scores_to_token_level(scores, batch["response_mask"])
-    return Collected(items, batch, uids, {**reward_metrics, **agent_metrics}, timer)
+    collected.metrics.update(reward_metrics)
+    return collected
 
 
 def learn(
@@ -98,7 +108,7 @@ def sync(ctx: Any, collected: Collected, metrics: dict[str, float]) -> dict[str,
 
 def rl_step(ctx: Any, items: list[Any], step: int, kl_ctrl: Any) -> dict[str, float]:
     """Run one step on the prompts `items`; returns its metrics."""
-    collected = collect(ctx, items, step)
+    collected = score(ctx, generate(ctx, items, step))
     return sync(ctx, collected, learn(ctx, collected, kl_ctrl))
 
 

@@ -50,8 +50,8 @@ def detect(path: Path) -> str:
     except (OSError, yaml.YAMLError) as error:
         raise ConfigError(f"{path} could not be read as YAML: {error}") from None
     keys = set(top) if isinstance(top, dict) else set()
-    if "actor_rollout_ref" in keys:
-        return "verl"
+    if "actor_rollout_ref" in keys or "partial_pretrain" in (top.get("model") or {}):
+        return "verl"  # its PPO trainer config, or its SFT trainer config
     if keys & {"runtime_args", "runtime", "runtime_env"} or (
         "models" in keys and "policy" in (top.get("models") or {})
     ):

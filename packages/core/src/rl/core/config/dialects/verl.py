@@ -30,7 +30,7 @@ def _warmup_steps(value: Any) -> Any:
     return 0 if value is None or value < 0 else value
 
 
-def _loggers(value: Any) -> Any:
+def loggers(value: Any) -> Any:
     """verl's logger names as ours ("file" is verl's JSONL, which rl always writes)."""
     from rl.core.config.schema import LOGGERS
 
@@ -116,7 +116,7 @@ RULES: list[Rule] = [
     ),
     # renames
     Rule("trainer.default_local_dir", "trainer.output_dir"),
-    Rule("trainer.logger", "trainer.logger", convert=_loggers),
+    Rule("trainer.logger", "trainer.logger", convert=loggers),
     Rule("trainer.n_gpus_per_node", "cluster.n_gpus_per_node"),
     Rule("trainer.nnodes", "cluster.nnodes"),
     Rule("actor_rollout_ref.hybrid_engine", "cluster.hybrid_engine"),

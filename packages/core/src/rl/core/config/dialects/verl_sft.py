@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from rl.core.config.dialects.mapping import Rule, Unsupported
+from rl.core.config.dialects.verl import loggers as verl_loggers
 
 DESCRIPTION = """
 verl's SFT trainer config (`sft_trainer.yaml`), recognised by `model.partial_pretrain`,
@@ -39,7 +40,12 @@ def _off_when(*values: Any) -> Any:
 
 
 def _steps(value: Any) -> Any:
-    return None if value is None else int(value)
+    if value is None:
+        return Unsupported(
+            "null: verl derives the steps from trainer.total_epochs; rl's SFT runs "
+            "sft.steps steps: set trainer.total_training_steps"
+        )
+    return int(value)
 
 
 RULES: list[Rule] = [
@@ -164,6 +170,7 @@ RULES: list[Rule] = [
     Rule(
         "trainer.max_ckpt_to_keep", reason="rl's SFT saves the final model only", status="ignored"
     ),
+    Rule("trainer.logger", "trainer.logger", convert=verl_loggers),
     Rule("trainer.", "trainer."),
 ]
 

@@ -238,7 +238,11 @@ RULES: list[Rule] = [
             ),
         ),
     ),
-    Rule(TRAINER + "free_gpu_memory.free_grad_buffers", "actor.megatron.grad_offload"),
+    Rule(
+        TRAINER + "free_gpu_memory.free_grad_buffers",
+        "actor.megatron.grad_offload",
+        derive=_MEGATRON(TRAINER + "free_gpu_memory.free_grad_buffers"),
+    ),
     Rule(
         TRAINER + "fsdp_size",
         reason="ChatLearn sets it to num_gpu (full shard, our -1)",

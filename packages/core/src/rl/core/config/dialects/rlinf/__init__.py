@@ -30,8 +30,7 @@ optimizer batch (`rollout_batch_size × group_size / n_minibatches` sequences); 
 `rollout_batch_size / n_minibatches` prompts, and RLinf's divisibility rules are checked
 first. RLinf reads the GPUs per node from Ray: give ours as the override
 `+cluster.num_gpus_per_node=N` (or leave rl's `cluster.n_gpus_per_node`). RLinf's math
-reward is ±reward_scale, ours 0/1 × reward_scale: GRPO's group normalisation makes the two
-the same advantages.
+reward is ±reward_scale, as is ours with `reward.reward_scale` set.
 """
 DOCUMENTED = (
     "every key of RLinf's math reasoning configs as Hydra composes them (GRPO on megatron "

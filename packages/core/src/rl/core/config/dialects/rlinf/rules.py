@@ -250,7 +250,7 @@ RULES: list[Rule] = [
         "algorithm.reinpp_kl_beta",
         "algorithm.kl_ctrl.kl_coef",
         derive=values.in_reward_kl,
-        also=(("algorithm.use_kl_in_reward", lambda flat: bool(values.in_reward_kl(flat))),),
+        also=(("algorithm.use_kl_in_reward", lambda flat: bool(values.in_reward_kl(flat) or 0)),),
     ),
     Rule(
         "algorithm.normalize_advantages",

@@ -126,7 +126,11 @@ def tis_cap(flat: Mapping[str, Any]) -> Any:
 
 
 def in_reward_kl(flat: Mapping[str, Any]) -> Any:
-    return flat.get("algorithm.adv_type") == "reinpp" and flat.get("algorithm.reinpp_kl_beta")
+    """REINFORCE++ folds `reinpp_kl_beta` × KL into the token rewards; other estimators
+    do not read it (None: unset)."""
+    if flat.get("algorithm.adv_type") != "reinpp":
+        return None
+    return flat.get("algorithm.reinpp_kl_beta")
 
 
 def chat_template(value: Any) -> Any:
