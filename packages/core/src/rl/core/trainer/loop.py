@@ -175,6 +175,15 @@ def _one_step_off(
     def draw() -> list[Any]:
         return [ctx.train_data[i] for i in ctx.sampler.next_batch()]
 
+    import torch
+
+    # On CPU the two overlapping phases share the cores: each gets half of torch's intra-op
+    # threads (left at all of them, both oversubscribe and run about 2x slower: measured
+    # in benchmarks/modes/).
+    threads = torch.get_num_threads()
+    split = ctx.config.trainer.device == "cpu" and threads > 1
+    if split:
+        torch.set_num_threads(threads // 2)
     pool = ThreadPoolExecutor(1, thread_name_prefix="rl-rollout")
     try:
         pending = pool.submit(generate, ctx, draw(), step)
@@ -198,6 +207,8 @@ def _one_step_off(
                 pending = upcoming
     finally:  # an error or an interrupt does not wait for a generation in flight
         pool.shutdown(wait=False, cancel_futures=True)
+        if split:
+            torch.set_num_threads(threads)
 
 
 def _validate(
