@@ -10,8 +10,9 @@ response at EOS with a small, constant chance per token, so response lengths are
 rollout costs most. Each round runs every mode once (interleaved, so that drifts of this
 noisy machine hit both), from the same seed, in its own `rl train` process. A step's time
 is the trainer's `timing/step` (wall clock, waits included); the first step of each run
-(warm-up) is left out. The report gives the median step time of each mode, its ratio to
-sync, and the median share of a one-step-off step spent waiting for the rollout thread.
+(warm-up) is left out. Modes: sync, one_step_off, and async with max_staleness 2. The
+report gives the median step time of each mode, its ratio to sync, the median share of a
+one-step-off step spent waiting for the rollout thread, and the mean staleness.
 Raw rows go to `<out>/modes.jsonl`; `benchmarks/modes/` keeps committed output.
 """
 
@@ -26,7 +27,11 @@ import sys
 import time
 from pathlib import Path
 
-MODES = ("sync", "one_step_off")
+MODES = {  # name -> overrides
+    "sync": ["trainer.mode=sync"],
+    "one_step_off": ["trainer.mode=one_step_off"],
+    "async_s2": ["trainer.mode=async", "trainer.max_staleness=2"],
+}
 WORKLOAD = [
     "sft.steps=0",
     "data.max_response_length=48",
@@ -47,7 +52,7 @@ def run(mode: str, steps: int, out: Path, overrides: list[str]) -> list[dict]:
         "rl",
         "train",
         *WORKLOAD,
-        f"trainer.mode={mode}",
+        *MODES[mode],
         f"trainer.total_training_steps={steps}",
         f"trainer.output_dir={folder}",
         *overrides,
@@ -71,6 +76,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     times: dict[str, list[float]] = {mode: [] for mode in MODES}
     waits: list[float] = []
+    staleness: dict[str, list[float]] = {}
     lengths: list[float] = []
     with (args.out / "modes.jsonl").open("w") as raw:
         for round_ in range(args.rounds):
@@ -83,6 +89,8 @@ def main() -> None:
                     lengths.append(row["response/length_mean"])
                     if mode == "one_step_off":
                         waits.append(row["timing/wait_rollout"] / row["timing/step"])
+                    if "rollout/staleness" in row:
+                        staleness.setdefault(mode, []).append(row["rollout/staleness"])
     medians = {mode: statistics.median(values) for mode, values in times.items()}
     print(
         f"# trainer.mode benchmark, {time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, "

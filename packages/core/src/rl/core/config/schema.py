@@ -405,8 +405,12 @@ class TrainerConfig:
     ray_address: str | None = None  # join this Ray cluster (multi-node); none: start one here
     worker_timeout_s: float = 1800.0  # a call to the workers that takes longer fails the run
     # sync: generate, then learn; one_step_off: step k+1's rollouts are generated (with the
-    # weights before step k's update) while step k learns (verl's one-step-off policy)
-    mode: Literal["sync", "one_step_off"] = "sync"
+    # weights before step k's update) while step k learns (verl's one-step-off policy);
+    # async: rollouts run ahead by up to max_staleness updates, weights are pushed every
+    # sync_every steps (rl.core.trainer.pipeline)
+    mode: Literal["sync", "one_step_off", "async"] = "sync"
+    max_staleness: int = 1  # async: how many updates a rollout's weights may lag
+    sync_every: int = 1  # async: push the weights into the rollout engine every N steps
 
     def __post_init__(self) -> None:
         check(
@@ -421,6 +425,8 @@ class TrainerConfig:
             max_skipped_steps=POSITIVE_INT,
             log_val_generations=NON_NEGATIVE,
             worker_timeout_s=POSITIVE,
+            max_staleness=NON_NEGATIVE,
+            sync_every=POSITIVE_INT,
         )
         _check(
             self.resume_mode != "path" or bool(self.resume_from_path),

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +24,11 @@ from rl.core.trainer.checkpoint import (
 )
 from rl.core.trainer.health import TrainingHealth
 from rl.core.trainer.manifest import new_run_id
+from rl.core.trainer.pipeline import RolloutPipeline
 from rl.core.trainer.preflight import preflight
 from rl.core.trainer.rng import rng_state, seed_everything, set_rng_state
 from rl.core.trainer.sft import run_sft_steps
-from rl.core.trainer.step import generate, learn, rl_step, score, sync
+from rl.core.trainer.step import rl_step
 from rl.core.trainer.validate import validate
 
 log = logging.getLogger(__name__)
@@ -137,78 +137,44 @@ def _train(ctx: Any, resume: ResumePoint | None) -> dict[str, float]:
     last_val: dict[str, float] = {}
     if trainer.val_before_train and step == 0:
         last_val = _validate(ctx, tracker, step, extra=warm_metrics)
-    steps = _one_step_off(ctx, step, kl_ctrl) if trainer.mode == "one_step_off" else None
-    while step < ctx.total_steps:
-        started = time.perf_counter()
-        if steps is None:
-            sampler_state = None  # the sampler's own, when saved
-            metrics = rl_step(
-                ctx, [ctx.train_data[i] for i in ctx.sampler.next_batch()], step, kl_ctrl
-            )
-        else:
-            metrics, sampler_state = next(steps)
-        metrics["timing/step"] = time.perf_counter() - started  # wall clock, waits included
-        step += 1
-        freq = trainer.test_freq
-        if step == ctx.total_steps or (freq > 0 and step % freq == 0):
-            last_val = _validate(ctx, tracker, step, log=False)
-            metrics.update(last_val)
-        tracker.log(metrics, step)
-        health.check(metrics, step)
-        if trainer.save_freq > 0 and step % trainer.save_freq == 0:
-            save_run(ctx, step, kl_ctrl, run_id, sampler_state)
+    pipeline = _pipeline(ctx, step)
+    try:
+        while step < ctx.total_steps:
+            started = time.perf_counter()
+            freq = trainer.test_freq
+            validating = step + 1 == ctx.total_steps or (freq > 0 and (step + 1) % freq == 0)
+            if pipeline is None:
+                sampler_state = None  # the sampler's own, when saved
+                items = [ctx.train_data[i] for i in ctx.sampler.next_batch()]
+                metrics = rl_step(ctx, items, step, kl_ctrl)
+            else:
+                metrics, sampler_state = pipeline.step(kl_ctrl, push=validating)
+            metrics["timing/step"] = time.perf_counter() - started  # wall clock, waits included
+            step += 1
+            if validating:
+                with pipeline.engine_idle() if pipeline is not None else nullcontext():
+                    last_val = _validate(ctx, tracker, step, log=False)
+                metrics.update(last_val)
+            tracker.log(metrics, step)
+            health.check(metrics, step)
+            if trainer.save_freq > 0 and step % trainer.save_freq == 0:
+                save_run(ctx, step, kl_ctrl, run_id, sampler_state)
+    finally:
+        if pipeline is not None:
+            pipeline.close()
     ctx.actor.save_hf(str(output_dir / "hf"), ctx.tokenizer)
     tracker.close()
     return last_val
 
 
-def _one_step_off(
-    ctx: Any, step: int, kl_ctrl: Any
-) -> Iterator[tuple[dict[str, float], dict[str, Any]]]:
-    """Steps of `trainer.mode: one_step_off`: while step k learns, a worker thread generates
-    step k+1's rollouts with the weights from before step k's update (one step stale; the
-    behaviour log-probs travel with them for the rollout-correction machinery); the sync
-    waits for that generation, and the rewards are scored in this (the main) thread. Yields each step's metrics and the sampler state to save
-    with it (before the next step's prompts were drawn, so that a resumed run draws them
-    again)."""
-
-    def draw() -> list[Any]:
-        return [ctx.train_data[i] for i in ctx.sampler.next_batch()]
-
-    import torch
-
-    # On CPU the two overlapping phases share the cores: each gets half of torch's intra-op
-    # threads (left at all of them, both oversubscribe and run about 2x slower: measured
-    # in benchmarks/modes/).
-    threads = torch.get_num_threads()
-    split = ctx.config.trainer.device == "cpu" and threads > 1
-    if split:
-        torch.set_num_threads(threads // 2)
-    pool = ThreadPoolExecutor(1, thread_name_prefix="rl-rollout")
-    try:
-        pending = pool.submit(generate, ctx, draw(), step)
-        fresh = True  # the first rollouts use the weights the run starts (or resumes) with
-        while step < ctx.total_steps:
-            collected = score(ctx, pending.result())
-            sampler_state = ctx.sampler.state_dict()
-            upcoming = None
-            if step + 1 < ctx.total_steps:
-                upcoming = pool.submit(generate, ctx, draw(), step + 1)
-            metrics = learn(ctx, collected, kl_ctrl, release_rollout=False)
-            waited = time.perf_counter()
-            if upcoming is not None:
-                wait([upcoming])  # the engine still generates with the previous weights
-            metrics["timing/wait_rollout"] = time.perf_counter() - waited
-            metrics["rollout/staleness"] = 0.0 if fresh else 1.0
-            fresh = False
-            yield sync(ctx, collected, metrics), sampler_state
-            step += 1
-            if upcoming is not None:
-                pending = upcoming
-    finally:  # an error or an interrupt does not wait for a generation in flight
-        pool.shutdown(wait=False, cancel_futures=True)
-        if split:
-            torch.set_num_threads(threads)
+def _pipeline(ctx: Any, step: int) -> RolloutPipeline | None:
+    """The overlapped generation of `trainer.mode` (None: sync)."""
+    trainer = ctx.config.trainer
+    if trainer.mode == "sync":
+        return None
+    if trainer.mode == "one_step_off":
+        return RolloutPipeline(ctx, step, max_staleness=1, sync_every=1)
+    return RolloutPipeline(ctx, step, trainer.max_staleness, trainer.sync_every)
 
 
 def _validate(

@@ -14,11 +14,18 @@ _OFFLOAD_KEYS = ("param_offload", "optimizer_offload", "grad_offload")
 
 
 def check(config: Config) -> None:
-    if config.trainer.mode != "one_step_off":
-        return
+    trainer = config.trainer
+    if trainer.mode == "async" and trainer.max_staleness < trainer.sync_every - 1:
+        raise ConfigError(
+            f"trainer.max_staleness = {trainer.max_staleness} with trainer.sync_every = "
+            f"{trainer.sync_every}: between two weight pushes the rollouts lag up to "
+            "sync_every - 1 updates; raise max_staleness or lower sync_every"
+        )
+    if trainer.mode == "sync" or (trainer.mode == "async" and trainer.max_staleness == 0):
+        return  # nothing overlaps
     if config.algorithm.adv_estimator == "remax":
         raise ConfigError(
-            "algorithm.adv_estimator = 'remax' with trainer.mode: one_step_off: ReMax's "
+            f"algorithm.adv_estimator = 'remax' with trainer.mode: {trainer.mode}: ReMax's "
             "greedy baseline would generate while the next step's rollouts are generating"
         )
     roles: list[tuple[str, Any]] = [("actor", config.actor)]
@@ -29,7 +36,7 @@ def check(config: Config) -> None:
         for key in _OFFLOAD_KEYS:
             if getattr(getattr(section, backend), key, False):
                 raise ConfigError(
-                    f"{name}.{backend}.{key} with trainer.mode: one_step_off: the rollout "
+                    f"{name}.{backend}.{key} with trainer.mode: {trainer.mode}: the rollout "
                     "generates while the actor trains, so they cannot take turns on a device "
                     "by offloading; turn offloading off or use trainer.mode: sync"
                 )

@@ -96,11 +96,15 @@ def learn(
     return metrics
 
 
-def sync(ctx: Any, collected: Collected, metrics: dict[str, float]) -> dict[str, float]:
-    """The updated weights into the rollout engine; the step's batch and timing metrics."""
-    with collected.timer.phase("sync"):
-        ctx.rollout.wake()
-        metrics.update(ctx.sync_weights())
+def sync(
+    ctx: Any, collected: Collected, metrics: dict[str, float], push_weights: bool = True
+) -> dict[str, float]:
+    """The updated weights into the rollout engine (unless not `push_weights`: async mode
+    between its pushes); the step's batch and timing metrics."""
+    if push_weights:
+        with collected.timer.phase("sync"):
+            ctx.rollout.wake()
+            metrics.update(ctx.sync_weights())
     metrics.update(batch_metrics(collected.batch))
     metrics.update(collected.timer.metrics())
     return metrics
