@@ -127,3 +127,13 @@ def test_what_the_fuzzer_found_in_files(tmp_path, text, message):
     with pytest.raises(ConfigError) as error:
         load_config(path)
     assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_top_level_scalar_is_one_clear_error_whatever_yaml_resolves_it_to(tmp_path):
+    """`.inf` unquoted is a float to OmegaConf's YAML loader (a fuzz case that once escaped
+    as an AssertionError from inside OmegaConf)."""
+    path = tmp_path / "config.yaml"
+    for text in (".inf\n", "3\n", "x\n"):
+        path.write_text(text)
+        with pytest.raises(ConfigError, match="could not be read as a config: its top level"):
+            load_config(path)

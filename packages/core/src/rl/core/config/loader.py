@@ -65,12 +65,25 @@ def config_from_mapping(values: dict[str, Any], source: str) -> Config:
 def _load_file(path: Path) -> Any:
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
+    from omegaconf._utils import get_yaml_loader
+
     try:
-        return OmegaConf.load(path)
-    except (yaml.YAMLError, OmegaConfBaseException, UnicodeDecodeError) as error:
+        document = yaml.load(path.read_text(encoding="utf-8"), Loader=get_yaml_loader())
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
         raise ConfigError(f"config file {path} is not valid YAML: {_one_line(error)}") from None
-    except OSError as error:  # unreadable, or a document that is a bare scalar
+    except OSError as error:
         raise ConfigError(f"config file {path} could not be read: {_one_line(error)}") from None
+    if document is None:
+        document = {}
+    if not isinstance(document, dict | list):  # a bare scalar (lists are refused by _merge)
+        raise ConfigError(
+            f"config file {path} could not be read as a config: its top level is "
+            f"{document!r}, not a mapping of sections"
+        )
+    try:
+        return OmegaConf.create(document)
+    except OmegaConfBaseException as error:
+        raise ConfigError(f"config file {path} is not valid YAML: {_one_line(error)}") from None
 
 
 def _parse_override(override: str) -> Any:
