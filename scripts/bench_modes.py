@@ -108,6 +108,8 @@ def main() -> None:
     print(
         f"one_step_off: median share of a step waiting for the rollout {statistics.median(waits):.3f}"
     )
+    for mode, values in staleness.items():
+        print(f"{mode}: mean rollout staleness {statistics.mean(values):.2f} updates")
 
 
 if __name__ == "__main__":
