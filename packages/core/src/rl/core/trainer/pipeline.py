@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from rl.core.errors import TrainingError
 from rl.core.trainer.step import Collected, generate, learn, score, sync
 
 
@@ -88,7 +89,14 @@ class RolloutPipeline:
     def step(self, kl_ctrl: Any, push: bool) -> tuple[dict[str, float], dict[str, Any]]:
         """Learn from the next step's rollouts; push the weights when due or `push`.
         Returns the step's metrics and the sampler state to checkpoint with it."""
-        ready = self.ready.get(timeout=self.ctx.config.trainer.worker_timeout_s)
+        timeout = self.ctx.config.trainer.worker_timeout_s
+        try:
+            ready = self.ready.get(timeout=timeout)
+        except queue.Empty:
+            raise TrainingError(
+                f"no rollouts for the next step within trainer.worker_timeout_s = {timeout} s "
+                "(the rollout engine hangs, or generation needs a longer timeout)"
+            ) from None
         if ready.error is not None:
             raise ready.error
         assert ready.collected is not None
