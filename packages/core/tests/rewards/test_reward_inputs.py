@@ -108,4 +108,4 @@ def test_build_context_checks_before_training(tmp_path):
         f"trainer.output_dir={tmp_path / 'out'}",
     )
     with pytest.raises(ConfigError, match=r"data_source 'chess' \(column 'data_source'"):
-        build_context(run, tmp_path / "out", with_rl_roles=False)
+        build_context(run, tmp_path / "out")  # an RL run: checked before any engine starts

@@ -56,7 +56,8 @@ def test_message_decoder_builds_nothing_else():
         def __reduce__(self):
             return (print, ("pwned",))
 
-    with pytest.raises(pickle.UnpicklingError, match="may not build builtins.print"):
+    # the name only: a library (Ray) may have replaced builtins.print in this process
+    with pytest.raises(pickle.UnpicklingError, match="may not build "):
         IpcMessage.from_bytes(pickle.dumps(IpcMessage(None, (Evil(),))))
     with pytest.raises(TypeError, match="expected an IpcMessage, got dict"):
         IpcMessage.from_bytes(pickle.dumps({}))
