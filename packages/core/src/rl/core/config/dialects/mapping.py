@@ -76,6 +76,11 @@ class Rule:
         return target + groups[-1] if prefix else target
 
 
+def as_list(value: Any) -> Any:
+    """A single file name as a one-item list (upstream configs take either)."""
+    return [value] if isinstance(value, str) else value
+
+
 def flatten(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
     """(dotted key, leaf value) pairs; empty mappings are leaves."""
     if isinstance(node, Mapping) and node:

@@ -18,11 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rl.core.config.dialects import hydra_files
-from rl.core.config.dialects.mapping import Rule, Unsupported
-
-
-def _as_list(value: Any) -> Any:
-    return [value] if isinstance(value, str) else value
+from rl.core.config.dialects.mapping import Rule, Unsupported, as_list
 
 
 def _warmup_steps(value: Any) -> Any:
@@ -203,8 +199,8 @@ RULES: list[Rule] = [
         reason="rl samples when rollout.temperature > 0 and decodes greedily at 0",
         status="ignored",
     ),
-    Rule("data.train_files", "data.train_files", convert=_as_list),
-    Rule("data.val_files", "data.val_files", convert=_as_list),
+    Rule("data.train_files", "data.train_files", convert=as_list),
+    Rule("data.val_files", "data.val_files", convert=as_list),
     # sections that keep verl's names
     Rule("actor_rollout_ref.actor.", "actor."),
     Rule("actor_rollout_ref.rollout.", "rollout."),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rl.core.config.dialects.mapping import Rule, Unsupported
+from rl.core.config.dialects.mapping import Rule, Unsupported, as_list
 from rl.core.config.dialects.verl import loggers as verl_loggers
 
 DESCRIPTION = """
@@ -57,10 +57,8 @@ RULES: list[Rule] = [
         reason="deprecated in verl for micro_batch_size_per_gpu",
         convert=_off_when(None),
     ),
-    Rule(
-        "data.train_files", "data.train_files", convert=lambda v: [v] if isinstance(v, str) else v
-    ),
-    Rule("data.val_files", "data.val_files", convert=lambda v: [v] if isinstance(v, str) else v),
+    Rule("data.train_files", "data.train_files", convert=as_list),
+    Rule("data.val_files", "data.val_files", convert=as_list),
     Rule("data.prompt_key", "data.prompt_key"),
     Rule("data.response_key", "data.answer_key"),
     Rule("data.truncation", "data.truncation"),

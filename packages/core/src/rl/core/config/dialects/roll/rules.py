@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rl.core.config.dialects.mapping import Rule, Unsupported
+from rl.core.config.dialects.mapping import Rule, Unsupported, as_list
 from rl.core.config.dialects.roll import batch, values
 
 _INFRA = "ROLL's scheduling/infrastructure setting; rl's launcher decides it"
@@ -279,12 +279,12 @@ RULES: list[Rule] = [
     Rule(
         "actor_train.data_args.file_name",
         "data.train_files",
-        convert=lambda v: [v] if isinstance(v, str) else v,
+        convert=as_list,
     ),
     Rule(
         "validation.data_args.file_name",
         "data.val_files",
-        convert=lambda v: [v] if isinstance(v, str) else v,
+        convert=as_list,
     ),
     Rule(
         "*.data_args.template",
