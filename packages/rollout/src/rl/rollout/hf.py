@@ -17,6 +17,7 @@ from rl.core.config import Config
 from rl.core.engines import Rollouts, SamplingParams
 from rl.core.models import load_causal_lm
 from rl.core.weight_sync.groups import each_tensor
+from rl.core.workers.request_batcher import RequestBatcher
 
 
 def left_pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -48,6 +49,10 @@ class HFRolloutEngine:
         self.max_batch_size = max_batch_size
         self.pad_id = tokenizer.pad_token_id
         self.eos_id = tokenizer.eos_token_id
+        self._batcher = RequestBatcher(
+            lambda prompts, sampling: asyncio.to_thread(self.generate, prompts, sampling),
+            max_batch_size,
+        )
 
     @classmethod
     def from_config(cls, config: Config, tokenizer: Any) -> HFRolloutEngine:
@@ -126,8 +131,9 @@ class HFRolloutEngine:
         return result
 
     async def generate_one(self, prompt_ids: Sequence[int], sampling: SamplingParams) -> Rollouts:
-        """One request (for agent loops); runs the batched path in a thread."""
-        return await asyncio.to_thread(self.generate, [prompt_ids], sampling)
+        """One request (for agent loops): the requests waiting at the same time run as one
+        batch of the batched path, in a worker thread (`RequestBatcher`)."""
+        return await self._batcher.submit(prompt_ids, sampling)
 
     @torch.no_grad()
     def update_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None:

@@ -146,7 +146,7 @@ class AgentLoop:
         sampling: SamplingParams,
         environments: Sequence[Environment] | None = None,
         tasks: Sequence[Any] | None = None,
-        concurrency: int = 64,
+        concurrency: int = 256,
     ) -> list[Trajectory]:
         """`sampling.n` trajectories per prompt (prompt-major), `concurrency` in flight."""
         gate = asyncio.Semaphore(concurrency)

@@ -7,6 +7,7 @@ The controller holds a `TrainRole` for the actor, reference and critic and a
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -17,6 +18,7 @@ import torch
 from rl.core.batch import batch_size
 from rl.core.engines import LogprobOutput, LossFn, Rollouts, SamplingParams
 from rl.core.workers.dispatch import gather_rows, mean_metrics, scatter_rows, spread_rows
+from rl.core.workers.request_batcher import RequestBatcher
 
 
 class TrainRole:
@@ -87,6 +89,10 @@ class RolloutRole:
         self.group, self.rerank = group, rerank
         self._next_rank = itertools.cycle(range(group.world_size))
         self._groups: dict[str, str] = {}
+        self._batchers = [
+            RequestBatcher(functools.partial(self._submit, rank))
+            for rank in range(group.world_size)
+        ]
 
     def generate(self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams) -> Rollouts:
         """Each replica generates a share: whole prompts with their n samples, or (with
@@ -115,9 +121,13 @@ class RolloutRole:
         )
 
     async def generate_one(self, prompt_ids: Sequence[int], sampling: SamplingParams) -> Rollouts:
-        """One prompt on the next replica in turn; requests in flight together overlap."""
-        rank = next(self._next_rank)
-        return await self.group.submit(rank, "rollout", "generate", [list(prompt_ids)], sampling)
+        """One prompt on the next replica in turn; the requests waiting for a replica run
+        there as one batched `generate` (`RequestBatcher`), replicas side by side."""
+        batcher = self._batchers[next(self._next_rank)]
+        return await batcher.submit(prompt_ids, sampling)
+
+    async def _submit(self, rank: int, prompts: list[list[int]], sampling: SamplingParams) -> Any:
+        return await self.group.submit(rank, "rollout", "generate", prompts, sampling)
 
     def update_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None:
         """The same weights into every replica (through the driver: for weights that do not
