@@ -1,8 +1,8 @@
 """`rollout.multi_turn.enable`: the RL step generates through the agent loop (tools
-available, turns budgeted) and trains; the agent metrics are logged. The tiny demo model
-writes no tool calls yet (the learning demo is the agentic issue's next part), so each
-trajectory is one turn here; tool turns in training batches are covered by the engines'
-tests (loss-masked rows) and the agent loop's."""
+available, turns budgeted) and trains; the agent metrics are logged. The untrained tiny
+model writes no tool calls, so each trajectory is one turn here; runs with tool turns are
+the agentic demo's (test_agentic_demo.py), loss-masked rows are covered by the engines'
+tests and the agent loop's."""
 
 from __future__ import annotations
 

@@ -1,13 +1,16 @@
 """Tool calls in the model's text. A parser finds the calls of one assistant turn and
 says which text could not be read as a call (the loop reports that to the model as an
 error rather than ignoring it). `HermesParser` reads Hermes / Qwen style
-`<tool_call>{"name": ..., "arguments": {...}}</tool_call>` blocks; another format plugs in
+`<tool_call>{"name": ..., "arguments": {...}}</tool_call>` blocks; `CallParser` reads a turn
+that is one call `name(argument)` of a one-argument tool (a format small vocabularies can
+write: the demo's character tokenizer has no quotes or braces); another format plugs in
 through the `ToolCallParser` protocol."""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -64,4 +67,44 @@ class HermesParser:
                 turn.errors.append(f"{call['name']}: arguments must be an object")
                 continue
             turn.calls.append(ToolCall(call["name"], arguments))
+        return turn
+
+
+@dataclass
+class CallParser:
+    """A turn that is exactly one call `name(argument)` of a known tool: the argument text
+    (up to the turn's last parenthesis) becomes the tool's one required parameter. A turn
+    that opens a known tool's call without closing it is an error; any other turn is the
+    final answer."""
+
+    parameter: dict[str, str]  # tool name -> the parameter its argument fills
+
+    @classmethod
+    def for_tools(cls, tools: Sequence[Any]) -> CallParser:
+        names = {}
+        for tool in tools:
+            required = list(tool.parameters.get("required", ()))
+            if len(required) != 1:
+                raise ValueError(
+                    f"tool {tool.name!r} takes {len(required)} required arguments; the "
+                    "call format (name(argument)) needs tools of exactly one"
+                )
+            names[tool.name] = required[0]
+        return cls(names)
+
+    @property
+    def stop(self) -> tuple[str, ...]:
+        return ()
+
+    def parse(self, text: str) -> ParsedTurn:
+        turn = ParsedTurn()
+        opened = re.match(r"\s*([A-Za-z_]\w*)\(", text)
+        if opened is None or opened.group(1) not in self.parameter:
+            return turn  # the final answer
+        name = opened.group(1)
+        closed = re.fullmatch(r"(.*)\)\s*", text[opened.end() :], flags=re.DOTALL)
+        if closed is None:
+            turn.errors.append(f"{name}: the call is not closed with ')'")
+        else:
+            turn.calls.append(ToolCall(name, {self.parameter[name]: closed.group(1)}))
         return turn

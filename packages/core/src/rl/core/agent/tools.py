@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -63,7 +64,9 @@ def evaluate(
     if len(expression) > max_length:
         raise ToolError(f"expression longer than {max_length} characters")
     try:
-        tree = ast.parse(expression.strip(), mode="eval")
+        with warnings.catch_warnings():  # "1)2" is a SyntaxError, not a warning to print
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(expression.strip(), mode="eval")
     except SyntaxError:
         raise ToolError(f"not an arithmetic expression: {expression!r}") from None
 

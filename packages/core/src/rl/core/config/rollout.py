@@ -60,7 +60,7 @@ class ValKwargs:
 
 
 AGENT_TOOLS = ("calculator", "python")
-TOOL_CALL_FORMATS = ("hermes",)
+TOOL_CALL_FORMATS = ("hermes", "call")
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class MultiTurnConfig:
     )
     tools: tuple[str, ...] = ("calculator",)  # built-in tools, by name (AGENT_TOOLS)
     tool_timeout_s: float = 10.0
-    format: str = "hermes"  # how tool calls are written (TOOL_CALL_FORMATS)
+    format: str = "hermes"  # hermes: <tool_call>{json}</tool_call>; call: name(argument)
 
     def __post_init__(self) -> None:
         check(

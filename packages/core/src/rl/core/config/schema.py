@@ -137,7 +137,9 @@ class DataConfig:
     @property
     def builtin_train(self) -> bool:
         """Training prompts generated in code (the demo task), not read from files."""
-        return self.train_files == ("builtin:arithmetic",)
+        from rl.core.demo import BUILTIN_DATA
+
+        return len(self.train_files) == 1 and self.train_files[0] in BUILTIN_DATA
 
 
 BETAS = Rule(

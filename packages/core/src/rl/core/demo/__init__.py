@@ -1,7 +1,23 @@
-"""The embedded default: a verifiable arithmetic task generated in code for the tiny model."""
+"""The embedded default and the built-in tasks: verifiable problems generated in code for
+the tiny model (`data.train_files: [builtin:<name>]`)."""
 
 from pathlib import Path
+from typing import Any
 
 DEMO_CONFIG = Path(__file__).with_name("grpo_demo.yaml")
+# data files that are generated in code, each the only file of its list
+BUILTIN_DATA = ("builtin:arithmetic", "builtin:calculator")
 
-__all__ = ["DEMO_CONFIG"]
+
+def builtin_rows(name: str, count: int, seed: int, max_operand: int) -> list[dict[str, Any]]:
+    """The rows of the built-in data set `name` (one of BUILTIN_DATA)."""
+    if name == "builtin:calculator":
+        from rl.core.demo.calculator import calculator_rows
+
+        return list(calculator_rows(count, seed, max_operand))
+    from rl.core.demo.arithmetic import arithmetic_rows
+
+    return list(arithmetic_rows(count, seed, max_operand))
+
+
+__all__ = ["BUILTIN_DATA", "DEMO_CONFIG", "builtin_rows"]

@@ -30,10 +30,14 @@ def build_char_tokenizer() -> Any:
         bos_token=SPECIAL_TOKENS["bos"],
         padding_side="left",
     )
-    # A minimal chat template so that `chat_template: native` works with the demo too.
+    # A minimal chat template so that `chat_template: native` works with the demo too: a
+    # prompt renders as its text; in a conversation the assistant's turns end in <eos> and a
+    # tool's result is written between '#' marks (the agentic calculator demo).
     tokenizer.chat_template = (
-        "{% for m in messages %}{{ m['content'] }}{% endfor %}"
-        "{% if add_generation_prompt %}{% endif %}"
+        "{% for m in messages %}"
+        "{% if m['role'] == 'tool' %}#{{ m['content'] }}#{% else %}{{ m['content'] }}{% endif %}"
+        "{% if m['role'] == 'assistant' %}{{ eos_token }}{% endif %}"
+        "{% endfor %}"
     )
     return tokenizer
 

@@ -21,6 +21,7 @@ SCORERS: dict[str, Callable[[str, Any], float]] = {
     "DigitalLearningGmbH/MATH-lighteval": rule_based.math,
     "HuggingFaceH4/MATH-500": rule_based.math,
     "arithmetic": rule_based.arithmetic,
+    "calculator": rule_based.calculator,
 }
 
 

@@ -97,3 +97,10 @@ def arithmetic(solution: str, ground_truth: Any) -> float:
     """The demo task: the response's first integer must equal the answer."""
     match = re.search(r"-?\d+", solution)
     return float(match is not None and int(match.group()) == int(str(ground_truth)))
+
+
+def calculator(solution: str, ground_truth: Any) -> float:
+    """The agentic calculator demo: the model's final answer (its text after its last tool
+    call `name(...)`, tool results are not in `solution`) must be exactly the integer."""
+    final = solution.rsplit(")", 1)[-1].strip()
+    return float(re.fullmatch(r"-?\d+", final) is not None and int(final) == int(str(ground_truth)))

@@ -52,7 +52,7 @@ def build_tools(config: Config) -> list[Any]:
 
 def agent_loop(config: Config, engine: Any, tokenizer: Any) -> Any:
     from rl.core.agent.loop import AgentLimits, AgentLoop
-    from rl.core.agent.parser import HermesParser
+    from rl.core.agent.parser import CallParser, HermesParser
 
     multi_turn = config.rollout.multi_turn
     total = multi_turn.max_total_tokens or config.data.max_response_length
@@ -62,7 +62,9 @@ def agent_loop(config: Config, engine: Any, tokenizer: Any) -> Any:
         max_total_tokens=min(total, config.data.max_response_length),
         tool_timeout_s=multi_turn.tool_timeout_s,
     )
-    return AgentLoop(engine, tokenizer, build_tools(config), HermesParser(), limits)
+    tools = build_tools(config)
+    parser = CallParser.for_tools(tools) if multi_turn.format == "call" else HermesParser()
+    return AgentLoop(engine, tokenizer, tools, parser, limits)
 
 
 def generate(

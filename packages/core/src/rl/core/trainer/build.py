@@ -9,7 +9,7 @@ from typing import Any
 
 from rl.core.config import Config
 from rl.core.config.paths import user_path
-from rl.core.demo.arithmetic import arithmetic_rows
+from rl.core.demo import BUILTIN_DATA, builtin_rows
 from rl.core.models import load_tokenizer
 from rl.core.registry import load_engine_class
 from rl.core.trainer.context import RunContext, total_training_steps
@@ -17,13 +17,14 @@ from rl.core.trainer.sft import sft_optim
 
 
 def load_rows(files: tuple[str, ...], size: int, seed: int, max_operand: int = 9) -> list[Any]:
-    """Rows of the data files; `builtin:arithmetic` generates the demo task in code."""
+    """Rows of the data files; a built-in data set (`builtin:arithmetic`,
+    `builtin:calculator`) generates its task in code."""
     from rl.core.data import SourcedRow, read_rows
 
-    if files == ("builtin:arithmetic",):
+    if len(files) == 1 and files[0] in BUILTIN_DATA:
         return [
             SourcedRow(files[0], i, row)
-            for i, row in enumerate(arithmetic_rows(size, seed, max_operand))
+            for i, row in enumerate(builtin_rows(files[0], size, seed, max_operand))
         ]
     return read_rows([os.path.expanduser(f) for f in files])
 

@@ -16,13 +16,13 @@ from pathlib import Path
 from rl.core.config import Config, ConfigError
 from rl.core.config.paths import user_path
 from rl.core.data.reader import SUPPORTED
+from rl.core.demo import BUILTIN_DATA
 from rl.core.imports import MissingDependencyError, is_installed
 from rl.core.models.loading import check_model_path
 from rl.core.registry import check_engine
 from rl.core.trainer import agentic, modes
 from rl.core.trainer.losses import validate_algorithm_names
 
-BUILTIN_DATA = "builtin:arithmetic"
 # trainer.logger backends that need a package of their own: (module, pip extra)
 LOGGER_PACKAGES = {
     "tensorboard": ("tensorboard", "rl-core[tensorboard]"),
@@ -100,20 +100,20 @@ def _data(config: Config) -> None:
         ("data.train_files", config.data.train_files),
         ("data.val_files", config.data.val_files),
     ):
-        if files == (BUILTIN_DATA,):
+        if len(files) == 1 and files[0] in BUILTIN_DATA:
             continue  # generated in code
         for index, name in enumerate(files):
             _data_file(f"{key}[{index}]", name)
 
 
 def _data_file(key: str, name: str) -> None:
-    if name == BUILTIN_DATA:
+    if name in BUILTIN_DATA:
         raise ConfigError(
-            f"{key} = {name!r} is not allowed: the built-in data set must be the only file"
+            f"{key} = {name!r} is not allowed: a built-in data set must be the only file"
         )
     if name.startswith("builtin:"):
         raise ConfigError(
-            f"{key} = {name!r} is not allowed: the only built-in data set is {BUILTIN_DATA!r}"
+            f"{key} = {name!r} is not allowed: the built-in data sets are {', '.join(BUILTIN_DATA)}"
         )
     path = user_path(name)
     if not path.exists():

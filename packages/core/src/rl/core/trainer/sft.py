@@ -1,4 +1,5 @@
-"""Supervised fine-tuning on prompt -> answer pairs (`rl sft`, and the demo's warm-start)."""
+"""Supervised fine-tuning on prompt -> answer pairs or multi-turn demonstrations (`rl sft`,
+and the demos' warm-start)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import torch
 
 from rl.core.config import Config, OptimConfig
 from rl.core.engines import LogprobOutput, Rollouts
+from rl.core.trainer.demonstration import COLUMN, demonstration_tokens
 from rl.core.trainer.rollout_batch import build_batch
 
 
@@ -23,16 +25,26 @@ def nll_loss(
 
 
 def sft_batch(items: list[Any], tokenizer: Any, width: int) -> dict[str, torch.Tensor]:
-    """Prompt + (answer, EOS) rows, the answer as the response to learn."""
-    responses = [
-        [
-            *tokenizer(str(it.ground_truth), add_special_tokens=False).input_ids[: width - 1],
-            tokenizer.eos_token_id,
-        ]
-        for it in items
-    ]
+    """Prompt + response rows: the row's `demonstration` (a multi-turn conversation whose
+    tool turns are masked out of the loss) when it has one, else its answer and EOS."""
+    responses, masks = [], []
+    for it in items:
+        if COLUMN in it.extra:
+            where = f"data row {it.index}"
+            ids, mask = demonstration_tokens(it.extra[COLUMN], tokenizer, where)
+        else:
+            ids = [
+                *tokenizer(str(it.ground_truth), add_special_tokens=False).input_ids[: width - 1],
+                tokenizer.eos_token_id,
+            ]
+            mask = [1] * len(ids)
+        responses.append(ids[:width])
+        masks.append(mask[:width])
     rollouts = Rollouts(
-        [it.prompt_ids for it in items], responses, [[0.0] * len(r) for r in responses]
+        [it.prompt_ids for it in items],
+        responses,
+        [[0.0] * len(r) for r in responses],
+        loss_masks=masks,
     )
     return build_batch(rollouts, tokenizer.pad_token_id, width)
 
