@@ -64,3 +64,34 @@ def test_staleness_must_cover_the_push_interval(tmp_path):
         ],
     )
     assert result.exit_code == 2 and "raise max_staleness or lower sync_every" in result.output
+
+
+def test_partial_rollouts_train_and_record_token_staleness(tmp_path, tiny_run, metrics_rows):
+    """Generated in pieces of 2 tokens, a push can land inside a step's generation (when it
+    does depends on timing: `rollout/partial_rate` is logged, not asserted); every token's
+    weights lag by at most max_staleness updates, and never by less than the step's oldest
+    rollout version allows."""
+    _train(
+        tmp_path,
+        tiny_run,
+        "trainer.mode=async",
+        "trainer.max_staleness=2",
+        "trainer.partial_rollout=true",
+        "trainer.partial_rollout_chunk=2",
+        "data.max_response_length=6",
+    )
+    rows = [r for r in metrics_rows(tmp_path) if "actor/grad_norm" in r]
+    assert [r["step"] for r in rows] == [1, 2, 3, 4]
+    for row in rows:
+        assert 0.0 <= row["rollout/partial_rate"] <= 1.0
+        assert row["rollout/token_staleness_max"] <= 2.0
+        assert row["rollout/token_staleness_mean"] <= row["rollout/staleness"]
+    assert rows[0]["rollout/token_staleness_max"] == 0.0
+
+
+def test_partial_rollouts_need_an_overlapping_mode(tmp_path):
+    result = CliRunner().invoke(
+        app, ["train", "trainer.partial_rollout=true", f"trainer.output_dir={tmp_path}"]
+    )
+    assert result.exit_code == 2
+    assert "trainer.partial_rollout needs trainer.mode: one_step_off or async" in result.output

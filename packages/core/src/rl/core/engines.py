@@ -86,6 +86,8 @@ class Rollouts:
     "stop" (EOS or a stop token, which is kept) or "length". Agentic rollouts interleave
     tool / environment tokens with the model's: `loss_masks[j]` is then 1 on the model's
     tokens and 0 on the others (whose `logprobs` are 0.0); empty means all the model's.
+    Partial rollouts (`rl.core.trainer.partial`) record per token the policy version of the
+    weights that sampled it in `policy_versions[j]`; engines leave it empty.
     """
 
     prompt_ids: list[list[int]]
@@ -93,6 +95,7 @@ class Rollouts:
     logprobs: list[list[float]]
     finish_reasons: list[str] = field(default_factory=list)
     loss_masks: list[list[int]] = field(default_factory=list)
+    policy_versions: list[list[int]] = field(default_factory=list)
 
 
 @dataclass

@@ -413,6 +413,11 @@ class TrainerConfig:
     mode: Literal["sync", "one_step_off", "async"] = "sync"
     max_staleness: int = 1  # async: how many updates a rollout's weights may lag
     sync_every: int = 1  # async: push the weights into the rollout engine every N steps
+    # one_step_off / async: generate in pieces of partial_rollout_chunk tokens, so that a
+    # weight push lands between pieces and a response goes on under the new weights
+    # (verl: async_training.partial_rollout; ChatLearn: runtime_args.use_partial_rollout)
+    partial_rollout: bool = False
+    partial_rollout_chunk: int = 16
 
     def __post_init__(self) -> None:
         check(
@@ -429,6 +434,7 @@ class TrainerConfig:
             worker_timeout_s=POSITIVE,
             max_staleness=NON_NEGATIVE,
             sync_every=POSITIVE_INT,
+            partial_rollout_chunk=POSITIVE_INT,
         )
         _check(
             self.resume_mode != "path" or bool(self.resume_from_path),

@@ -68,10 +68,15 @@ def agent_loop(config: Config, engine: Any, tokenizer: Any) -> Any:
 
 
 def generate(
-    ctx: Any, prompt_ids: list[list[int]], sampling: SamplingParams
+    ctx: Any, prompt_ids: list[list[int]], sampling: SamplingParams, pieces: Any = None
 ) -> tuple[Rollouts, dict[str, float]]:
-    """The step's rollouts (and agent metrics): multi-turn when configured."""
+    """The step's rollouts (and agent metrics): multi-turn when configured, in pieces
+    between which weights may change when `pieces` (a `partial.Interruptible`) is given."""
     if not ctx.config.rollout.multi_turn.enable:
+        if pieces is not None:
+            from rl.core.trainer.partial import generate_in_pieces
+
+            return generate_in_pieces(ctx.rollout, prompt_ids, sampling, pieces), {}
         return ctx.rollout.generate(prompt_ids, sampling), {}
     from rl.core.agent.loop import trajectory_metrics
 

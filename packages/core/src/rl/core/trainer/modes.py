@@ -1,7 +1,7 @@
 """What `trainer.mode: one_step_off` needs from the rest of the config: generation and
 training overlap, so nothing may generate inside the update (ReMax's greedy baseline) and
 the roles cannot take turns on a device by offloading each other (the offload keys of the
-backend each role trains on)."""
+backend each role trains on); and what partial rollouts need."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ def check(config: Config) -> None:
             f"{trainer.sync_every}: between two weight pushes the rollouts lag up to "
             "sync_every - 1 updates; raise max_staleness or lower sync_every"
         )
+    if trainer.partial_rollout:
+        _check_partial(config)
     if trainer.mode == "sync" or (trainer.mode == "async" and trainer.max_staleness == 0):
         return  # nothing overlaps
     if config.algorithm.adv_estimator == "remax":
@@ -40,3 +42,22 @@ def check(config: Config) -> None:
                     "generates while the actor trains, so they cannot take turns on a device "
                     "by offloading; turn offloading off or use trainer.mode: sync"
                 )
+
+
+def _check_partial(config: Config) -> None:
+    if config.trainer.mode == "sync":
+        raise ConfigError(
+            "trainer.partial_rollout needs trainer.mode: one_step_off or async (in sync mode "
+            "no weight push can land during a generation)"
+        )
+    if config.rollout.multi_turn.enable:
+        raise ConfigError(
+            "trainer.partial_rollout with rollout.multi_turn.enable: agentic rollouts are "
+            "not generated in pieces (yet); turn one of them off"
+        )
+    if config.rollout.min_new_tokens:
+        raise ConfigError(
+            f"trainer.partial_rollout with rollout.min_new_tokens = "
+            f"{config.rollout.min_new_tokens}: a minimum length cannot be kept across pieces; "
+            "set it to 0"
+        )

@@ -11,8 +11,9 @@ With `max_staleness: 0` the producer waits for each push, and the run is the syn
 
 On CPU, while generation and learning overlap, each gets half of torch's intra-op threads
 (left at all of them, both oversubscribe the cores and run about 2x slower:
-benchmarks/modes/). Not built yet: partial rollouts (a generation interrupted by a weight
-push and continued under the new weights).
+benchmarks/modes/). With `trainer.partial_rollout` the producer holds the engine for one
+piece of generation at a time (`rl.core.trainer.partial`): a push waits for that piece,
+and the step's responses go on under the new weights.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rl.core.errors import TrainingError
+from rl.core.trainer.partial import Interruptible, version_metrics
 from rl.core.trainer.step import Collected, generate, learn, score, sync
 
 
@@ -49,7 +51,14 @@ class RolloutPipeline:
         self.engine = threading.Lock()  # held while the engine generates or takes weights
         self.ready: queue.Queue[_Ready] = queue.Queue()
         self.stopped = False
+        self.pushing = False  # a push waits for the engine: the next piece lets it go first
         self._threads = self._split_threads() if max_staleness > 0 else None
+        trainer = ctx.config.trainer
+        self.pieces = (
+            Interruptible(self._piece, lambda: self.version, trainer.partial_rollout_chunk)
+            if trainer.partial_rollout
+            else None
+        )
         self.producer = threading.Thread(
             target=self._produce, args=(start,), daemon=True, name="rl-rollout"
         )
@@ -74,9 +83,14 @@ class RolloutPipeline:
             items = [ctx.train_data[i] for i in ctx.sampler.next_batch()]
             state = ctx.sampler.state_dict()
             try:
-                with self.engine:
+                if self.pieces is not None:  # the engine is held piece by piece
                     version = self.version
-                    collected = generate(ctx, items, step)
+                    collected = generate(ctx, items, step, self.pieces)
+                    collected.metrics.update(version_metrics(collected.rollouts, step))
+                else:
+                    with self.engine:
+                        version = self.version
+                        collected = generate(ctx, items, step)
             except BaseException as error:  # handed to the trainer, which raises it
                 self.ready.put(_Ready(step, -1, None, state, error))
                 return
@@ -109,13 +123,23 @@ class RolloutPipeline:
             metrics["timing/wait_rollout"] = 0.0
             return sync(self.ctx, collected, metrics, push_weights=False), ready.sampler_state
         waited = time.perf_counter()
-        with self.engine:  # waits for the generation in flight
+        with self.changed:
+            self.pushing = True
+        with self.engine:  # waits for the generation (or, partial, the piece) in flight
             metrics["timing/wait_rollout"] = time.perf_counter() - waited
             metrics = sync(self.ctx, collected, metrics)
             with self.changed:
-                self.version = done
+                self.version, self.pushing = done, False
                 self.changed.notify_all()
         return metrics, ready.sampler_state
+
+    @contextmanager
+    def _piece(self) -> Iterator[None]:
+        """The engine for one piece of a partial rollout, after any push that waits."""
+        with self.changed:
+            self.changed.wait_for(lambda: not self.pushing or self.stopped)
+        with self.engine:
+            yield
 
     @contextmanager
     def engine_idle(self) -> Iterator[None]:

@@ -46,13 +46,14 @@ class Collected:
     rollouts: Rollouts
 
 
-def generate(ctx: Any, items: list[Any], step: int) -> Collected:
+def generate(ctx: Any, items: list[Any], step: int, pieces: Any = None) -> Collected:
     """Generate the rollouts of the prompts `items` (the weights the rollout engine holds
-    now decide them: one step old in `trainer.mode: one_step_off`)."""
+    now decide them: one step old in `trainer.mode: one_step_off`; with `pieces`, partial
+    rollouts, the weights of the moment decide each piece)."""
     config, timer = ctx.config, PhaseTimer()
     with timer.phase("generate"):
         prompts = [it.prompt_ids for it in items]
-        rollouts, agent_metrics = agentic.generate(ctx, prompts, train_sampling(config))
+        rollouts, agent_metrics = agentic.generate(ctx, prompts, train_sampling(config), pieces)
     batch = build_batch(rollouts, ctx.tokenizer.pad_token_id, config.data.max_response_length)
     uids = [f"{step}-{it.index}" for it in items for _ in range(config.rollout.n)]
     return Collected(items, batch, uids, dict(agent_metrics), timer, rollouts)
