@@ -54,10 +54,7 @@ DOCUMENTED = (
 )
 
 _PROFILING = "profiling is not configured in rl's config (use the torch profiler directly)"
-_AGENT = (
-    "an option of verl's agent loop that rl's (rollout.multi_turn) does not have yet "
-    "(the agentic issue)"
-)
+_AGENT = "an option of verl's agent loop that rl's (rollout.multi_turn) does not have"
 _ENGINE = "an engine-internal setting rl chooses itself"
 _REF_LAYOUT = "the reference model runs with the actor's layout in rl"
 _MBRIDGE = "rl converts HF <-> megatron weights itself (rl.core.layouts)"
@@ -264,8 +261,8 @@ REASONS: list[Rule] = [
     Rule("actor_rollout_ref.model.target_modules", reason="LoRA is not in rl yet"),
     Rule(
         "actor_rollout_ref.rollout.mode",
-        reason="rl's rollout engines run in process; "
-        "asynchronous training is the agentic/async issue",
+        reason="rl's rollout engines run in process; overlapping generation with "
+        "training is trainer.mode (one_step_off | async)",
     ),
     Rule(
         "actor_rollout_ref.rollout.",

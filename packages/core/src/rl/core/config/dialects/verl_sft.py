@@ -24,7 +24,10 @@ DOCUMENTED = "every key of verl's `sft_trainer.yaml`, composed with its optim/fs
 _SCHEDULE = (
     "rl's SFT warm-start runs AdamW at sft.lr without a schedule, weight decay or custom betas"
 )
-_MULTITURN = "multi-turn SFT data (messages, tools) is not in rl's SFT yet"
+_MULTITURN = (
+    "verl's multi-turn SFT reads whole `messages` conversations; rl's reads the turns after "
+    "the prompt from a `demonstration` column"
+)
 _LORA = "LoRA is not in rl yet (full-parameter only)"
 
 

@@ -6,7 +6,10 @@ from rl.core.config.dialects.chatlearn import values
 from rl.core.config.dialects.chatlearn.values import POLICY, TRAINER
 from rl.core.config.dialects.mapping import Rule
 
-_ASYNC = "asynchronous / agentic rollouts are not in rl yet (the agentic/async issue)"
+_ASYNC = (
+    "ChatLearn's rollout managers and agentic task types are not mapped; rl's are "
+    "trainer.mode, trainer.partial_rollout and rollout.multi_turn (set them by hand)"
+)
 _DERIVED = "ChatLearn derives it (prompt + response length, replicas from the parallel sizes)"
 _INFRA = "ChatLearn's Ray/process setup; rl's launcher decides it"
 _REF = "rl runs the reference with the actor's model, dtype and parallel layout"

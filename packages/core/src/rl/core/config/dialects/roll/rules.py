@@ -411,7 +411,8 @@ RULES: list[Rule] = [
     ),
     Rule(
         "async_generation_ratio",
-        reason="asynchronous generation is not in rl yet (the agentic/async issue)",
+        reason="rl runs generation ahead with trainer.mode: async and trainer.max_staleness "
+        "(set them by hand)",
     ),
     Rule("is_num_return_sequences_expand", reason=_INFRA, status="ignored"),
     Rule("max_running_requests", "rollout.max_num_seqs"),
