@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import struct
+import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -132,8 +133,19 @@ def _wandb_key(item: Any) -> str:
     return item.key or ".".join(item.nested_key)
 
 
-def read_wandb_run(wandb_dir: Path) -> dict[str, Any]:
-    """The one offline run under `wandb_dir`: project, name, config and {step: metrics}."""
+def read_wandb_run(wandb_dir: Path, patience_s: float = 20.0) -> dict[str, Any]:
+    """The one offline run under `wandb_dir`: project, name, config and {step: metrics}.
+    Read again until its run record is there: on a loaded machine W&B's service process
+    was seen still writing the file after `finish()` returned."""
+    deadline = time.monotonic() + patience_s
+    while True:
+        run = _read_wandb_file(wandb_dir)
+        if "name" in run or time.monotonic() > deadline:
+            return run
+        time.sleep(0.5)
+
+
+def _read_wandb_file(wandb_dir: Path) -> dict[str, Any]:
     (run_file,) = wandb_dir.glob("offline-run-*/run-*.wandb")
     run: dict[str, Any] = {"config": {}, "history": {}}
     for record in wandb_records(run_file):
