@@ -12,8 +12,8 @@ from rl.core.rewards.inputs import check_reward_inputs
 from rl.core.trainer.build import build_context
 
 KNOWN = (
-    "DigitalLearningGmbH/MATH-lighteval, HuggingFaceH4/MATH-500, arithmetic, calculator, gsm8k, "
-    "lighteval/MATH, math, openai/gsm8k"
+    "DigitalLearningGmbH/MATH-lighteval, HuggingFaceH4/MATH-500, apps, arithmetic, calculator, "
+    "code, codecontests, codeforces, gsm8k, lighteval/MATH, math, openai/gsm8k, taco"
 )
 
 

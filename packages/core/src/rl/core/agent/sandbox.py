@@ -65,6 +65,7 @@ def _install(cpu, memory, output):
 _install(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))
 del _install, resource
 _code = sys.stdin.read()
+sys.stdin = open(".stdin")  # the program's input (empty unless the caller gave one)
 exec(compile(_code, "<sandbox>", "exec"), {"__name__": "__main__"})
 """
 
@@ -101,14 +102,15 @@ class SandboxResult:
         return lines[-1] if lines else f"exit status {self.returncode}"
 
 
-def run_python(code: str, limits: SandboxLimits | None = None) -> SandboxResult:
-    """Run `code` under `limits` in a fresh temporary directory (removed afterwards).
-    Its stdout and stderr go to files there, each capped by RLIMIT_FSIZE, so that output
-    cannot fill the caller's memory; the first `output_bytes` of stdout and the last of
-    stderr come back."""
+def run_python(code: str, limits: SandboxLimits | None = None, stdin: str = "") -> SandboxResult:
+    """Run `code` under `limits` in a fresh temporary directory (removed afterwards), with
+    `stdin` as its standard input. Its stdout and stderr go to files there, each capped by
+    RLIMIT_FSIZE, so that output cannot fill the caller's memory; the first `output_bytes`
+    of stdout and the last of stderr come back."""
     limits = limits or SandboxLimits()
     cap = max(limits.output_bytes * 16, 1 << 20)  # bytes a file (or the output) may reach
     with tempfile.TemporaryDirectory(prefix="rl-sandbox-") as workdir:
+        (Path(workdir) / ".stdin").write_text(stdin)
         env = {"PATH": os.environ.get("PATH", ""), "HOME": workdir, "PYTHONHASHSEED": "0"}
         out_path, err_path = Path(workdir) / ".stdout", Path(workdir) / ".stderr"
         with out_path.open("wb") as out, err_path.open("wb") as err:

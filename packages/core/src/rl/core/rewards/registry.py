@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rl.core.errors import ConfigError
-from rl.core.rewards import rule_based
+from rl.core.rewards import code, rule_based
 
 ScoreFn = Callable[..., Any]
 
@@ -22,6 +22,7 @@ SCORERS: dict[str, Callable[[str, Any], float]] = {
     "HuggingFaceH4/MATH-500": rule_based.math,
     "arithmetic": rule_based.arithmetic,
     "calculator": rule_based.calculator,
+    **dict.fromkeys(code.DATA_SOURCES, code.code),
 }
 
 
