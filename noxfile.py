@@ -34,7 +34,8 @@ def _pytest(session: nox.Session, *args: str) -> None:
 def tests(session: nox.Session) -> None:
     """CPU test suite over all packages (GPU tests are skipped)."""
     session.run("bash", "scripts/install-dev.sh", external=True)
-    _pytest(session, "-m", "not gpu and not multigpu", "packages")
+    # the slowest tests are listed at the end: the suite's time budget is ~25 min on 2 cores
+    _pytest(session, "-m", "not gpu and not multigpu", "--durations=30", "packages")
 
 
 @nox.session
