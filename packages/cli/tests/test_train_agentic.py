@@ -81,3 +81,74 @@ def test_multi_turn_needs_the_native_chat_template(tmp_path):
         app, ["train", "rollout.multi_turn.enable=true", f"trainer.output_dir={tmp_path}"]
     )
     assert result.exit_code == 2 and "data.chat_template: native" in result.output
+
+
+ENVIRONMENT = """
+from rl.core.agent.environment import EnvStep
+
+
+class TwoSteps:
+    '''Each episode: two actions, 0.25 each, then done; the task is the row's answer.'''
+
+    def reset(self, task):
+        self.steps, self.task = 0, task
+        return f"task {task}"
+
+    def step(self, action):
+        self.steps += 1
+        return EnvStep("again", 0.25, self.steps == 2)
+"""
+
+
+def test_an_environment_plays_each_trajectory_and_its_return_is_the_score(
+    tmp_path, tiny_run, metrics_rows
+):
+    """Every model turn is one token (every token stops a turn), so each episode takes
+    exactly two turns and returns 0.5: the scores are the environment's, not a reward
+    function's (the demo data's arithmetic scorer would give 0 or 1)."""
+    env_file = tmp_path / "two_steps.py"
+    env_file.write_text(ENVIRONMENT)
+    every_token = "[" + ",".join(str(i) for i in range(52)) + "]"
+    result = CliRunner().invoke(
+        app,
+        [
+            "train",
+            *tiny_run,
+            "trainer.total_training_steps=2",
+            "sft.steps=0",
+            "rollout.multi_turn.enable=true",
+            "data.chat_template=native",
+            f"rollout.multi_turn.environment={env_file}:TwoSteps",
+            "data.max_response_length=16",
+            f"rollout.stop_token_ids={every_token}",
+            f"trainer.output_dir={tmp_path / 'run'}",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    rows = [row for row in metrics_rows(tmp_path / "run") if "actor/grad_norm" in row]
+    assert [row["step"] for row in rows] == [1, 2]
+    for row in rows:
+        assert row["reward/env_return_mean"] == 0.5
+        assert row["agent/turns_mean"] == 2.0 and row["agent/truncated_rate"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("chess", "name a built-in environment (guess_number) or a class as"),
+        ("/nope/env.py:Env", "/nope/env.py does not exist"),
+    ],
+)
+def test_a_bad_environment_is_refused_by_key(tmp_path, spec, message):
+    result = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "rollout.multi_turn.enable=true",
+            "data.chat_template=native",
+            f"rollout.multi_turn.environment={spec}",
+            f"trainer.output_dir={tmp_path}",
+        ],
+    )
+    assert result.exit_code == 2
+    assert f"rollout.multi_turn.environment = {spec!r}: {message}" in result.output

@@ -87,7 +87,8 @@ class Rollouts:
     tool / environment tokens with the model's: `loss_masks[j]` is then 1 on the model's
     tokens and 0 on the others (whose `logprobs` are 0.0); empty means all the model's.
     Partial rollouts (`rl.core.trainer.partial`) record per token the policy version of the
-    weights that sampled it in `policy_versions[j]`; engines leave it empty.
+    weights that sampled it in `policy_versions[j]`; engines leave it empty. Rows played
+    against an environment carry its episode return in `returns[j]` (the row's score).
     """
 
     prompt_ids: list[list[int]]
@@ -96,6 +97,7 @@ class Rollouts:
     finish_reasons: list[str] = field(default_factory=list)
     loss_masks: list[list[int]] = field(default_factory=list)
     policy_versions: list[list[int]] = field(default_factory=list)
+    returns: list[float] = field(default_factory=list)
 
 
 @dataclass

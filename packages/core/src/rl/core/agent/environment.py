@@ -5,8 +5,13 @@ turns its observations into tokens through the chat template (`ChatDelta`)."""
 
 from __future__ import annotations
 
+import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
+
+from rl.core.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -44,3 +49,39 @@ class GuessNumber:
         if guess == self.secret:
             return EnvStep("correct", 1.0, True)
         return EnvStep("higher" if guess < self.secret else "lower", 0.0, False)
+
+
+BUILTIN_ENVIRONMENTS: dict[str, Callable[[], Environment]] = {"guess_number": GuessNumber}
+_KEY = "rollout.multi_turn.environment"
+
+
+def load_environment(spec: str) -> Callable[[], Environment]:
+    """The environment class `spec` names: a built-in one, or `file.py:ClassName` (its
+    constructor takes no arguments). ConfigError naming the key for anything else."""
+    if spec in BUILTIN_ENVIRONMENTS:
+        return BUILTIN_ENVIRONMENTS[spec]
+    path, colon, name = spec.rpartition(":")
+    if not colon or not path.endswith(".py"):
+        raise ConfigError(
+            f"{_KEY} = {spec!r}: name a built-in environment "
+            f"({', '.join(BUILTIN_ENVIRONMENTS)}) or a class as path/to/file.py:ClassName"
+        )
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise ConfigError(f"{_KEY} = {spec!r}: {file} does not exist")
+    module_spec = importlib.util.spec_from_file_location(f"rl_environment_{file.stem}", file)
+    if module_spec is None or module_spec.loader is None:
+        raise ConfigError(f"{_KEY} = {spec!r}: {file} is not a Python file")
+    module = importlib.util.module_from_spec(module_spec)
+    try:
+        module_spec.loader.exec_module(module)
+    except (Exception, SystemExit) as error:
+        raise ConfigError(
+            f"{_KEY} = {spec!r}: {file} could not be imported: {type(error).__name__}: {error}"
+        ) from error
+    found = getattr(module, name, None)
+    if not callable(found) or not all(hasattr(found, m) for m in ("reset", "step")):
+        raise ConfigError(
+            f"{_KEY} = {spec!r}: {file} has no class {name!r} with reset(task) and step(action)"
+        )
+    return found

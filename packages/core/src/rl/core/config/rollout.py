@@ -78,6 +78,10 @@ class MultiTurnConfig:
     tools: tuple[str, ...] = ("calculator",)  # built-in tools, by name (AGENT_TOOLS)
     tool_timeout_s: float = 10.0
     format: str = "hermes"  # hermes: <tool_call>{json}</tool_call>; call: name(argument)
+    # a multi-step environment instead of tools (ROLL's env managers, verl's interactions):
+    # a built-in one (guess_number) or `path/to/file.py:ClassName`; each trajectory gets a
+    # fresh instance, reset with its row's answer; its episode return is the score
+    environment: str | None = None
 
     def __post_init__(self) -> None:
         check(

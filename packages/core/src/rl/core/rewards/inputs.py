@@ -28,6 +28,8 @@ def check_reward_inputs(config: Any, train: Any, val: Any) -> None:
     reward = config.reward
     if reward.custom_reward_function.path or reward.reward_model.path:
         return
+    if config.rollout.multi_turn.enable and config.rollout.multi_turn.environment:
+        return  # the environment scores the episodes
     for dataset in (train, val):
         _check_data_sources(dataset)
     for dataset in (train, val):

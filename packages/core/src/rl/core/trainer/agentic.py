@@ -1,7 +1,9 @@
 """Agentic rollouts in the RL step (`rollout.multi_turn.enable`): the agent loop
 (`rl.core.agent`) runs on the driver over the rollout role's `generate_one`, many
-trajectories in flight, and its trajectories become `Rollouts` whose loss masks keep the
-tool turns out of the loss. Without multi-turn, generation is the engine's batched call."""
+trajectories in flight, with tools or with an environment per trajectory, and its
+trajectories become `Rollouts` whose loss masks keep the tool / environment turns out of
+the loss (and, with an environment, whose `returns` are the episodes' summed step
+rewards). Without multi-turn, generation is the engine's batched call."""
 
 from __future__ import annotations
 
@@ -30,6 +32,10 @@ def check(config: Config) -> None:
             "rollout.multi_turn.enable needs data.chat_template: native (the chat template "
             "describes the tools in the prompt and renders the tool turns)"
         )
+    if config.rollout.multi_turn.environment is not None:
+        from rl.core.agent.environment import load_environment
+
+        load_environment(config.rollout.multi_turn.environment)  # ConfigError if it cannot
     if config.algorithm.adv_estimator not in ESTIMATORS:
         raise ConfigError(
             f"algorithm.adv_estimator = {config.algorithm.adv_estimator!r} with "
@@ -68,11 +74,14 @@ def agent_loop(config: Config, engine: Any, tokenizer: Any) -> Any:
 
 
 def generate(
-    ctx: Any, prompt_ids: list[list[int]], sampling: SamplingParams, pieces: Any = None
+    ctx: Any, items: list[Any], sampling: SamplingParams, pieces: Any = None
 ) -> tuple[Rollouts, dict[str, float]]:
-    """The step's rollouts (and agent metrics): multi-turn when configured, in pieces
-    between which weights may change when `pieces` (a `partial.Interruptible`) is given."""
-    if not ctx.config.rollout.multi_turn.enable:
+    """The rollouts of prompt `items` (and agent metrics): multi-turn when configured, in
+    pieces between which weights may change when `pieces` (a `partial.Interruptible`) is
+    given. With an environment each trajectory's `returns` entry is its episode return."""
+    prompt_ids = [it.prompt_ids for it in items]
+    multi_turn = ctx.config.rollout.multi_turn
+    if not multi_turn.enable:
         if pieces is not None:
             from rl.core.trainer.partial import generate_in_pieces
 
@@ -81,13 +90,21 @@ def generate(
     from rl.core.agent.loop import trajectory_metrics
 
     loop = agent_loop(ctx.config, ctx.rollout, ctx.tokenizer)
-    trajectories = run_coroutine(loop.run_many(prompt_ids, sampling))
+    environments = tasks = None
+    if multi_turn.environment is not None:
+        from rl.core.agent.environment import load_environment
+
+        make = load_environment(multi_turn.environment)
+        environments = [make() for _ in range(len(items) * sampling.n)]
+        tasks = [it.ground_truth for it in items]
+    trajectories = run_coroutine(loop.run_many(prompt_ids, sampling, environments, tasks))
     rollouts = Rollouts(
         prompt_ids=[t.prompt_ids for t in trajectories],
         response_ids=[t.response_ids for t in trajectories],
         logprobs=[t.logprobs for t in trajectories],
         finish_reasons=["length" if t.truncated else "stop" for t in trajectories],
         loss_masks=[t.loss_mask for t in trajectories],
+        returns=[sum(t.rewards) for t in trajectories] if environments else [],
     )
     return rollouts, dict(trajectory_metrics(trajectories))
 

@@ -11,9 +11,12 @@ def score_rollouts(
     ctx: Any, items: list[Any], rollouts: Rollouts, n: int
 ) -> tuple[list[float], dict[str, float]]:
     """One score per response row (rows i*n .. i*n+n-1 answer prompt item i), from the
-    text the model wrote."""
+    text the model wrote, or an environment's episode return."""
     from rl.core.rewards import RewardRequest
 
+    if rollouts.returns:  # played against an environment: its rewards are the scores
+        returns = [float(value) for value in rollouts.returns]
+        return returns, {"reward/env_return_mean": sum(returns) / max(len(returns), 1)}
     texts = ctx.tokenizer.batch_decode(model_tokens(rollouts), skip_special_tokens=True)
     requests = [
         RewardRequest(

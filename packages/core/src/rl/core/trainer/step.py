@@ -52,8 +52,7 @@ def generate(ctx: Any, items: list[Any], step: int, pieces: Any = None) -> Colle
     rollouts, the weights of the moment decide each piece)."""
     config, timer = ctx.config, PhaseTimer()
     with timer.phase("generate"):
-        prompts = [it.prompt_ids for it in items]
-        rollouts, agent_metrics = agentic.generate(ctx, prompts, train_sampling(config), pieces)
+        rollouts, agent_metrics = agentic.generate(ctx, items, train_sampling(config), pieces)
     batch = build_batch(rollouts, ctx.tokenizer.pad_token_id, config.data.max_response_length)
     uids = [f"{step}-{it.index}" for it in items for _ in range(config.rollout.n)]
     return Collected(items, batch, uids, dict(agent_metrics), timer, rollouts)

@@ -31,7 +31,7 @@ def generate_scored(ctx: Any, sampling: SamplingParams) -> tuple[list[Any], list
     texts: list[str] = []
     for start in range(0, len(items), ctx.config.data.val_batch_size):
         chunk = items[start : start + ctx.config.data.val_batch_size]
-        rollouts, _ = agentic.generate(ctx, [it.prompt_ids for it in chunk], sampling)
+        rollouts, _ = agentic.generate(ctx, chunk, sampling)
         chunk_scores, _ = score_rollouts(ctx, chunk, rollouts, sampling.n)
         scores += chunk_scores
         texts += ctx.tokenizer.batch_decode(rollouts.response_ids, skip_special_tokens=True)
