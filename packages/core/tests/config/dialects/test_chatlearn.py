@@ -111,3 +111,12 @@ def test_the_legacy_format_is_recognised_and_refused_with_what_to_do():
 def test_chatlearn_files_are_detected():
     assert detect(HERE / "grpo_fsdp.yaml") == "chatlearn"
     assert detect(HERE / "grpo_megatron.yaml") == "chatlearn"
+
+
+def test_an_agent_config_brings_its_turn_budgets():
+    conversion = convert("chatlearn", HERE / "agent_math.yaml")
+    config = config_from_mapping(conversion.config, "converted")
+    assert config.rollout.multi_turn.max_assistant_turns == 3
+    assert config.rollout.multi_turn.max_total_tokens == 3000
+    assert all(entry.status == "mapped" for entry in conversion.report.entries)
+    assert any("a ChatLearn agent config" in note for note in conversion.report.notes)

@@ -147,3 +147,18 @@ def test_actor_infer_needs_an_inference_strategy():
 def test_roll_files_are_detected():
     assert detect(HERE / "rlvr_megatron.yaml") == "roll"
     assert detect(HERE / "rlvr_fsdp2_gae.yaml") == "roll"
+
+
+def test_an_agentic_file_brings_its_turn_budgets_and_names_what_it_leaves():
+    conversion = convert(
+        "roll", Path(__file__).parent / "roll" / "agentic" / "agentic_sokoban.yaml"
+    )
+    config = config_from_mapping(conversion.config, "converted")
+    by_key = entries(conversion.report)
+    assert config.rollout.multi_turn.max_tokens_per_turn == 64
+    assert config.rollout.multi_turn.max_assistant_turns == 5
+    for key in ("custom_envs.SimpleSokoban.env_type", "train_env_manager.num_env_groups"):
+        assert by_key[key].status == "unsupported"
+        assert "rollout.multi_turn.environment" in by_key[key].reason
+    assert "set rollout.n to it" in by_key["train_env_manager.group_size"].reason
+    assert not unexplained(conversion.report)

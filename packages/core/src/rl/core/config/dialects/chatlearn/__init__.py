@@ -49,6 +49,8 @@ DOCUMENTED = (
 )
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)$")
 _COERCED = "__coerced__"  # set by compose, read (and removed) by check
+# the keys of an agent config (template/agent/*.yaml, one file per task, named per data row)
+AGENT_KEYS = {"max_ai_message_turn", "max_total_token_length"}
 
 
 def compose(path: Path, overrides: Sequence[str] = ()) -> dict[str, Any]:
@@ -81,6 +83,10 @@ def compose(path: Path, overrides: Sequence[str] = ()) -> dict[str, Any]:
             OmegaConf.update(raw, key, OmegaConf.select(parsed, key), merge=True)
         except OmegaConfBaseException as error:
             raise ConfigError(f"override {item!r}: {hydra_files.one_line(error)}") from None
+    if raw and set(raw.keys()) <= AGENT_KEYS:  # an agent config: its own small file
+        agent: dict[str, Any] = OmegaConf.to_container(raw, resolve=True)  # type: ignore[assignment]
+        agent[_COERCED] = _coerce_numbers(agent)
+        return agent
     merged = OmegaConf.merge(OmegaConf.create(DEFAULTS), raw)
     _seq_length(merged)
     values = hydra_files.resolve(merged, path)
@@ -120,6 +126,12 @@ def check(values: dict[str, Any]) -> list[str]:
         "2e-6, which PyYAML leaves a string)"
         for key in values.pop(_COERCED, [])
     ]
+    if "runtime_args" not in values:
+        return [
+            *notes,
+            "a ChatLearn agent config (template/agent/*.yaml): only its turn budgets; merge "
+            "them into the run's config, with rollout.multi_turn.enable: true",
+        ]
     runtime, policy = values["runtime_args"], values["models"]["policy"]
     samples, n = int(runtime["sample_per_episode"]), int(policy["num_inference_per_prompt"])
     global_batch = int(runtime["train_global_batch_size"])

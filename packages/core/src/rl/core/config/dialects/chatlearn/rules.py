@@ -42,6 +42,9 @@ _TRANSFORMER_KEYS = (
 
 RULES: list[Rule] = [
     Rule("env_args.", reason="Ray's runtime environment for ChatLearn's job", status="ignored"),
+    # an agent config (template/agent/*.yaml, named per data row by agent_cfg_path)
+    Rule("max_ai_message_turn", "rollout.multi_turn.max_assistant_turns"),
+    Rule("max_total_token_length", "rollout.multi_turn.max_total_tokens"),
     # runtime_args
     Rule(
         "runtime_args.train_backend",

@@ -18,6 +18,11 @@ _LORA = "LoRA is not in rl yet (full-parameter only)"
 _SCHEDULER = "ROLL's rollout scheduler; rl's engine generates each step's prompts in one batch"
 _PROFILING = "profiling is not configured in rl's config (use the torch profiler directly)"
 _UNUSED = "defined by ROLL but not read by its RLVR pipeline"
+_ENVS = (
+    "ROLL's environments and env managers do not load in rl: write the environment as a "
+    "class with reset(task) / step(action) and name it in rollout.multi_turn.environment "
+    "(with rollout.multi_turn.enable); rl plays one instance per trajectory"
+)
 _NO_TRAINING = "an inference role: ROLL does not train it"
 
 # WorkerConfig fields without a counterpart, under any role
@@ -231,6 +236,20 @@ def _role_rules(role: str, ours: str) -> list[Rule]:
 
 
 RULES: list[Rule] = [
+    # the agentic pipeline: the turn budgets map; environments are rl code of their own
+    Rule("max_tokens_per_step", "rollout.multi_turn.max_tokens_per_turn"),
+    Rule("max_actions_per_traj", "rollout.multi_turn.max_assistant_turns"),
+    Rule("custom_envs.*.max_tokens_per_step", "rollout.multi_turn.max_tokens_per_turn"),
+    Rule("custom_envs.*.max_steps", "rollout.multi_turn.max_assistant_turns"),
+    Rule("custom_envs.", reason=_ENVS),
+    Rule(
+        "train_env_manager.group_size",
+        reason="ROLL's env group is one GRPO group of trajectories: with an rl environment "
+        "set rollout.n to it and data.train_batch_size to num_env_groups",
+    ),
+    Rule("train_env_manager.", reason=_ENVS),
+    Rule("val_env_manager.", reason=_ENVS),
+    Rule("env_manager_cls", reason=_ENVS),
     # ROLL's plumbing
     Rule("hydra.", reason="Hydra's own run settings", status="ignored"),
     Rule("**.worker_cls", reason="ROLL's worker class path", status="ignored"),
