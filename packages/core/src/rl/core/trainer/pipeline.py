@@ -51,7 +51,7 @@ class RolloutPipeline:
         self.engine = threading.Lock()  # held while the engine generates or takes weights
         self.ready: queue.Queue[_Ready] = queue.Queue()
         self.stopped = False
-        self.pushing = False  # a push waits for the engine: the next piece lets it go first
+        self.claimed = False  # the trainer waits for the engine: the next piece lets it first
         self._threads = self._split_threads() if max_staleness > 0 else None
         trainer = ctx.config.trainer
         self.pieces = (
@@ -123,29 +123,36 @@ class RolloutPipeline:
             metrics["timing/wait_rollout"] = 0.0
             return sync(self.ctx, collected, metrics, push_weights=False), ready.sampler_state
         waited = time.perf_counter()
-        with self.changed:
-            self.pushing = True
-        with self.engine:  # waits for the generation (or, partial, the piece) in flight
+        with self.engine_idle():  # waits for the generation (or, partial, the piece) in flight
             metrics["timing/wait_rollout"] = time.perf_counter() - waited
             metrics = sync(self.ctx, collected, metrics)
             with self.changed:
-                self.version, self.pushing = done, False
+                self.version = done
                 self.changed.notify_all()
         return metrics, ready.sampler_state
 
     @contextmanager
     def _piece(self) -> Iterator[None]:
-        """The engine for one piece of a partial rollout, after any push that waits."""
+        """The engine for one piece of a partial rollout, once the trainer does not wait
+        for it (a push or a validation goes first)."""
         with self.changed:
-            self.changed.wait_for(lambda: not self.pushing or self.stopped)
+            self.changed.wait_for(lambda: not self.claimed or self.stopped)
         with self.engine:
             yield
 
     @contextmanager
     def engine_idle(self) -> Iterator[None]:
-        """Hold the rollout engine (no generation in flight) meanwhile: for validation."""
-        with self.engine:
-            yield
+        """Hold the rollout engine (no generation in flight) meanwhile: for a push or a
+        validation."""
+        with self.changed:
+            self.claimed = True
+        try:
+            with self.engine:
+                yield
+        finally:
+            with self.changed:
+                self.claimed = False
+                self.changed.notify_all()
 
     def close(self) -> None:
         with self.changed:
