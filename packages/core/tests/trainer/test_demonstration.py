@@ -58,7 +58,8 @@ def test_sft_batches_train_on_the_model_turns_only(tokenizer):
         ([], "must be a non-empty list"),
         ([{"role": "assistant"}], r"demonstration\[0\] needs a text 'content'"),
         ([{"role": "system", "content": "x"}], "has role 'system'"),
-        (TOOL_DEMO[:2], "must end with an assistant turn"),
+        (TOOL_DEMO[:2], "must start with an assistant turn .* and end with one"),
+        (TOOL_DEMO[1:], "must start with an assistant turn"),
     ],
 )
 def test_a_bad_demonstration_is_one_error_naming_the_row(tokenizer, demonstration, message):

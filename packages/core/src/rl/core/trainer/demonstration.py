@@ -56,6 +56,9 @@ def _checked(messages: Any, where: str) -> list[dict[str, str]]:
                 f"{where}: {COLUMN}[{number}] has role {role!r}; use assistant, tool or user"
             )
         turns.append({"role": str(role), "content": message["content"]})
-    if turns[-1]["role"] != "assistant":
-        raise DataError(f"{where}: the {COLUMN!r} must end with an assistant turn")
+    if turns[0]["role"] != "assistant" or turns[-1]["role"] != "assistant":
+        raise DataError(
+            f"{where}: the {COLUMN!r} must start with an assistant turn (the prompt opened "
+            "it) and end with one"
+        )
     return turns
