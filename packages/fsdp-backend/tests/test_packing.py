@@ -14,6 +14,11 @@ from rl.core.trainer.rollout_batch import build_batch
 from rl.fsdp.engine import FSDPTrainEngine
 
 
+def full(tensor):
+    """The whole tensor: FSDP2's DTensors gathered (plain tensors at one rank in fp32)."""
+    return tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
+
+
 @pytest.fixture(scope="module")
 def tokenizer():
     return load_tokenizer(load_config().model)
@@ -120,7 +125,7 @@ def gradients(tokenizer, name, packed, rows=8, max_tokens=None):
     compared instead of the weights, which AdamW's normalisation makes sign-sensitive)."""
     trained = engine(MODELS[name](tokenizer), packed=packed, rows=rows, max_tokens=max_tokens)
     metrics = trained.train_step(ragged_batch(tokenizer), nll)
-    grads = {key: p.grad.full_tensor() for key, p in trained.model.named_parameters()}
+    grads = {key: full(p.grad) for key, p in trained.model.named_parameters()}
     return grads, metrics
 
 

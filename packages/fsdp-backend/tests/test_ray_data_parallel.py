@@ -156,6 +156,21 @@ def test_a_two_rank_checkpoint_resumes_on_one_rank_and_on_two(two_ranks, tmp_pat
             assert_close_weights(tensor, resumed_weights[name], name)
 
 
+def test_a_one_rank_checkpoint_resumes_on_two_ranks(two_ranks, tmp_path):
+    """One rank in fp32 trains the plain model (no FSDP2 wrapping): its checkpoint holds
+    the same names and full tensors, and two FSDP2 ranks resume from it."""
+    config = make_config()
+    first, second = make_batch(config, 1), make_batch(config, 2)
+    one = LocalWorkerGroup(["actor"])
+    _, metrics, weights = run_steps(one, config, [first, second], save=str(tmp_path))
+    engine = one.engine("actor")
+    assert not any(hasattr(p, "full_tensor") for p in engine.model.parameters())
+    _, resumed_metrics, resumed_weights = run_steps(two_ranks, config, [second], load=str(tmp_path))
+    assert resumed_metrics[0]["actor/loss"] == pytest.approx(metrics[1]["actor/loss"], rel=1e-5)
+    for name, tensor in weights.items():
+        assert_close_weights(tensor, resumed_weights[name], name)
+
+
 def test_meta_init_ranks_receive_rank_zeros_weights(two_ranks, one_rank_reference):
     """Rank 1 builds the model on the meta device and receives its shards (and the rotary
     buffers) from rank 0: the same log-probs and update as one rank."""

@@ -125,6 +125,7 @@ class FSDPTrainEngine:
                 lr=optim.lr,
                 betas=tuple(optim.betas),  # type: ignore[arg-type]
                 weight_decay=optim.weight_decay,
+                **adamw_implementation(self.model),
             )
             self.lr_scheduler = make_lr_scheduler(self.optimizer, optim, total_steps)
 
@@ -423,6 +424,17 @@ class FSDPTrainEngine:
                 for key, value in state.items():
                     if isinstance(value, torch.Tensor):
                         state[key] = value.to(device, non_blocking=True)
+
+
+def adamw_implementation(model: torch.nn.Module) -> dict[str, bool]:
+    """torch's fused AdamW where every parameter is a plain floating tensor (one kernel
+    over all of them instead of a Python loop per parameter; same update within fp32
+    rounding); torch's own choice for FSDP2's DTensors."""
+    plain = all(
+        type(p) is torch.nn.Parameter and p.dtype in (torch.float32, torch.float16, torch.bfloat16)
+        for p in model.parameters()
+    )
+    return {"fused": True} if plain else {}
 
 
 MEGATRON_SCHEDULE_KEYS = (

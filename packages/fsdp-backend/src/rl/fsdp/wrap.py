@@ -47,12 +47,26 @@ def no_view_outputs(module: torch.nn.Module, args: Any, output: Any) -> Any:
     return output
 
 
+def needs_fsdp(mesh: DeviceMesh, fsdp: FSDPConfig) -> bool:
+    """Whether FSDP2 does anything for this model: shard it over more than one rank, cast
+    it for compute (mixed precision) or keep it on CPU (offload policy). At one rank in
+    full precision it does none of these, and its DTensor parameters only cost time (the
+    optimizer step most: every op goes through DTensor's dispatch)."""
+    precision = fsdp.mixed_precision
+    full_precision = (precision.param_dtype, precision.reduce_dtype) == ("float32", "float32")
+    return mesh.size() > 1 or fsdp.offload_policy or not full_precision
+
+
 def shard_model(
     model: torch.nn.Module, mesh: DeviceMesh, fsdp: FSDPConfig | None = None
 ) -> torch.nn.Module:
     """`fully_shard` each decoder layer, then the root, on `mesh` (2-D: HSDP), with the
-    mixed precision, resharding and CPU-offload policy of `fsdp` (`*.fsdp_config`)."""
+    mixed precision, resharding and CPU-offload policy of `fsdp` (`*.fsdp_config`); the
+    model as it is where FSDP2 would do nothing (`needs_fsdp`). Either way its state dict
+    has the same names and full shapes, so checkpoints and exports are the same."""
     fsdp = fsdp or FSDPConfig()
+    if not needs_fsdp(mesh, fsdp):
+        return model
     precision = fsdp.mixed_precision
     options: dict[str, Any] = {"mesh": mesh, "reshard_after_forward": fsdp.reshard_after_forward}
     if (precision.param_dtype, precision.reduce_dtype) != ("float32", "float32"):
