@@ -104,7 +104,7 @@ class CallParser:
         name = opened.group(1)
         closed = re.fullmatch(r"(.*)\)\s*", text[opened.end() :], flags=re.DOTALL)
         if closed is None:
-            turn.errors.append(f"{name}: the call is not closed with ')'")
+            turn.errors.append(f"{name}: a call is the whole turn, {name}(...) closed with ')'")
         else:
             turn.calls.append(ToolCall(name, {self.parameter[name]: closed.group(1)}))
         return turn
