@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from pathlib import Path
 from types import ModuleType
 
-from rl.core.errors import UserError
+from rl.core.errors import ConfigError, UserError
 
 
 class MissingDependencyError(UserError, ImportError):
@@ -35,3 +36,20 @@ def require(module: str, install: str, feature: str | None = None) -> ModuleType
         raise MissingDependencyError(
             f"{module} is not installed{needed_by}: pip install '{install}'"
         ) from None
+
+
+def load_user_file(file: Path, module_name: str, key: str) -> ModuleType:
+    """Run the user's Python file `file` (named by config key `key`) as module
+    `module_name`: a `ConfigError` naming file and key when it is not Python or its import
+    fails (raises, exits), rather than a traceback."""
+    spec = importlib.util.spec_from_file_location(module_name, file)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"{file} is not a Python (.py) file ({key})")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except (Exception, SystemExit) as error:
+        raise ConfigError(
+            f"{file} could not be imported ({key}): {type(error).__name__}: {error}"
+        ) from error
+    return module

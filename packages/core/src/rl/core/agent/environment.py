@@ -5,13 +5,13 @@ turns its observations into tokens through the chat template (`ChatDelta`)."""
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from rl.core.errors import ConfigError
+from rl.core.imports import load_user_file
 
 
 @dataclass(frozen=True)
@@ -69,16 +69,7 @@ def load_environment(spec: str) -> Callable[[], Environment]:
     file = Path(path).expanduser()
     if not file.is_file():
         raise ConfigError(f"{_KEY} = {spec!r}: {file} does not exist")
-    module_spec = importlib.util.spec_from_file_location(f"rl_environment_{file.stem}", file)
-    if module_spec is None or module_spec.loader is None:
-        raise ConfigError(f"{_KEY} = {spec!r}: {file} is not a Python file")
-    module = importlib.util.module_from_spec(module_spec)
-    try:
-        module_spec.loader.exec_module(module)
-    except (Exception, SystemExit) as error:
-        raise ConfigError(
-            f"{_KEY} = {spec!r}: {file} could not be imported: {type(error).__name__}: {error}"
-        ) from error
+    module = load_user_file(file, f"rl_environment_{file.stem}", _KEY)
     found = getattr(module, name, None)
     if not callable(found) or not all(hasattr(found, m) for m in ("reset", "step")):
         raise ConfigError(

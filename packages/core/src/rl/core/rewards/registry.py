@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rl.core.errors import ConfigError
+from rl.core.imports import load_user_file
 from rl.core.rewards import code, rule_based
 
 ScoreFn = Callable[..., Any]
@@ -53,17 +53,9 @@ def load_custom_reward(path: str, name: str = "compute_score") -> ScoreFn:
         raise ConfigError(
             f"reward.custom_reward_function.path = {path!r} does not exist; point it at a .py file"
         )
-    spec = importlib.util.spec_from_file_location(f"rl_custom_reward_{file.stem}", file)
-    if spec is None or spec.loader is None:
-        raise ConfigError(f"{file} is not a Python (.py) file (reward.custom_reward_function.path)")
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except (Exception, SystemExit) as error:
-        raise ConfigError(
-            f"{file} could not be imported (reward.custom_reward_function.path): "
-            f"{type(error).__name__}: {error}"
-        ) from error
+    module = load_user_file(
+        file, f"rl_custom_reward_{file.stem}", "reward.custom_reward_function.path"
+    )
     fn = getattr(module, name, None)
     if not callable(fn):
         found = sorted(
