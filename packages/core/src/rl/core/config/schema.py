@@ -137,9 +137,9 @@ class DataConfig:
     @property
     def builtin_train(self) -> bool:
         """Training prompts generated in code (the demo task), not read from files."""
-        from rl.core.demo import BUILTIN_DATA
+        from rl.core.demo import is_builtin
 
-        return len(self.train_files) == 1 and self.train_files[0] in BUILTIN_DATA
+        return is_builtin(self.train_files)
 
 
 BETAS = Rule(

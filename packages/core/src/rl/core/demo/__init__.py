@@ -9,15 +9,20 @@ DEMO_CONFIG = Path(__file__).with_name("grpo_demo.yaml")
 BUILTIN_DATA = ("builtin:arithmetic", "builtin:calculator")
 
 
+def is_builtin(files: tuple[str, ...]) -> bool:
+    """Whether a data-file list is one built-in data set (generated, not read)."""
+    return len(files) == 1 and files[0] in BUILTIN_DATA
+
+
 def builtin_rows(name: str, count: int, seed: int, max_operand: int) -> list[dict[str, Any]]:
     """The rows of the built-in data set `name` (one of BUILTIN_DATA)."""
     if name == "builtin:calculator":
         from rl.core.demo.calculator import calculator_rows
 
-        return list(calculator_rows(count, seed, max_operand))
+        return calculator_rows(count, seed, max_operand)
     from rl.core.demo.arithmetic import arithmetic_rows
 
     return list(arithmetic_rows(count, seed, max_operand))
 
 
-__all__ = ["BUILTIN_DATA", "DEMO_CONFIG", "builtin_rows"]
+__all__ = ["BUILTIN_DATA", "DEMO_CONFIG", "builtin_rows", "is_builtin"]

@@ -9,7 +9,7 @@ from typing import Any
 
 from rl.core.config import Config
 from rl.core.config.paths import user_path
-from rl.core.demo import BUILTIN_DATA, builtin_rows
+from rl.core.demo import builtin_rows, is_builtin
 from rl.core.models import load_tokenizer
 from rl.core.registry import load_engine_class
 from rl.core.trainer.context import RunContext, total_training_steps
@@ -21,7 +21,7 @@ def load_rows(files: tuple[str, ...], size: int, seed: int, max_operand: int = 9
     `builtin:calculator`) generates its task in code."""
     from rl.core.data import SourcedRow, read_rows
 
-    if len(files) == 1 and files[0] in BUILTIN_DATA:
+    if is_builtin(files):
         return [
             SourcedRow(files[0], i, row)
             for i, row in enumerate(builtin_rows(files[0], size, seed, max_operand))

@@ -16,7 +16,7 @@ from pathlib import Path
 from rl.core.config import Config, ConfigError
 from rl.core.config.paths import user_path
 from rl.core.data.reader import SUPPORTED
-from rl.core.demo import BUILTIN_DATA
+from rl.core.demo import BUILTIN_DATA, is_builtin
 from rl.core.imports import MissingDependencyError, is_installed
 from rl.core.models.loading import check_model_path
 from rl.core.registry import check_engine
@@ -100,7 +100,7 @@ def _data(config: Config) -> None:
         ("data.train_files", config.data.train_files),
         ("data.val_files", config.data.val_files),
     ):
-        if len(files) == 1 and files[0] in BUILTIN_DATA:
+        if is_builtin(files):
             continue  # generated in code
         for index, name in enumerate(files):
             _data_file(f"{key}[{index}]", name)
