@@ -5,6 +5,7 @@ turns its observations into tokens through the chat template (`ChatDelta`)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,9 +56,11 @@ BUILTIN_ENVIRONMENTS: dict[str, Callable[[], Environment]] = {"guess_number": Gu
 _KEY = "rollout.multi_turn.environment"
 
 
+@functools.cache
 def load_environment(spec: str) -> Callable[[], Environment]:
     """The environment class `spec` names: a built-in one, or `file.py:ClassName` (its
-    constructor takes no arguments). ConfigError naming the key for anything else."""
+    constructor takes no arguments). ConfigError naming the key for anything else. The
+    file runs once per process (preflight checks it; every step's rollouts reuse it)."""
     if spec in BUILTIN_ENVIRONMENTS:
         return BUILTIN_ENVIRONMENTS[spec]
     path, colon, name = spec.rpartition(":")
