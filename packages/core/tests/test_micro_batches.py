@@ -37,6 +37,7 @@ def worker(rank, world, port, out_file):
     parts = micro_batch_rows(mask_of(lengths), MicroBatching(max_tokens=16, key="k"))
     with open(f"{out_file}.{rank}", "w") as handle:
         json.dump([p.tolist() for p in parts], handle)
+    dist.barrier()  # leave together (a lone teardown can abort gloo's peer)
     dist.destroy_process_group()
 
 

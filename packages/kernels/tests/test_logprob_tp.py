@@ -49,6 +49,9 @@ def worker(rank, world, port, out_file):
             }
             with open(out_file, "w") as handle:
                 json.dump(errors, handle)
+        # leave together: a rank that tears gloo down while its peer still works can
+        # abort ("terminate called without an active exception")
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 

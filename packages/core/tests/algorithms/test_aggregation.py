@@ -131,6 +131,7 @@ for mode in modes:
     result[mode] = [float(piece), float(agg_loss(loss, mask, mode))]
 if rank == 0:
     json.dump(result, open(out, "w"))
+dist.barrier()  # leave together (a lone teardown can abort gloo's peer)
 dist.destroy_process_group()
 """
 

@@ -54,6 +54,7 @@ def main() -> None:
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
     try:
         send(out) if rank == 0 else receive(out)
+        dist.barrier()  # leave together (a lone teardown can abort gloo's peer)
     finally:
         dist.destroy_process_group()
 
