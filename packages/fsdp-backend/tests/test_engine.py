@@ -248,3 +248,88 @@ def test_one_rank_in_full_precision_trains_the_plain_model_as_fsdp2_would(tokeni
             # all keys), so Adam turns rounding noise into full-size steps either way
             continue
         assert torch.allclose(tensor, wrapped_weights[name], rtol=1e-5, atol=5e-6), name
+
+
+@pytest.mark.parametrize("use_fused_kernels", [None, True, False])
+def test_a_frozen_copy_gives_the_training_logprobs_bit_for_bit(tokenizer, use_fused_kernels):
+    """Reference / old log-probs (no grad, eval) and the training forward's (grad, train)
+    take one path: equal bits, so a frozen copy's KL is exactly 0 and the ratio exactly 1."""
+    batch = make_batch(tokenizer)
+    options = dict(mini_batch_size=6, micro_batch_size=3, temperature=0.9)
+    ref = FSDPTrainEngine(
+        make_model(tokenizer), "ref", use_fused_kernels=use_fused_kernels, **options
+    )
+    actor = FSDPTrainEngine(
+        make_model(tokenizer),
+        "actor",
+        optim=OptimConfig(lr=1e-3),
+        use_fused_kernels=use_fused_kernels,
+        **options,
+    )
+    frozen = ref.compute_logprobs(batch).logprobs
+    before = actor.compute_logprobs(batch).logprobs
+    seen = torch.zeros_like(frozen)
+
+    def capture(output, micro, mini):
+        # the micro-batch's rows in order: the first three rows, then the last three
+        rows = slice(0, 3) if not seen[:3].any() else slice(3, 6)
+        seen[rows] = output.logprobs.detach()
+        return nll(output, micro, mini)
+
+    actor.train_step(batch, capture)
+    assert torch.equal(frozen, before)
+    assert torch.equal(seen, frozen)
+
+
+def test_fsdp2_dtensors_step_with_foreach_adamw_as_the_single_tensor_loop_does(
+    tokenizer, monkeypatch
+):
+    """Under FSDP2 (forced here at one rank) AdamW runs torch's foreach implementation over
+    the DTensors (torch itself picks it on GPU only); two updates equal the single-tensor
+    loop's within fp32 rounding."""
+    import rl.fsdp.engine
+    import rl.fsdp.wrap
+
+    monkeypatch.setattr(rl.fsdp.wrap, "needs_fsdp", lambda mesh, fsdp: True)
+    batch = make_batch(tokenizer)
+
+    def two_steps():
+        engine = FSDPTrainEngine(
+            make_model(tokenizer), "actor", optim=OptimConfig(lr=1e-2), mini_batch_size=3
+        )
+        for _ in range(2):
+            engine.train_step(batch, nll)
+        return engine, dict(engine.export_weights())
+
+    foreach, foreach_weights = two_steps()
+    assert all(hasattr(p, "full_tensor") for p in foreach.model.parameters())
+    assert foreach.optimizer.defaults["foreach"] is True
+    monkeypatch.setattr(rl.fsdp.engine, "adamw_implementation", lambda model: {"foreach": False})
+    single, single_weights = two_steps()
+    assert single.optimizer.defaults["foreach"] is False
+    start = make_model(tokenizer).state_dict()
+    assert sum(not torch.equal(foreach_weights[n], start[n]) for n in foreach_weights) > 10
+    for name, tensor in foreach_weights.items():
+        if not name.endswith("k_proj.bias"):  # zero gradient in exact arithmetic (above)
+            assert torch.allclose(tensor, single_weights[name], rtol=1e-5, atol=5e-6), name
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_forward_only_passes_record_no_graph(tokenizer, monkeypatch, sharded):
+    """Plain model: inference mode; FSDP2 (forced at one rank): no_grad. Either way the
+    forward runs with grad mode off (no graph built) and the log-probs carry none."""
+    import rl.fsdp.wrap
+
+    monkeypatch.setattr(rl.fsdp.wrap, "needs_fsdp", lambda mesh, fsdp: sharded)
+    engine = FSDPTrainEngine(make_model(tokenizer), "ref", mini_batch_size=6)
+    assert engine.exports_views is not sharded
+    modes, forward = [], engine._forward
+
+    def watched(micro, with_entropy):
+        modes.append((torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
+        return forward(micro, with_entropy)
+
+    monkeypatch.setattr(engine, "_forward", watched)
+    output = engine.compute_logprobs(make_batch(tokenizer))
+    assert modes and set(modes) == {(False, not sharded)}
+    assert not output.logprobs.requires_grad and not output.entropy.requires_grad

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Literal
 
@@ -109,8 +110,8 @@ class FSDPTrainEngine:
         self.packed = use_remove_padding
         self.ppo_epochs, self.shuffle, self.temperature = ppo_epochs, shuffle, temperature
         self.generator = torch.Generator().manual_seed(seed)
-        # None = auto: fused for no-grad passes everywhere (faster and leaner on CPU too),
-        # and for training on GPU, where memory is what it saves.
+        # None = auto: fused on GPU, where the [tokens, vocab] logits it never holds are
+        # the memory that counts; the plain path on CPU (`_fused`).
         self.use_fused_kernels = use_fused_kernels
         self.optim_config = optim
         self.optimizer: torch.optim.Optimizer | None = None
@@ -209,9 +210,12 @@ class FSDPTrainEngine:
     # --- forward ------------------------------------------------------------------
 
     def _fused(self) -> bool:
+        """One log-prob path for every pass (old, reference, training), whatever the grad
+        mode: a frozen copy of the actor then gives exactly the training log-probs (zero
+        KL), which two paths, equal only to rounding, do not."""
         if self.use_fused_kernels is not None:
             return self.use_fused_kernels
-        return self.device.type == "cuda" or not torch.is_grad_enabled()
+        return self.device.type == "cuda"
 
     def _forward(self, micro: Mapping[str, torch.Tensor], with_entropy: bool) -> Any:
         if self.role == "critic":
@@ -227,10 +231,14 @@ class FSDPTrainEngine:
         """Forward-only over `forward_batching` micro-batches; each result with its rows."""
         self.model.eval()
         results = []
-        for rows in micro_batch_rows(batch["attention_mask"], self.forward_batching):
-            if rows.numel():
-                micro = to_device(select(batch, rows), self.device)
-                results.append((rows, self._forward(micro, with_entropy)))
+        # inference mode (no autograd bookkeeping per op) on a plain model; FSDP2's
+        # parameter hooks need autograd's version counters, so the callers' no_grad there
+        # (not `inference_mode(False)`: that turns grad mode back on)
+        with torch.inference_mode() if self.exports_views else nullcontext():
+            for rows in micro_batch_rows(batch["attention_mask"], self.forward_batching):
+                if rows.numel():
+                    micro = to_device(select(batch, rows), self.device)
+                    results.append((rows, self._forward(micro, with_entropy)))
         return results
 
     @torch.no_grad()
@@ -347,6 +355,12 @@ class FSDPTrainEngine:
                 full = tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
                 yield name, full.detach()
 
+    @property
+    def exports_views(self) -> bool:
+        """Whether `export_weights` yields the live parameters themselves (a plain model,
+        not sharded by FSDP2): a rollout engine in this process may then share them."""
+        return not any(hasattr(p, "full_tensor") for p in self.model.parameters())
+
     def load_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None:
         """Replace the weights (e.g. the reference from the warm-started actor)."""
         set_model_state_dict(self.model, dict(named_tensors), options=FULL)
@@ -428,13 +442,16 @@ class FSDPTrainEngine:
 
 def adamw_implementation(model: torch.nn.Module) -> dict[str, bool]:
     """torch's fused AdamW where every parameter is a plain floating tensor (one kernel
-    over all of them instead of a Python loop per parameter; same update within fp32
-    rounding); torch's own choice for FSDP2's DTensors."""
-    plain = all(
-        type(p) is torch.nn.Parameter and p.dtype in (torch.float32, torch.float16, torch.bfloat16)
-        for p in model.parameters()
-    )
-    return {"fused": True} if plain else {}
+    over all of them instead of a Python loop per parameter), the foreach one for FSDP2's
+    DTensors (torch picks it by itself on GPU only; on CPU it would loop per parameter,
+    each op through DTensor's dispatch). Same update within fp32 rounding (tested)."""
+    params = list(model.parameters())
+    floating = all(p.dtype in (torch.float32, torch.float16, torch.bfloat16) for p in params)
+    if floating and all(type(p) is torch.nn.Parameter for p in params):
+        return {"fused": True}
+    if floating and all(hasattr(p, "full_tensor") for p in params):
+        return {"foreach": True}
+    return {}
 
 
 MEGATRON_SCHEDULE_KEYS = (
