@@ -97,3 +97,31 @@ def test_a_ppo_run_with_the_critic_on_megatron_starts_where_the_fsdp_critic_does
         first[strategy] = next(r for r in metrics_rows(tmp_path / strategy) if "values/mean" in r)
     for key in ("values/mean", "critic/vf_loss", "critic/grad_norm"):
         assert first["megatron"][key] == pytest.approx(first["fsdp"][key], rel=1e-4), key
+
+
+def test_an_on_policy_megatron_step_has_ratio_one_and_zero_kl_to_its_reference(
+    tmp_path, rl_executable, metrics_rows
+):
+    """The old log-probs from the update's forward, and one log-prob path (megatron's
+    vocab-parallel fused kernel) for the reference and the update: exactly 1 and 0."""
+    env = {**os.environ, "PYTHONPATH": str(CPU_SITE)}
+    result = rl_train(
+        rl_executable,
+        tmp_path,
+        "actor.strategy=megatron",
+        "actor.ppo_mini_batch_size=32",  # = data.train_batch_size: on-policy
+        "actor.use_kl_loss=true",
+        "sft.steps=5",
+        "trainer.total_training_steps=1",
+        "trainer.test_freq=-1",
+        "trainer.val_before_train=false",
+        "data.builtin_val_size=8",
+        "trainer.progress_bar=false",
+        timeout=600,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    (step,) = [r for r in metrics_rows(tmp_path) if "actor/kl_loss" in r]
+    assert step["actor/old_logprobs_from_update"] == 1.0 and "timing/old_logprob" not in step
+    assert step["actor/ratio_max"] == step["actor/ratio_min"] == 1.0
+    assert step["actor/kl_loss"] == 0.0

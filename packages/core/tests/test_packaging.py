@@ -37,7 +37,9 @@ def test_package_has_readme_changelog_and_matching_version(package):
     assert (package / "README.md").stat().st_size > 200
     meta = project(package)
     assert f"## {meta['version']}" in (package / "CHANGELOG.md").read_text()
-    (module_dir,) = [d for d in (package / "src" / "rl").iterdir() if d.is_dir()]
+    # the module named after the distribution carries its version (rl-cli also ships
+    # rl.bench, the whole-step benchmarks)
+    module_dir = package / "src" / "rl" / meta["name"].removeprefix("rl-")
     init = (module_dir / "__init__.py").read_text()
     assert f'__version__ = "{meta["version"]}"' in init
 

@@ -126,3 +126,30 @@ def test_ignore_eos_seeds_and_repetition_penalty(setup):
     )
     for prompt, response in zip(prompts, penalised.response_ids, strict=True):
         assert not set(response) & set(prompt) and len(set(response)) == len(response)
+
+
+def sampled_ranks(engine, tokenizer, top_k):
+    """Rank of each sampled token in its step's distribution (0 = the most likely)."""
+    prompt = tokenizer("4*4=").input_ids
+    torch.manual_seed(0)
+    sampling = SamplingParams(n=64, temperature=20.0, top_k=top_k, max_new_tokens=8)
+    rollouts = engine.generate([prompt], sampling)
+    ranks = []
+    for response in rollouts.response_ids:
+        ids = torch.tensor([prompt + response])
+        with torch.no_grad():
+            logits = engine.model(input_ids=ids).logits[0, len(prompt) - 1 : -1]
+        order = logits.argsort(-1, descending=True)
+        ranks += [(order[t] == token).nonzero().item() for t, token in enumerate(response)]
+    return ranks
+
+
+def test_no_top_k_samples_the_whole_vocabulary_not_generates_default_50(setup):
+    """`top_k: -1` is no truncation (as in vLLM): transformers' own default of 50 must
+    not slip in, or the rollout samples from another distribution than the one whose
+    log-probs it reports and the trainer recomputes."""
+    _, tokenizer, engine = setup
+    assert len(tokenizer) > 50
+    # temperature 20 makes the distribution nearly flat: the tail gets sampled
+    assert max(sampled_ranks(engine, tokenizer, -1)) >= 50
+    assert max(sampled_ranks(engine, tokenizer, 5)) < 5

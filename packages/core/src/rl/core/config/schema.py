@@ -221,8 +221,13 @@ class ActorConfig:
     # truncated IS vs rollout log-probs (None: off); the simple case of
     # algorithm.rollout_correction (rollout_is: token, rollout_is_threshold: tis_cap)
     tis_cap: float | None = None
-    # rl.kernels.fused_logprob_entropy; null = auto (no-grad passes everywhere, training on GPU)
+    # rl.kernels.fused_logprob_entropy for every log-prob pass (old, reference, training);
+    # null = auto: on GPU (there it saves the [tokens, vocab] logits), not on CPU
     use_fused_kernels: bool | None = None
+    # the old policy's log-probs: auto = from the update's own first forward when that is
+    # provably the same policy (one epoch of one mini-batch, nothing needing them before
+    # the update: rollout correction, KL in reward); always = a separate forward pass
+    old_log_prob_pass: Literal["auto", "always"] = "auto"
     # packed rows (no padding tokens) and micro-batches by token budget instead of row count
     use_remove_padding: bool = True
     use_dynamic_bsz: bool = False

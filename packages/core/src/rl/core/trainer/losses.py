@@ -72,13 +72,23 @@ def actor_loss_fn(config: Config) -> LossFn:
     def loss_fn(
         output: LogprobOutput, micro: Mapping[str, torch.Tensor], mini: Mapping[str, torch.Tensor]
     ) -> tuple[torch.Tensor, dict[str, float]]:
+        old, metrics = micro.get("old_logprobs"), {}
+        if old is None:  # the old policy is this one (trainer.old_logprobs.from_update)
+            old = output.logprobs.detach()
+            if "rollout_logprobs" in micro:  # micro-batch means, averaged by the engine
+                metrics = alg.mismatch_metrics(
+                    old, micro["rollout_logprobs"], micro["response_mask"]
+                )
         denominator = alg.actor_loss_denominator(
-            loss_config, mini["old_logprobs"], mini["response_mask"], mini.get("rollout_logprobs")
+            loss_config,
+            mini.get("old_logprobs", old),  # read only by a rollout correction: never `old`
+            mini["response_mask"],
+            mini.get("rollout_logprobs"),
         )
-        return alg.actor_loss(
+        loss, loss_metrics = alg.actor_loss(
             output.logprobs,
             output.entropy,
-            micro["old_logprobs"],
+            old,
             micro["advantages"],
             micro["response_mask"],
             loss_config,
@@ -86,6 +96,7 @@ def actor_loss_fn(config: Config) -> LossFn:
             ref_logprobs=micro.get("ref_logprobs"),
             rollout_logprobs=micro.get("rollout_logprobs"),
         )
+        return loss, metrics | loss_metrics
 
     return loss_fn
 

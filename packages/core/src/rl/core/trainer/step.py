@@ -14,6 +14,7 @@ import torch
 from rl.core.batch import Batch
 from rl.core.engines import Rollouts, SamplingParams
 from rl.core.trainer import agentic, losses
+from rl.core.trainer.old_logprobs import from_update
 from rl.core.trainer.rollout_batch import build_batch, scores_to_token_level
 from rl.core.trainer.scoring import score_rollouts
 from rl.core.trainer.timers import PhaseTimer
@@ -126,11 +127,15 @@ def greedy_baselines(ctx: Any, items: list[Any], n: int) -> torch.Tensor:
 
 
 def _prepare(ctx: Any, batch: Batch, timer: PhaseTimer) -> dict[str, float]:
-    """Old and reference log-probs and critic values, added to `batch`."""
-    with timer.phase("old_logprob"):
-        old = ctx.actor.compute_logprobs(batch)
-    batch["old_logprobs"] = old.logprobs
-    metrics = losses.rollout_mismatch_metrics(ctx.config, batch)
+    """Old and reference log-probs and critic values, added to `batch`. The old ones only
+    when the update cannot give them itself (`old_logprobs.from_update`); then the actor's
+    loss takes them from its forward, and reports the rollout mismatch there."""
+    reused = from_update(ctx.config, batch["responses"].shape[0])
+    metrics = {"actor/old_logprobs_from_update": float(reused)}
+    if not reused:
+        with timer.phase("old_logprob"):
+            batch["old_logprobs"] = ctx.actor.compute_logprobs(batch).logprobs
+        metrics |= losses.rollout_mismatch_metrics(ctx.config, batch)
     if ctx.ref is not None:
         with timer.phase("ref"):
             batch["ref_logprobs"] = ctx.ref.compute_logprobs(batch).logprobs

@@ -32,6 +32,15 @@ def offloading_roles(engines: dict[str, Any]) -> set[str]:
     }
 
 
+def shared_sync_metrics(weights: list[tuple[str, Any]]) -> dict[str, float]:
+    """A sync by shared storage: every weight offered, nothing sent."""
+    from rl.core.weight_sync.entries import nbytes
+    from rl.core.weight_sync.stats import SyncStats
+
+    offered = sum(nbytes(tensor) for _, tensor in weights)
+    return {**SyncStats(bytes=offered).metrics(), "weight_sync/shared_tensors": float(len(weights))}
+
+
 class RoleWorker:
     """The engines of one rank; `run(role, method, *args)` calls one, taking turns."""
 
@@ -40,6 +49,7 @@ class RoleWorker:
         self.engines: dict[str, Any] = {}
         self.turns: Turns | None = None
         self.sender: Any = None
+        self.may_share_weights = False
 
     # --- set-up -------------------------------------------------------------------
 
@@ -85,6 +95,8 @@ class RoleWorker:
             self.sender = WeightSender(
                 rollout.update_weights_bucket_megabytes << 20, delta=rollout.update_weights_delta
             )
+            # in sync mode the rollout never generates while the actor updates
+            self.may_share_weights = config.trainer.mode == "sync"
         self.turns = Turns(self.engines, offloading_roles(self.engines), config.trainer.device)
 
     # --- calls --------------------------------------------------------------------
@@ -111,12 +123,21 @@ class RoleWorker:
 
     def sync_weights(self) -> dict[str, float]:
         """The actor's weights into this rank's rollout engine (every rank gathers each
-        tensor together; each replica loads the full weights)."""
+        tensor together; each replica loads the full weights). In sync mode, when the
+        actor exports its live parameters and the rollout engine can take them as its own
+        (`exports_views`, `share_weights`: same process, device and dtype), they are
+        shared once and later syncs move nothing."""
         assert self.turns is not None, "build() first"
         self.turns.enter("actor")  # its weights on the device for the all-gathers
-        rollout = self.engines["rollout"]
+        actor, rollout = self.engines["actor"], self.engines["rollout"]
         rollout.wake()
-        return dict(self.sender.sync(self.engines["actor"].export_weights(), rollout))
+        weights = actor.export_weights()
+        if self.may_share_weights and getattr(actor, "exports_views", False):
+            weights = list(weights)  # views: no copies
+            share = getattr(rollout, "share_weights", None)
+            if share is not None and share(weights):
+                return shared_sync_metrics(weights)
+        return dict(self.sender.sync(weights, rollout))
 
     def rng_state(self) -> dict[str, Any]:
         """This process's RNG state (sampling draws from it): checkpoints carry one per rank."""
