@@ -99,6 +99,18 @@ def bench(session: nox.Session) -> None:
         session.run("python", "-m", "rl.kernels.bench", op, "--csv", str(results / f"{op}.csv"))
 
 
+@nox.session(python="3.11")
+def bench_grpo(session: nox.Session) -> None:
+    """Our GRPO step side by side with TRL's GRPOTrainer (`python -m rl.bench grpo-step`);
+    raw rows and the report go to benchmarks/results/grpo_step/. Posargs go to the command
+    (e.g. `nox -s bench_grpo -- --rounds 3`)."""
+    if session.venv_backend != "none":
+        session.run("bash", "scripts/install-dev.sh", external=True)
+        session.install("-e./packages/cli[bench]")
+    out = ROOT / "benchmarks" / "results" / "grpo_step"
+    session.run("python", "-m", "rl.bench", "grpo-step", "--out", str(out), *session.posargs)
+
+
 @nox.session
 def build(session: nox.Session) -> None:
     """Wheels and sdists of all six packages into dist/.

@@ -1,0 +1,29 @@
+"""The GRPO-step workload both sides run: the demo's tiny Qwen2 (309K parameters, random
+weights, no SFT), built-in arithmetic prompts, 8 prompts x 4 responses x at most 8 tokens,
+one optimizer step per RL step at lr 1e-4 (constant), temperature 1, exact-match reward.
+Variant "kl" adds a k3 ("low_var_kl") KL loss at coefficient 0.04 against a reference
+model (a frozen copy of the actor)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PROMPTS = 8
+RESPONSES_PER_PROMPT = 4
+MAX_RESPONSE_TOKENS = 8
+LEARNING_RATE = 1e-4
+KL_COEF = 0.04
+SEED = 1
+VARIANTS = ("plain", "kl")
+
+
+@dataclass
+class RunResult:
+    """One child run: per-step wall times (s), per-phase times (ours), peak RSS (MiB)."""
+
+    side: str
+    variant: str
+    step_s: list[float]
+    phases: dict[str, list[float]]
+    peak_rss_mib: float
+    first_step_kl: float | None = None
