@@ -153,3 +153,13 @@ def test_no_top_k_samples_the_whole_vocabulary_not_generates_default_50(setup):
     # temperature 20 makes the distribution nearly flat: the tail gets sampled
     assert max(sampled_ranks(engine, tokenizer, -1)) >= 50
     assert max(sampled_ranks(engine, tokenizer, 5)) < 5
+
+
+def test_chunks_keep_each_prompts_group_whole(setup):
+    _, tokenizer, engine = setup
+    small = HFRolloutEngine(engine.model, tokenizer, max_batch_size=5)  # 2 prompts of n=2
+    prompts = [tokenizer(text).input_ids for text in ("1+1=", "22+2=", "3=", "4-4=", "5+55=")]
+    sampling = SamplingParams(n=2, temperature=0.0, max_new_tokens=3)
+    chunked, whole = small.generate(prompts, sampling), engine.generate(prompts, sampling)
+    assert chunked.prompt_ids == [p for p in prompts for _ in range(2)]
+    assert chunked.response_ids == whole.response_ids  # greedy: chunking changes nothing

@@ -1,4 +1,5 @@
-"""`HFRolloutEngine`: generation with Hugging Face `generate` and a KV cache.
+"""`HFRolloutEngine`: generation from a Hugging Face causal LM with a KV cache
+(`hf_sampling`: `generate`'s tokens, each prompt prefilled once for its n responses).
 
 Implements `rl.core.engines.RolloutEngine`. Log-probs are those of the
 sampling distribution before top-p/top-k filtering, softmax(logits / T), the
@@ -18,6 +19,7 @@ from rl.core.engines import Rollouts, SamplingParams
 from rl.core.models import load_causal_lm
 from rl.core.weight_sync.groups import each_tensor
 from rl.core.workers.request_batcher import RequestBatcher
+from rl.rollout.hf_sampling import sample
 
 
 def left_pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -77,49 +79,33 @@ class HFRolloutEngine:
             return self._generate(prompt_ids, sampling)
 
     def _generate(self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams) -> Rollouts:
-        expanded = [list(p) for p in prompt_ids for _ in range(sampling.n)]
         rollouts = Rollouts([], [], [], [])
-        for start in range(0, len(expanded), self.max_batch_size):
-            chunk = self._generate_chunk(expanded[start : start + self.max_batch_size], sampling)
+        # whole groups per chunk: a prompt is prefilled once for its n responses
+        per_chunk = max(1, self.max_batch_size // sampling.n)
+        for start in range(0, len(prompt_ids), per_chunk):
+            chunk = self._generate_chunk(
+                [list(p) for p in prompt_ids[start : start + per_chunk]], sampling
+            )
             for field in ("prompt_ids", "response_ids", "logprobs", "finish_reasons"):
                 getattr(rollouts, field).extend(getattr(chunk, field))
         return rollouts
 
     def _generate_chunk(self, prompts: list[list[int]], sampling: SamplingParams) -> Rollouts:
-        from transformers import GenerationConfig
-
         input_ids, attention_mask = left_pad(prompts, self.pad_id)
-        greedy, min_new = sampling.temperature == 0, sampling.min_new_tokens
-        # one GenerationConfig, no generation keywords: generate() then skips its scan of
-        # the model config for legacy generation settings (~2 ms a call, whatever the model)
-        generation_config = GenerationConfig(
-            do_sample=not greedy,
-            temperature=None if greedy else sampling.temperature,
-            top_p=None if greedy else sampling.top_p,
-            # 0, not None: None lets generate() fill in its own default top-k of 50
-            top_k=None if greedy else max(sampling.top_k, 0),
-            max_new_tokens=sampling.max_new_tokens,
-            # generate() cannot sample EOS and go on: ignore_eos forbids the stop tokens instead
-            min_new_tokens=sampling.max_new_tokens if sampling.ignore_eos else min_new or None,
-            repetition_penalty=None
-            if sampling.repetition_penalty == 1
-            else sampling.repetition_penalty,
-            eos_token_id=[self.eos_id, *sampling.stop_token_ids],
-            pad_token_id=self.pad_id,
-            output_logits=True,
-            return_dict_in_generate=True,
-            use_cache=True,
+        stop_ids = [self.eos_id, *sampling.stop_token_ids]
+        tokens, logits = sample(
+            self.model,
+            input_ids.to(self.device),
+            attention_mask.to(self.device),
+            sampling,
+            self.pad_id,
+            stop_ids,
         )
-        output = self.model.generate(
-            input_ids=input_ids.to(self.device),
-            attention_mask=attention_mask.to(self.device),
-            generation_config=generation_config,
-        )
-        tokens = output.sequences[:, input_ids.shape[1] :].cpu()
-        logits = torch.stack(output.logits, dim=1).float().cpu()  # [B, R, V] raw logits
-        scaled = logits / (sampling.temperature if not greedy else 1.0)
+        scaled = logits.cpu() / (sampling.temperature if sampling.temperature != 0 else 1.0)
+        tokens = tokens.cpu()
         logprobs = torch.log_softmax(scaled, -1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
-        return self._trim(prompts, tokens, logprobs, {self.eos_id, *sampling.stop_token_ids})
+        expanded = [p for p in prompts for _ in range(sampling.n)]
+        return self._trim(expanded, tokens, logprobs, set(stop_ids))
 
     @staticmethod
     def _trim(
@@ -147,7 +133,7 @@ class HFRolloutEngine:
     @torch.no_grad()
     def update_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None:
         """Copy trainer weights in, by Hugging Face name, casting to this model's dtype."""
-        params = dict(self.model.named_parameters())
+        params: dict[str, torch.Tensor] = dict(self.model.named_parameters())
         params.update(dict(self.model.named_buffers()))
         for name, tensor in named_tensors:
             if name not in params:

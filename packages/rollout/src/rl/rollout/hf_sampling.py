@@ -1,0 +1,114 @@
+"""Sampling with a KV cache for `HFRolloutEngine`, each prompt prefilled once for its n
+responses.
+
+The same tokens as Hugging Face `generate` (`test_hf_sampling.py` checks it, seed for
+seed): the same logits processors in the same order (repetition penalty, min new tokens,
+then temperature, top-k, top-p), `softmax` + `multinomial` (or `argmax` when greedy),
+finished rows padded, the loop ending once every row has stopped. What it leaves out is
+`generate`'s generality — its per-call set-up and per-step bookkeeping for every decoding
+strategy — and its prefill of every prompt n times: here a prompt is run once, and its
+cache and last logits are repeated for its n rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from rl.core.engines import SamplingParams
+
+
+def logits_processors(
+    sampling: SamplingParams, prompt_width: int, stop_ids: list[int], device: torch.device
+) -> Any:
+    """`generate`'s processors for these sampling settings, in `generate`'s order."""
+    from transformers import LogitsProcessorList
+    from transformers.generation import logits_process as lp
+
+    greedy = sampling.temperature == 0
+    processors = LogitsProcessorList()
+    if sampling.repetition_penalty != 1:
+        processors.append(lp.RepetitionPenaltyLogitsProcessor(sampling.repetition_penalty))
+    # EOS cannot be sampled and sampling go on: ignore_eos forbids the stop tokens instead
+    min_new = sampling.max_new_tokens if sampling.ignore_eos else sampling.min_new_tokens
+    if min_new > 0:
+        processors.append(
+            lp.MinNewTokensLengthLogitsProcessor(
+                prompt_width, min_new, stop_ids, device=str(device)
+            )
+        )
+    if greedy:
+        return processors
+    if sampling.temperature != 1:
+        processors.append(lp.TemperatureLogitsWarper(sampling.temperature))
+    if sampling.top_k > 0:
+        processors.append(lp.TopKLogitsWarper(top_k=sampling.top_k))
+    if sampling.top_p < 1:
+        processors.append(lp.TopPLogitsWarper(top_p=sampling.top_p))
+    return processors
+
+
+def positions(mask: torch.Tensor) -> torch.Tensor:
+    """Position ids of left-padded rows (padding at 1, as `generate` has it)."""
+    return (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)
+
+
+def sample(
+    model: torch.nn.Module,
+    prompt_ids: torch.Tensor,
+    prompt_mask: torch.Tensor,
+    sampling: SamplingParams,
+    pad_id: int,
+    stop_ids: Sequence[int],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """`sampling.n` responses to each left-padded prompt row ([U, L] ids and mask): sampled
+    tokens [U * n, R] (rows i*n .. i*n+n-1 answer prompt i; `pad_id` after a row stops, R
+    <= max_new_tokens) and the raw float32 logits each token was drawn from [U * n, R, V]."""
+    from transformers import DynamicCache
+
+    n, device = sampling.n, prompt_ids.device
+    stops = torch.tensor(list(stop_ids), device=device)
+    cache = DynamicCache(config=getattr(model, "config", None))
+    output = model(
+        input_ids=prompt_ids,
+        attention_mask=prompt_mask,
+        position_ids=positions(prompt_mask),
+        past_key_values=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    )
+    logits = output.logits[:, -1].float().repeat_interleave(n, 0)
+    if n > 1:
+        cache.batch_repeat_interleave(n)
+    mask = prompt_mask.repeat_interleave(n, 0)
+    sequences = prompt_ids.repeat_interleave(n, 0)  # prompt + sampled so far (processors)
+    process = logits_processors(sampling, prompt_ids.shape[1], list(stop_ids), device)
+    last_position = positions(mask)[:, -1:]
+    running = torch.ones(sequences.shape[0], dtype=torch.bool, device=device)
+    tokens, raw = [], []
+    for step in range(sampling.max_new_tokens):
+        raw.append(logits)
+        scores = process(sequences, logits)
+        if sampling.temperature == 0:
+            token = scores.argmax(-1)
+        else:
+            token = torch.multinomial(torch.softmax(scores, -1), 1).squeeze(1)
+        token = token.masked_fill(~running, pad_id)
+        tokens.append(token)
+        running &= ~torch.isin(token, stops)
+        if step + 1 == sampling.max_new_tokens or not running.any():
+            break
+        sequences = torch.cat([sequences, token[:, None]], 1)
+        mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], 1)
+        last_position = last_position + 1
+        output = model(
+            input_ids=token[:, None],
+            attention_mask=mask,
+            position_ids=last_position,
+            past_key_values=cache,
+            use_cache=True,
+        )
+        logits = output.logits[:, -1].float()
+    return torch.stack(tokens, 1), torch.stack(raw, 1)
