@@ -20,6 +20,10 @@ def overrides(variant: str, steps: int, output_dir: Path) -> list[str]:
         f"rollout.n={w.RESPONSES_PER_PROMPT}",
         "rollout.temperature=1.0",
         f"actor.ppo_mini_batch_size={w.PROMPTS}",  # one optimizer step per RL step
+        # every pass over all responses at once, as TRL's per_device_train_batch_size has it
+        f"actor.ppo_micro_batch_size_per_gpu={w.COMPLETIONS}",
+        f"ref.log_prob_micro_batch_size_per_gpu={w.COMPLETIONS}",
+        f"rollout.log_prob_micro_batch_size_per_gpu={w.COMPLETIONS}",
         f"actor.optim.lr={w.LEARNING_RATE}",
         "actor.optim.lr_scheduler=constant",
         f"trainer.total_training_steps={steps}",

@@ -71,7 +71,7 @@ def run(variant: str, steps: int) -> w.RunResult:
             use_cpu=True,
             use_vllm=False,
             gradient_checkpointing=False,
-            per_device_train_batch_size=w.PROMPTS * w.RESPONSES_PER_PROMPT,  # completions
+            per_device_train_batch_size=w.COMPLETIONS,
             num_generations=w.RESPONSES_PER_PROMPT,
             max_completion_length=w.MAX_RESPONSE_TOKENS,
             steps_per_generation=1,

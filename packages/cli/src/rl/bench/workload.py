@@ -1,6 +1,7 @@
 """The GRPO-step workload both sides run: the demo's tiny Qwen2 (309K parameters, random
 weights, no SFT), built-in arithmetic prompts, 8 prompts x 4 responses x at most 8 tokens,
-one optimizer step per RL step at lr 1e-4 (constant), temperature 1, exact-match reward.
+one optimizer step per RL step at lr 1e-4 (constant), temperature 1, exact-match reward;
+every forward pass (reference, training) takes all 32 responses at once.
 Variant "kl" adds a k3 ("low_var_kl") KL loss at coefficient 0.04 against a reference
 model (a frozen copy of the actor)."""
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 PROMPTS = 8
 RESPONSES_PER_PROMPT = 4
 MAX_RESPONSE_TOKENS = 8
+COMPLETIONS = PROMPTS * RESPONSES_PER_PROMPT  # rows per forward (and backward) pass
 LEARNING_RATE = 1e-4
 KL_COEF = 0.04
 SEED = 1
