@@ -12,6 +12,7 @@ cache and last logits are repeated for its n rows.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,6 +51,11 @@ def logits_processors(
     return processors
 
 
+def _keeps_logits(model: torch.nn.Module) -> bool:
+    """Whether the model's forward takes `logits_to_keep` (transformers' own models do)."""
+    return "logits_to_keep" in inspect.signature(model.forward).parameters
+
+
 def positions(mask: torch.Tensor) -> torch.Tensor:
     """Position ids of left-padded rows (padding at 1, as `generate` has it)."""
     return (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)
@@ -71,13 +77,15 @@ def sample(
     n, device = sampling.n, prompt_ids.device
     stops = torch.tensor(list(stop_ids), device=device)
     cache = DynamicCache(config=getattr(model, "config", None))
+    # the last position's logits only, where the model can (as generate does)
+    last_only = {"logits_to_keep": 1} if _keeps_logits(model) else {}
     output = model(
         input_ids=prompt_ids,
         attention_mask=prompt_mask,
         position_ids=positions(prompt_mask),
         past_key_values=cache,
         use_cache=True,
-        logits_to_keep=1,
+        **last_only,
     )
     logits = output.logits[:, -1].float().repeat_interleave(n, 0)
     if n > 1:
