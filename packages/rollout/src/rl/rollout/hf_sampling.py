@@ -75,6 +75,8 @@ def sample(
     from transformers import DynamicCache
 
     n, device = sampling.n, prompt_ids.device
+    if sampling.max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens = {sampling.max_new_tokens}: at least 1 token to sample")
     stops = torch.tensor(list(stop_ids), device=device)
     cache = DynamicCache(config=getattr(model, "config", None))
     # the last position's logits only, where the model can (as generate does)
