@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import time
 from pathlib import Path
@@ -42,6 +41,7 @@ def main() -> None:
     from rl.core.config import load_config
     from rl.core.demo.arithmetic import arithmetic_rows
     from rl.core.engines import SamplingParams
+    from rl.core.machine import cpu_model
     from rl.core.models import load_causal_lm, load_tokenizer
     from rl.rollout.hf import left_pad
     from rl.rollout.hf_sampling import sample
@@ -97,7 +97,7 @@ def main() -> None:
     print(
         f"rows {args.prompts} x {args.n}, <= {args.new_tokens} tokens, {args.threads} threads, "
         f"{args.rounds} rounds, torch {torch.__version__}, transformers "
-        f"{transformers.__version__}, {platform.processor() or platform.machine()}"
+        f"{transformers.__version__}, {cpu_model()}"
     )
     for name, value in medians.items():
         print(f"{name:>9}: median {value * 1e3:.2f} ms per call")

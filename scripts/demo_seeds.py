@@ -15,9 +15,7 @@ stdout; `benchmarks/demo_seeds/` in the repo keeps the committed output.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import platform
 import statistics
 import subprocess
 import sys
@@ -92,13 +90,9 @@ def main() -> None:
     parser.add_argument("overrides", nargs="*", help="config overrides passed to `rl train`")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    cpu = platform.processor() or platform.machine()
-    with contextlib.suppress(OSError, StopIteration):
-        cpu = next(
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        )
+    from rl.core.machine import cpu_model
+
+    cpu = cpu_model()
     print(f"# demo over seeds {args.seeds}; overrides {args.overrides or 'none'}; CPU {cpu}")
     print(f"# {describe_environment()}")
     results = []

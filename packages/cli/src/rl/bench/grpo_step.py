@@ -15,7 +15,6 @@ import dataclasses
 import importlib.util
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import time
 from pathlib import Path
 
 from rl.bench import workload as w
+from rl.core.machine import cpu_model
 
 RESULT_TAG = "RL_BENCH_RESULT "
 
@@ -67,16 +67,6 @@ def versions() -> str:
         with contextlib.suppress(PackageNotFoundError):
             found.append(f"{name} {version(name)}")
     return ", ".join(found)
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def report(results: list[w.RunResult], warmup: int, args_line: str, threads: int) -> str:

@@ -20,23 +20,13 @@ import argparse
 import dataclasses
 import importlib.metadata
 import os
-import platform
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from rl.core.machine import cpu_model
 from rl.kernels.bench._common import append_csv, environment_tags, print_table
-
-
-def cpu_model() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return platform.processor() or platform.machine()
-    names = [line.split(":", 1)[1].strip() for line in out.splitlines() if "Model name" in line]
-    return names[0] if names else platform.machine()
 
 
 def environment() -> dict[str, Any]:

@@ -111,17 +111,10 @@ def machine() -> dict[str, Any]:
         ray_version = ray.__version__
     except ImportError:
         ray_version = None
-    model = ""
-    try:
-        with open("/proc/cpuinfo") as info:
-            model = next(
-                (line.split(":", 1)[1].strip() for line in info if line.startswith("model name")),
-                "",
-            )
-    except OSError:
-        pass
+    from rl.core.machine import cpu_model
+
     return {
-        "cpu": model or platform.processor(),
+        "cpu": cpu_model(),
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
         "torch": torch.__version__,
