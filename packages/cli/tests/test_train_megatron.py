@@ -22,9 +22,13 @@ ROOT = Path(__file__).resolve().parents[3]
 CPU_SITE = ROOT / "packages" / "megatron-backend" / "tests" / "cpu_site"
 
 
-def rl_train(rl_executable, output_dir, *overrides, timeout=120, env=None):
+def rl_train(rl_executable, output_dir, *overrides, timeout=120, cpu_shims=True):
+    """`rl train` with `actor.strategy=megatron`, megatron-core's CPU shims on PYTHONPATH
+    unless `cpu_shims` is false."""
+    env = {**os.environ, "PYTHONPATH": str(CPU_SITE)} if cpu_shims else None
+    target = f"trainer.output_dir={output_dir}"
     return subprocess.run(
-        [rl_executable, "train", *overrides, f"trainer.output_dir={output_dir}"],
+        [rl_executable, "train", "actor.strategy=megatron", *overrides, target],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -39,15 +43,12 @@ def test_the_demo_learns_on_the_megatron_engine(tmp_path, rl_executable, metrics
     100 steps for CI time. Same margins as the FSDP demo test: a gain of 0.15 and no
     fall-back of more than 0.10 (seed 1 on an AMD EPYC, 100 steps: 0.30 -> 0.73 in 1.8 min;
     the full 200: 0.30 -> 0.87, the FSDP engine 0.30 -> 0.82)."""
-    env = {**os.environ, "PYTHONPATH": str(CPU_SITE)}
     result = rl_train(
         rl_executable,
         tmp_path,
-        "actor.strategy=megatron",
         "trainer.progress_bar=false",
         "trainer.total_training_steps=100",
         timeout=1200,
-        env=env,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     accuracy = [r["val/accuracy"] for r in metrics_rows(tmp_path) if "val/accuracy" in r]
@@ -60,10 +61,7 @@ def test_rl_train_refuses_a_bad_layout_before_starting_anything(tmp_path, rl_exe
     """The built-in model has 2 attention heads and 1 KV head: TP 2 cannot split them."""
     start = time.monotonic()
     result = rl_train(
-        rl_executable,
-        tmp_path,
-        "actor.strategy=megatron",
-        "actor.megatron.tensor_model_parallel_size=2",
+        rl_executable, tmp_path, "actor.megatron.tensor_model_parallel_size=2", cpu_shims=False
     )
     assert result.returncode == 2, result.stderr[-2000:]
     assert "actor.megatron.tensor_model_parallel_size = 2 does not divide" in result.stderr
@@ -78,20 +76,17 @@ def test_a_ppo_run_with_the_critic_on_megatron_starts_where_the_fsdp_critic_does
     """GAE with `critic.strategy=megatron` runs end to end; its first step's values and
     critic update equal those of the same run with the FSDP critic (the same starting
     weights: the built-in value model; the same rollouts: the actor is megatron in both)."""
-    env = {**os.environ, "PYTHONPATH": str(CPU_SITE)}
     first = {}
     for strategy in ("megatron", "fsdp"):
         result = rl_train(
             rl_executable,
             tmp_path / strategy,
             "algorithm.adv_estimator=gae",
-            "actor.strategy=megatron",
             f"critic.strategy={strategy}",
             "trainer.total_training_steps=2",
             "trainer.test_freq=-1",
             "trainer.progress_bar=false",
             timeout=600,
-            env=env,
         )
         assert result.returncode == 0, result.stderr[-3000:]
         first[strategy] = next(r for r in metrics_rows(tmp_path / strategy) if "values/mean" in r)
@@ -104,11 +99,9 @@ def test_an_on_policy_megatron_step_has_ratio_one_and_zero_kl_to_its_reference(
 ):
     """The old log-probs from the update's forward, and one log-prob path (megatron's
     vocab-parallel fused kernel) for the reference and the update: exactly 1 and 0."""
-    env = {**os.environ, "PYTHONPATH": str(CPU_SITE)}
     result = rl_train(
         rl_executable,
         tmp_path,
-        "actor.strategy=megatron",
         "actor.ppo_mini_batch_size=32",  # = data.train_batch_size: on-policy
         "actor.use_kl_loss=true",
         "sft.steps=5",
@@ -118,7 +111,6 @@ def test_an_on_policy_megatron_step_has_ratio_one_and_zero_kl_to_its_reference(
         "data.builtin_val_size=8",
         "trainer.progress_bar=false",
         timeout=600,
-        env=env,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     (step,) = [r for r in metrics_rows(tmp_path) if "actor/kl_loss" in r]
