@@ -1,17 +1,23 @@
 """Packed rows and token-budget micro-batches in the FSDP engine, against the padded path:
 log-probs, entropy, values and whole updates are the same (fp32 tolerance) for any budget,
-any micro-batch size, packed or padded; results come back in the caller's row order."""
+any micro-batch size, packed or padded; results come back in the caller's row order.
+
+Shared prompts (`use_prefix_grouper`): rows with the same prompt hold it once in the packed
+row. The packed row must be the unshared one with the repeats left out, and log-probs,
+entropy, values and the gradients of an update must equal those of unshared packing (fp32
+tolerance), whatever the order of the rows, with empty responses and tool tokens."""
 
 import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from rl.core.config import OptimConfig, load_config
+from rl.core.config import ConfigError, OptimConfig, load_config
 from rl.core.engines import Rollouts
 from rl.core.micro_batches import MicroBatching
 from rl.core.models import load_causal_lm, load_tokenizer, load_value_model
 from rl.core.trainer.rollout_batch import build_batch
 from rl.fsdp.engine import FSDPTrainEngine
+from rl.fsdp.packing import pack, prompt_owners, shared_prompt_fraction
 
 
 def full(tensor):
@@ -197,3 +203,129 @@ def test_tool_tokens_are_context_not_trained_on(tokenizer, packed):
     scores = scores_to_token_level([1.0, 2.0], agentic["response_mask"])
     assert scores[0].nonzero().flatten().tolist() == [10] and scores[0, 10] == 1.0
     assert scores[1].nonzero().flatten().tolist() == [4] and scores[1, 4] == 2.0
+
+
+# --- shared prompts ------------------------------------------------------------
+
+# prompts by index into TEXTS: three groups, interleaved, one prompt alone
+TEXTS = ["12+30=", "7+5=", "100+23=", "3+4="]
+ROWS = [0, 1, 0, 2, 1, 0, 3, 2, 1]
+LENGTHS = [4, 1, 0, 6, 3, 6, 2, 5, 6]  # responses, one empty, several full width
+
+
+def grouped_batch(tokenizer, seed=0, width=6, tool_tokens=False):
+    generator = torch.Generator().manual_seed(seed)
+    prompts = [tokenizer(TEXTS[i]).input_ids for i in ROWS]
+    responses = [
+        torch.randint(3, len(tokenizer), (n,), generator=generator).tolist() for n in LENGTHS
+    ]
+    # agentic rows: the middle of some responses are tool tokens (context, not trained on)
+    masks = [[0 if tool_tokens and 0 < t < 3 else 1 for t in range(len(r))] for r in responses]
+    logprobs = [[0.0] * len(r) for r in responses]
+    return build_batch(
+        Rollouts(prompts, responses, logprobs, [], masks), tokenizer.pad_token_id, width
+    )
+
+
+def test_the_shared_row_is_the_unshared_one_without_the_repeated_prompts(tokenizer):
+    batch = grouped_batch(tokenizer)
+    plain, shared = pack(batch), pack(batch, share_prompts=True)
+    prompt_lengths = [len(tokenizer(TEXTS[i]).input_ids) for i in range(len(TEXTS))]
+    assert shared.input_ids.shape[1] == sum(prompt_lengths) + sum(LENGTHS)
+    assert plain.input_ids.shape[1] == sum(prompt_lengths[i] for i in ROWS) + sum(LENGTHS)
+    # each row's sequence, gathered from the shared row, is its unshared sequence
+    index = shared.sequence_index
+    assert torch.equal(shared.input_ids[0, index], plain.input_ids[0])
+    assert torch.equal(shared.position_ids[0, index], plain.position_ids[0])
+    assert torch.equal(shared.cu_seqlens.long(), plain.cu_seqlens.long())
+    assert shared.max_seqlen == plain.max_seqlen
+    # every packed position is written by exactly one sequence
+    writes = torch.bincount(index[shared.owned], minlength=shared.input_ids.shape[1])
+    assert (writes == 1).all()
+    # the same tokens are predicted, from the same context
+    assert torch.equal(
+        shared.input_ids[0, shared.predict_index], plain.input_ids[0, plain.predict_index]
+    )
+    assert torch.equal(
+        shared.position_ids[0, shared.predict_index], plain.position_ids[0, plain.predict_index]
+    )
+
+
+def test_rows_are_grouped_by_their_prompts_real_tokens(tokenizer):
+    batch = grouped_batch(tokenizer)
+    prompt_width = batch["input_ids"].shape[1] - batch["responses"].shape[1]
+    owners = prompt_owners(
+        batch["input_ids"][:, :prompt_width], batch["attention_mask"][:, :prompt_width]
+    )
+    assert owners.tolist() == [ROWS.index(i) for i in ROWS]
+    repeated = sum(
+        len(tokenizer(TEXTS[i]).input_ids) for row, i in enumerate(ROWS) if ROWS.index(i) != row
+    )
+    total = int(batch["attention_mask"].sum())
+    assert shared_prompt_fraction(batch) == pytest.approx(repeated / total)
+
+
+def test_distinct_prompts_pack_as_before(tokenizer):
+    prompts = [tokenizer(text).input_ids for text in TEXTS]
+    batch = build_batch(Rollouts(prompts, [[5, 6]] * 4, [[0.0] * 2] * 4), tokenizer.pad_token_id, 4)
+    plain, shared = pack(batch), pack(batch, share_prompts=True)
+    assert shared.sequence_index is None
+    assert torch.equal(plain.input_ids, shared.input_ids)
+
+
+def grouping_engine(model, role="actor", share=True, fused=False, rows=16):
+    trained = engine(model, role, rows=rows, use_fused_kernels=fused)
+    trained.share_prompts = share
+    return trained
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("fused", [False, True])
+def test_logprobs_and_entropy_equal_the_unshared_ones(tokenizer, name, fused):
+    batch = grouped_batch(tokenizer, tool_tokens=True)
+    plain = grouping_engine(MODELS[name](tokenizer), "ref", share=False, fused=fused)
+    shared = grouping_engine(MODELS[name](tokenizer), "ref", share=True, fused=fused)
+    a, b = plain.compute_logprobs(batch), shared.compute_logprobs(batch)
+    mask = batch["response_mask"]
+    assert mask.sum() > 0 and (mask == 0).any()
+    assert torch.allclose(a.logprobs, b.logprobs, atol=2e-5)
+    assert torch.allclose(a.entropy * mask, b.entropy * mask, atol=2e-5)
+    assert (b.logprobs[mask == 0] == 0).all()
+    # and the shared forward is its own reference: the same rows give the same bits
+    assert torch.equal(b.logprobs, shared.compute_logprobs(batch).logprobs)
+
+
+def test_values_equal_the_unshared_ones(tokenizer):
+    batch = grouped_batch(tokenizer)
+    model_config = load_config().model
+    plain = grouping_engine(load_value_model(model_config, tokenizer), "critic", share=False)
+    shared = grouping_engine(load_value_model(model_config, tokenizer), "critic", share=True)
+    assert torch.allclose(plain.compute_values(batch), shared.compute_values(batch), atol=2e-5)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("rows", [16, 4])  # one micro-batch; groups cut across micro-batches
+def test_one_update_has_the_unshared_gradients(tokenizer, name, rows):
+    """A repeated prompt's tokens get the gradients of all its rows' responses at once."""
+    results = []
+    for share in (False, True):
+        trained = grouping_engine(MODELS[name](tokenizer), share=share, rows=rows)
+        metrics = trained.train_step(grouped_batch(tokenizer), nll)
+        grads = {key: full(p.grad) for key, p in trained.model.named_parameters()}
+        results.append((grads, metrics))
+    (reference, ref_metrics), (grads, metrics) = results
+    assert metrics["actor/grad_norm"] == pytest.approx(ref_metrics["actor/grad_norm"], 1e-4)
+    for key, value in reference.items():  # to rounding: 1e-4 of the tensor's largest entry
+        assert (value - grads[key]).abs().max() <= 1e-4 * value.abs().max(), key
+    assert "actor/prompt_tokens_shared" not in ref_metrics
+    assert metrics["actor/prompt_tokens_shared"] > 0
+
+
+def test_it_is_on_by_default_for_packed_rows_and_off_for_padded_ones(tokenizer):
+    assert engine(qwen2(tokenizer)).share_prompts
+    assert not engine(qwen2(tokenizer), packed=False).share_prompts
+
+
+def test_asking_for_it_on_padded_rows_names_the_keys(tokenizer):
+    with pytest.raises(ConfigError, match=r"actor.use_prefix_grouper = true needs actor.use_re"):
+        FSDPTrainEngine(qwen2(tokenizer), "ref", use_remove_padding=False, use_prefix_grouper=True)

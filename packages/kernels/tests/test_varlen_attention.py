@@ -34,3 +34,69 @@ def test_needs_the_sequence_bounds():
     query = torch.zeros(1, 2, 3, 4)
     with pytest.raises(ValueError, match="cu_seq_lens_q"):
         varlen_attention(None, query, query, query, None)
+
+
+def shared_prompt_layout():
+    """Four sequences over two prompts: (A, r1), (A, empty), (B, r3), (A, r4), with A and B
+    once each in the packed row [A r1 r4 B r3] (A: 3 tokens, B: 2; r1: 2, r3: 4, r4: 1)."""
+    a, r1, r4, b, r3 = [0, 1, 2], [3, 4], [5], [6, 7], [8, 9, 10, 11]
+    sequences = [a + r1, a, b + r3, a + r4]
+    owns = [[True] * 5, [False] * 3, [True] * 6, [False] * 3 + [True]]
+    index = torch.tensor([p for s in sequences for p in s])
+    owned = torch.tensor([o for row in owns for o in row])
+    cu_seqlens = torch.tensor([0, *torch.tensor([len(s) for s in sequences]).cumsum(0)])
+    return index, owned, cu_seqlens.to(torch.int32), 12
+
+
+def shared_reference(query, key, value, index, owned, cu_seqlens, n):
+    """Block-diagonal causal SDPA over the sequences gathered whole, each packed position
+    taken from its owner."""
+    gathered = block_causal_reference(
+        query[:, :, index], key[:, :, index], value[:, :, index], cu_seqlens
+    )
+    out = torch.empty(1, n, query.shape[1], query.shape[3], dtype=query.dtype)
+    out[0, index[owned]] = gathered[0, owned]
+    return out
+
+
+@pytest.mark.parametrize("kv_heads", [1, 4])
+def test_shared_prompts_match_attention_over_the_whole_sequences(kv_heads):
+    index, owned, cu_seqlens, n = shared_prompt_layout()
+    assert torch.equal(torch.bincount(index[owned], minlength=n), torch.ones(n, dtype=torch.long))
+    generator = torch.Generator().manual_seed(kv_heads)
+    query = torch.randn(1, 4, n, 8, generator=generator, dtype=torch.float64)
+    key = torch.randn(1, kv_heads, n, 8, generator=generator, dtype=torch.float64)
+    value = torch.randn(1, kv_heads, n, 8, generator=generator, dtype=torch.float64)
+    out, _ = varlen_attention(
+        None,
+        query,
+        key,
+        value,
+        None,
+        cu_seq_lens_q=cu_seqlens,
+        rl_sequence_index=index,
+        rl_owned=owned,
+        max_length_q=6,
+    )
+    expected = shared_reference(query, key, value, index, owned, cu_seqlens, n)
+    torch.testing.assert_close(out, expected)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_shared_prompts_on_flash_attention():
+    pytest.importorskip("flash_attn")
+    index, owned, cu_seqlens, n = shared_prompt_layout()
+    generator = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 4, n, 64, generator=generator) for _ in range(3))
+    out, _ = varlen_attention(
+        None,
+        *(t.cuda().half() for t in (q, k, v)),
+        None,
+        cu_seq_lens_q=cu_seqlens.cuda(),
+        rl_sequence_index=index.cuda(),
+        rl_owned=owned.cuda(),
+        max_length_q=6,
+    )
+    expected = shared_reference(q.double(), k.double(), v.double(), index, owned, cu_seqlens, n)
+    torch.testing.assert_close(out.cpu().double(), expected, atol=2e-3, rtol=2e-3)

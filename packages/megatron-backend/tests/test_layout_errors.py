@@ -91,3 +91,15 @@ def test_uneven_first_and_last_stages_are_checked():
     )
     with pytest.raises(ConfigError, match="leave 1 of 4 layers for 2 middle stages"):
         check_layout(config(), bad, 3)
+
+
+def test_shared_prompts_are_refused_before_anything_starts():
+    """`use_prefix_grouper` is rl-fsdp's: asked for with megatron, preflight names the key."""
+    from rl.core.config import load_config
+    from rl.megatron.engine import MegatronTrainEngine
+
+    config = load_config(overrides=["actor.strategy=megatron", "actor.use_prefix_grouper=true"])
+    with pytest.raises(ConfigError, match=r"actor.use_prefix_grouper = true is not supported"):
+        MegatronTrainEngine.preflight(config, "actor")
+    auto = load_config(overrides=["actor.strategy=megatron"])
+    MegatronTrainEngine.preflight(auto, "actor")  # null: nothing asked, nothing refused

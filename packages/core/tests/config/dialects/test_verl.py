@@ -209,3 +209,14 @@ def test_an_sft_config_without_a_step_count_is_reported_and_detected():
     conversion = convert("verl", HERE / "sft.yaml", ["trainer.total_training_steps=null"])
     steps = entries(conversion.report)["trainer.total_training_steps"]
     assert steps.status == "unsupported" and "set trainer.total_training_steps" in steps.reason
+
+
+@pytest.mark.parametrize(("value", "ours"), [("true", True), ("false", None)])
+def test_verl_prefix_grouper_maps_to_ours_and_its_false_to_our_auto(value, ours):
+    """verl's default false becomes our null: rl's shared prompts are exact, so they stay on
+    where they apply; true stays true (and is refused where it cannot run)."""
+    key = "actor_rollout_ref.actor.use_prefix_grouper"
+    conversion = convert("verl", HERE / "grpo.yaml", [MODEL, f"+{key}={value}"])
+    config = config_from_mapping(conversion.config, "converted")
+    assert config.actor.use_prefix_grouper is ours
+    assert entries(conversion.report)[key].status in ("mapped", "default")

@@ -41,6 +41,7 @@ from rl.core.sharded_io import load_sharded, save_sharded
 from rl.core.workers.dispatch import data_parallel_rows
 from rl.fsdp.distributed import ensure_process_group, fsdp_mesh
 from rl.fsdp.forward import fused_logprobs_and_entropy, response_logprobs, response_values
+from rl.fsdp.packing import prefix_grouping, shared_prompt_fraction
 from rl.fsdp.ulysses import SequenceParallel, check_heads, sequence_parallel_group
 from rl.fsdp.ulysses import register as register_ulysses
 from rl.fsdp.wrap import shard_model
@@ -68,6 +69,7 @@ class FSDPTrainEngine:
         seed: int = 0,
         use_fused_kernels: bool | None = None,
         use_remove_padding: bool = True,
+        use_prefix_grouper: bool | None = None,
         train_batching: MicroBatching | None = None,
         forward_batching: MicroBatching | None = None,
         fsdp: FSDPConfig | None = None,
@@ -108,6 +110,7 @@ class FSDPTrainEngine:
         self.train_batching = train_batching or MicroBatching(rows=micro_batch_size)
         self.forward_batching = forward_batching or self.train_batching
         self.packed = use_remove_padding
+        self.share_prompts = prefix_grouping(use_prefix_grouper, self.packed, self.sp, section)
         self.ppo_epochs, self.shuffle, self.temperature = ppo_epochs, shuffle, temperature
         self.generator = torch.Generator().manual_seed(seed)
         # None = auto: fused on GPU, where the [tokens, vocab] logits it never holds are
@@ -193,6 +196,7 @@ class FSDPTrainEngine:
             seed=config.trainer.seed,
             use_fused_kernels=getattr(section, "use_fused_kernels", None),
             use_remove_padding=section.use_remove_padding,
+            use_prefix_grouper=section.use_prefix_grouper,
             train_batching=train,
             forward_batching=forward,
             fsdp=fsdp,
@@ -218,18 +222,20 @@ class FSDPTrainEngine:
         return self.device.type == "cuda"
 
     def _forward(self, micro: Mapping[str, torch.Tensor], with_entropy: bool) -> Any:
+        packing = {"packed": self.packed, "sp": self.sp, "share_prompts": self.share_prompts}
         if self.role == "critic":
-            return response_values(self.model, micro, self.packed, sp=self.sp)
+            return response_values(self.model, micro, **packing)
         compute = fused_logprobs_and_entropy if self._fused() else response_logprobs
-        return LogprobOutput(
-            *compute(
-                self.model, micro, self.temperature, with_entropy, packed=self.packed, sp=self.sp
-            )
-        )
+        return LogprobOutput(*compute(self.model, micro, self.temperature, with_entropy, **packing))
+
+    def _set_training(self, training: bool) -> None:
+        """`model.train(training)`, skipped when already so (it walks every module)."""
+        if self.model.training != training:
+            self.model.train(training)
 
     def _forward_rows(self, batch: Mapping[str, torch.Tensor], with_entropy: bool) -> list[Any]:
         """Forward-only over `forward_batching` micro-batches; each result with its rows."""
-        self.model.eval()
+        self._set_training(False)
         results = []
         # inference mode (no autograd bookkeeping per op) on a plain model; FSDP2's
         # parameter hooks need autograd's version counters, so the callers' no_grad there
@@ -275,7 +281,7 @@ class FSDPTrainEngine:
         is the one a single rank makes on the same batch. Metrics are this rank's.
         """
         assert self.optimizer is not None and self.lr_scheduler is not None
-        self.model.train()
+        self._set_training(True)
         metrics: dict[str, list[float]] = defaultdict(list)
         for mini in mini_batches(
             batch, self.mini_batch_size, self.ppo_epochs, self.shuffle, self.generator
@@ -297,9 +303,14 @@ class FSDPTrainEngine:
             value = on_device.cpu() / (self.world_size // self.dp_size)
         return float(value)
 
+    def _trained_parameters(self) -> list[torch.Tensor]:
+        """The optimizer's parameters: the model's, without walking its modules."""
+        assert self.optimizer is not None
+        return [p for group in self.optimizer.param_groups for p in group["params"]]
+
     @torch.no_grad()
     def _weight_norm(self) -> float:
-        norm = torch.nn.utils.get_total_norm(list(self.model.parameters()))
+        norm = torch.nn.utils.get_total_norm(self._trained_parameters())
         return float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
 
     def _optimizer_step(
@@ -315,6 +326,8 @@ class FSDPTrainEngine:
             if not rows.numel():
                 continue
             micro = select(local, rows.to(self.device))
+            if self.share_prompts:
+                step_metrics["prompt_tokens_shared"].append(shared_prompt_fraction(micro))
             loss, metrics = loss_fn(self._forward(micro, True), micro, mini)
             # FSDP averages over all ranks; each rank's loss is its share (a sequence-parallel
             # group's ranks each backpropagate their slice of the same share)
@@ -323,7 +336,7 @@ class FSDPTrainEngine:
             for key, value in metrics.items():
                 step_metrics[key].append(float(value))
         grad_norm = torch.nn.utils.clip_grad_norm_(
-            self.model.parameters(), self.optim_config.grad_clip
+            self._trained_parameters(), self.optim_config.grad_clip
         )
         grad_norm = float(
             grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm

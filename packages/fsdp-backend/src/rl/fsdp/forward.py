@@ -5,7 +5,7 @@ response is predicted by the output at position P + t - 1. The forward pass runs
 the padded rows or, with `packed=True`, on the packed real tokens only (`packing.py`);
 either way only the M real response tokens are taken from the output (in row-major
 order of `response_mask`), and per-token results come back as [B, R] with zeros at
-padding.
+padding. `share_prompts` packs each distinct prompt once (`packing.py`).
 """
 
 from __future__ import annotations
@@ -36,13 +36,16 @@ def response_outputs(
     packed: bool,
     hidden: bool = False,
     sp: SequenceParallel | None = None,
+    share_prompts: bool = False,
 ) -> torch.Tensor:
     """The output (logits, or the final hidden states when `hidden`) that predicts each real
     response token: [M, V] or [M, H], in the model's dtype. With `sp` (Ulysses), this rank
     runs its slice of the packed row and the outputs are gathered along it."""
     options: dict[str, Any] = {"output_hidden_states": True, "logits_to_keep": 1} if hidden else {}
     if packed:
-        inputs = pack(batch)
+        if share_prompts and sp is not None:
+            raise ValueError("shared prompts do not run with Ulysses sequence parallelism")
+        inputs = pack(batch, share_prompts)
         kwargs = inputs.model_kwargs() if sp is None else local_slice(inputs, sp)
         output = model(**kwargs, use_cache=False, **options)
         states = output.hidden_states[-1] if hidden else output.logits
@@ -84,10 +87,11 @@ def response_logprobs(
     with_entropy: bool,
     packed: bool,
     sp: SequenceParallel | None = None,
+    share_prompts: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """log p and entropy [B, R] of the response tokens from full logits of the real tokens."""
     mask = batch["response_mask"]
-    logits = response_outputs(model, batch, packed, sp=sp)
+    logits = response_outputs(model, batch, packed, sp=sp, share_prompts=share_prompts)
     tokens = batch["responses"][mask.bool()]
     logprob, entropy = logprobs_and_entropy(logits, tokens, temperature, with_entropy)
     return scatter_to_rows(logprob, mask), (
@@ -100,9 +104,10 @@ def response_values(
     batch: Mapping[str, torch.Tensor],
     packed: bool = False,
     sp: SequenceParallel | None = None,
+    share_prompts: bool = False,
 ) -> torch.Tensor:
     """Critic values V(s_t) of the state before each response token: [B, R] float32."""
-    values = response_outputs(model, batch, packed, sp=sp)[:, 0]
+    values = response_outputs(model, batch, packed, sp=sp, share_prompts=share_prompts)[:, 0]
     return scatter_to_rows(values, batch["response_mask"])
 
 
@@ -118,6 +123,7 @@ def fused_logprobs_and_entropy(
     with_entropy: bool,
     packed: bool = False,
     sp: SequenceParallel | None = None,
+    share_prompts: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Like `response_logprobs` without [M, V] logits: the model returns its final hidden
     states (logits only for the last position), and `rl.kernels.fused_logprob_entropy`
@@ -125,7 +131,7 @@ def fused_logprobs_and_entropy(
     from rl.kernels import fused_logprob_entropy
 
     mask = batch["response_mask"]
-    hidden = response_outputs(model, batch, packed, hidden=True, sp=sp)
+    hidden = response_outputs(model, batch, packed, hidden=True, sp=sp, share_prompts=share_prompts)
     weight = _full(model.get_output_embeddings().weight)
     if sp is not None:  # every rank of the group applies it to the whole row
         weight = ShareGradient.apply(weight, sp)

@@ -9,6 +9,13 @@ flash-attn is installed, else causal SDPA over buckets of sequences of similar l
 come from `cu_seq_lens_q` / `max_length_q`, which the caller passes to the model call
 and transformers hands to the attention function (its flash-attention kwargs).
 
+Shared prompts (rl-fsdp's prefix grouping): the packed row holds a prompt once for the
+several sequences that start with it. The caller then also passes `rl_sequence_index`
+(each sequence's tokens as packed positions, sequences back to back as `cu_seq_lens_q`
+bounds them) and `rl_owned` (the positions whose output a sequence writes: each packed
+position is owned by exactly one). Attention runs over the gathered sequences, so each
+one sees its whole prompt, and each packed position gets its owner's output.
+
 `register()` makes it selectable with `model.set_attn_implementation("rl_varlen")`
 (transformers is imported only then: rl-kernels does not depend on it).
 """
@@ -41,9 +48,17 @@ def varlen_attention(
         raise ValueError(
             "rl_varlen attention needs one packed row and cu_seq_lens_q (the packed sequence bounds)"
         )
+    index, owned = kwargs.get("rl_sequence_index"), kwargs.get("rl_owned")
     if query.is_cuda and _flash_varlen() is not None:
-        return _flash(query, key, value, cu_seqlens, kwargs["max_length_q"], scaling), None
-    return _bucketed_sdpa(query, key, value, cu_seqlens.tolist(), scaling), None
+        if index is None:
+            return _flash(query, key, value, cu_seqlens, kwargs["max_length_q"], scaling), None
+        q, k, v = (t[:, :, index] for t in (query, key, value))
+        gathered = _flash(q, k, v, cu_seqlens, kwargs["max_length_q"], scaling)
+        out = gathered.new_empty(query.transpose(1, 2).shape)
+        out[0, index[owned]] = gathered[0, owned]
+        return out, None
+    bounds = cu_seqlens.tolist()
+    return _bucketed_sdpa(query, key, value, bounds, scaling, index=index, owned=owned), None
 
 
 def _bucketed_sdpa(
@@ -53,11 +68,14 @@ def _bucketed_sdpa(
     bounds: list[int],
     scaling: float | None,
     waste: float = 1.25,
+    index: torch.Tensor | None = None,
+    owned: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Causal SDPA per bucket of sequences of similar length, right-padded to the bucket's
     longest: a few batched calls instead of one per sequence, and at most `waste` times the
     attention work of exact varlen. A padded key repeats its sequence's last token and is
-    never seen by a real query (causal), so the result is exact."""
+    never seen by a real query (causal), so the result is exact. With `index` (shared
+    prompts), `bounds` bound the gathered sequences and only `owned` outputs are written."""
     lengths = [end - start for start, end in itertools.pairwise(bounds)]
     order = sorted((i for i, n in enumerate(lengths) if n > 0), key=lambda i: -lengths[i])
     out = torch.empty_like(query)
@@ -66,13 +84,16 @@ def _bucketed_sdpa(
         starts = torch.tensor([bounds[i] for i in bucket], device=device)
         sizes = torch.tensor([lengths[i] for i in bucket], device=device)
         steps = torch.arange(lengths[bucket[0]], device=device)
-        index = starts[:, None] + torch.minimum(steps[None], sizes[:, None] - 1)  # [G, W]
-        q, k, v = (t[0][:, index].transpose(0, 1) for t in (query, key, value))  # [G, H, W, D]
+        place = starts[:, None] + torch.minimum(steps[None], sizes[:, None] - 1)  # [G, W]
+        packed = place if index is None else index[place]
+        q, k, v = (t[0][:, packed].transpose(0, 1) for t in (query, key, value))  # [G, H, W, D]
         attended = F.scaled_dot_product_attention(
             q, k, v, is_causal=True, scale=scaling, enable_gqa=q.shape[1] != k.shape[1]
         )
         real = steps[None] < sizes[:, None]
-        out[0][:, index[real]] = attended.transpose(0, 1)[:, real]
+        if owned is not None:
+            real &= owned[place]
+        out[0][:, packed[real]] = attended.transpose(0, 1)[:, real]
     return out.transpose(1, 2).contiguous()
 
 

@@ -293,6 +293,7 @@ class MegatronTrainEngine:
         name = "critic" if role == "critic" else "actor"
         if section is None:
             section = config.critic if role == "critic" else config.actor
+        _refuse_prefix_grouper(section, name)
         train, forward = micro_batching(config, role, section)
         return cls(
             load_model_config(config.model, tokenizer),
@@ -327,6 +328,7 @@ class MegatronTrainEngine:
             world = ray_world(config)[0]
         hf_config = load_model_config(config.model, load_tokenizer(config.model))
         section = getattr(config, role)
+        _refuse_prefix_grouper(section, role)
         check_layout(hf_config, section.megatron, world, role, section.use_remove_padding)
 
     @classmethod
@@ -706,6 +708,15 @@ class MegatronTrainEngine:
         """Bring back what `offload` released."""
         while self._offloaded:
             self._offloaded.pop().restore()
+
+
+def _refuse_prefix_grouper(section: Any, name: str) -> None:
+    """Shared prompts are rl-fsdp's (megatron packs each row whole)."""
+    if getattr(section, "use_prefix_grouper", None):
+        raise ConfigError(
+            f"{name}.use_prefix_grouper = true is not supported with {name}.strategy=megatron "
+            "(rl-fsdp shares prompts; megatron packs each row whole): set it to null or false"
+        )
 
 
 def interleaving_group(micro_batches: int, pp: int) -> int:

@@ -230,6 +230,10 @@ class ActorConfig:
     old_log_prob_pass: Literal["auto", "always"] = "auto"
     # packed rows (no padding tokens) and micro-batches by token budget instead of row count
     use_remove_padding: bool = True
+    # packed rows hold each distinct prompt once for its responses (verl's name): every
+    # position-wise layer runs on fewer tokens, the results are the same to rounding;
+    # null = on wherever it applies (packed rows, no Ulysses), for the reference pass too
+    use_prefix_grouper: bool | None = None
     use_dynamic_bsz: bool = False
     ppo_max_token_len_per_gpu: int = 16384
     fsdp_config: FSDPConfig = field(default_factory=FSDPConfig)  # also the reference's
@@ -266,6 +270,7 @@ class CriticConfig:
     loss_agg_mode: str = "token-mean"
     loss_scale_factor: float | None = None
     use_remove_padding: bool = True
+    use_prefix_grouper: bool | None = None  # as the actor's
     use_dynamic_bsz: bool = False
     ppo_max_token_len_per_gpu: int = 32768
     forward_max_token_len_per_gpu: int = 32768  # compute_values (no gradients)

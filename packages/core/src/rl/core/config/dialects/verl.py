@@ -152,6 +152,13 @@ RULES: list[Rule] = [
     Rule("actor_rollout_ref.model.use_fused_kernels", "actor.use_fused_kernels"),
     Rule("actor_rollout_ref.model.use_remove_padding", "actor.use_remove_padding"),
     Rule(
+        "actor_rollout_ref.actor.use_prefix_grouper",
+        "actor.use_prefix_grouper",
+        # verl's default false becomes rl's null: rl's grouping is exact (and runs with packed
+        # rows and fused kernels), so it stays on wherever it applies
+        convert=lambda value: True if value else None,
+    ),
+    Rule(
         "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
         "ref.log_prob_micro_batch_size_per_gpu",
     ),
@@ -306,9 +313,6 @@ REASONS: list[Rule] = [
     Rule(
         "critic.forward_micro_batch_size_*",
         reason="rl's critic forward uses ppo_micro_batch_size_per_gpu rows or forward_max_token_len_per_gpu tokens",
-    ),
-    Rule(
-        "actor_rollout_ref.actor.use_prefix_grouper", reason="shared-prefix grouping is not in rl"
     ),
     Rule("actor_rollout_ref.model.custom_chat_template", reason="set data.chat_template"),
     Rule(
