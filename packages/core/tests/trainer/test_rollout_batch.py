@@ -14,6 +14,9 @@ def test_layout_left_padded_prompts_right_padded_responses():
     assert batch["position_ids"].tolist() == [[0, 1, 2, 3, 4, 4, 4], [0, 0, 0, 1, 2, 3, 3]]
     assert batch["response_mask"].tolist() == [[1, 1, 0, 0], [1, 1, 1, 0]]
     assert batch["rollout_logprobs"].tolist() == [[-0.5, -0.25, 0, 0], [-1, -2, -3, 0]]
+    longs = ("prompts", "responses", "input_ids", "attention_mask", "position_ids")
+    assert all(batch[key].dtype == torch.long for key in longs)
+    assert batch["response_mask"].dtype == batch["rollout_logprobs"].dtype == torch.float32
 
 
 def test_outcome_score_sits_on_the_last_response_token():

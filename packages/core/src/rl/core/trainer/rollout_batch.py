@@ -17,19 +17,21 @@ from rl.core.engines import Rollouts
 def _pad_right(
     rows: Sequence[Sequence[float]], width: int, value: float, dtype: torch.dtype
 ) -> torch.Tensor:
-    out = torch.full((len(rows), width), value, dtype=dtype)
-    for i, row in enumerate(rows):
-        if row:
-            out[i, : len(row)] = torch.tensor(row, dtype=dtype)
-    return out
+    """[B, width]: each row, then `value` (one tensor built from one padded list)."""
+    padded = [[*row, *[value] * (width - len(row))] for row in rows]
+    return torch.tensor(padded, dtype=dtype).reshape(len(rows), width)
 
 
 def _pad_left(rows: Sequence[Sequence[int]], width: int, value: int) -> torch.Tensor:
-    out = torch.full((len(rows), width), value, dtype=torch.long)
-    for i, row in enumerate(rows):
-        if row:
-            out[i, width - len(row) :] = torch.tensor(row, dtype=torch.long)
-    return out
+    padded = [[*[value] * (width - len(row)), *row] for row in rows]
+    return torch.tensor(padded, dtype=torch.long).reshape(len(rows), width)
+
+
+def _lengths_mask(lengths: Sequence[int], width: int, left: bool = False) -> torch.Tensor:
+    """[B, width] 1 where a row of that length has a token (right-padded, or left-padded)."""
+    lengths_ = torch.tensor(lengths, dtype=torch.long)[:, None]
+    columns = torch.arange(width)[None]
+    return columns >= width - lengths_ if left else columns < lengths_
 
 
 def build_batch(rollouts: Rollouts, pad_token_id: int, response_width: int | None = None) -> Batch:
@@ -43,13 +45,13 @@ def build_batch(rollouts: Rollouts, pad_token_id: int, response_width: int | Non
     prompt_width = max(len(p) for p in rollouts.prompt_ids)
     width = response_width or max(max((len(r) for r in rollouts.response_ids), default=1), 1)
     prompts = _pad_left(rollouts.prompt_ids, prompt_width, pad_token_id)
-    prompt_mask = _pad_left([[1] * len(p) for p in rollouts.prompt_ids], prompt_width, 0)
+    prompt_mask = _lengths_mask([len(p) for p in rollouts.prompt_ids], prompt_width, left=True)
     responses = _pad_right(rollouts.response_ids, width, pad_token_id, torch.long)
-    real = _pad_right([[1.0] * len(r) for r in rollouts.response_ids], width, 0.0, torch.float32)
+    real = _lengths_mask([len(r) for r in rollouts.response_ids], width).float()
     response_mask = real
     if rollouts.loss_masks:
         response_mask = _pad_right(rollouts.loss_masks, width, 0.0, torch.float32)
-    attention_mask = torch.cat([prompt_mask, real.long()], dim=1)
+    attention_mask = torch.cat([prompt_mask.long(), real.long()], dim=1)
     return {
         "prompts": prompts,
         "responses": responses,
@@ -64,9 +66,11 @@ def build_batch(rollouts: Rollouts, pad_token_id: int, response_width: int | Non
 def scores_to_token_level(scores: Sequence[float], response_mask: torch.Tensor) -> torch.Tensor:
     """Outcome reward on the last trained (model) token of each row: float32 [B, R]."""
     token_scores = torch.zeros_like(response_mask)
+    if len(scores) != response_mask.shape[0]:
+        raise ValueError(f"{len(scores)} scores for {response_mask.shape[0]} rows")
     columns = torch.arange(response_mask.shape[1], dtype=torch.long)
     last = torch.where(response_mask.bool().cpu(), columns, -1).max(dim=1).values
-    for row, (score, column) in enumerate(zip(scores, last.tolist(), strict=True)):
-        if column >= 0:
-            token_scores[row, column] = score
+    rows = (last >= 0).nonzero().flatten()
+    values = torch.tensor(scores, dtype=token_scores.dtype)[rows]
+    token_scores[rows, last[rows]] = values.to(token_scores.device)
     return token_scores
