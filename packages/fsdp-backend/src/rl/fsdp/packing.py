@@ -59,13 +59,12 @@ class PackedInputs:
 def pack(batch: Mapping[str, torch.Tensor], share_prompts: bool = False) -> PackedInputs:
     """The packed form of a padded batch (keys input_ids, attention_mask, responses,
     response_mask); with `share_prompts`, each distinct prompt once."""
-    mask = batch["attention_mask"]
-    prompt_width = mask.shape[1] - batch["responses"].shape[1]
+    prompt_width = batch["attention_mask"].shape[1] - batch["responses"].shape[1]
     if share_prompts:
-        owner = prompt_owners(batch["input_ids"][:, :prompt_width], mask[:, :prompt_width])
+        owner = _owners(batch, prompt_width)
         if bool((owner != torch.arange(owner.numel(), device=owner.device)).any()):
             return _pack_shared(batch, owner, prompt_width)
-    return _pack_rows(batch)
+    return _pack_rows(batch, prompt_width)
 
 
 def prefix_grouping(setting: bool | None, packed: bool, sp: Any, section: str) -> bool:
@@ -87,10 +86,17 @@ def prefix_grouping(setting: bool | None, packed: bool, sp: Any, section: str) -
 def shared_prompt_fraction(batch: Mapping[str, torch.Tensor]) -> float:
     """The share of a batch's real tokens that shared prompts leave out of the forward."""
     mask = batch["attention_mask"]
-    prompt_mask = mask[:, : mask.shape[1] - batch["responses"].shape[1]]
-    owner = prompt_owners(batch["input_ids"][:, : prompt_mask.shape[1]], prompt_mask)
+    prompt_width = mask.shape[1] - batch["responses"].shape[1]
+    owner = _owners(batch, prompt_width)
     repeated = owner != torch.arange(owner.numel(), device=owner.device)
-    return float(prompt_mask[repeated].sum() / mask.sum().clamp(min=1))
+    return float(mask[:, :prompt_width][repeated].sum() / mask.sum().clamp(min=1))
+
+
+def _owners(batch: Mapping[str, torch.Tensor], prompt_width: int) -> torch.Tensor:
+    """`prompt_owners` of a padded batch whose prompts fill its first `prompt_width` columns."""
+    return prompt_owners(
+        batch["input_ids"][:, :prompt_width], batch["attention_mask"][:, :prompt_width]
+    )
 
 
 def prompt_owners(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor) -> torch.Tensor:
@@ -119,14 +125,13 @@ def _predict_index(
     return predict_index
 
 
-def _pack_rows(batch: Mapping[str, torch.Tensor]) -> PackedInputs:
+def _pack_rows(batch: Mapping[str, torch.Tensor], prompt_width: int) -> PackedInputs:
     from rl.kernels import packed_layout, packed_position_ids, unpad
 
     mask = batch["attention_mask"]
     layout = packed_layout(mask)
     flat_to_packed = torch.full((mask.numel(),), -1, dtype=torch.long, device=mask.device)
     flat_to_packed[layout.indices] = torch.arange(layout.indices.numel(), device=mask.device)
-    prompt_width = mask.shape[1] - batch["responses"].shape[1]
     return PackedInputs(
         unpad(batch["input_ids"], layout)[None],
         packed_position_ids(layout)[None],
@@ -146,9 +151,10 @@ def _pack_shared(
     device = mask.device
     real = mask.bool()
     arange = torch.arange(rows, device=device)
-    owns_prompt = owner == arange
+    # the tokens a row puts in the packed row (and writes the attention output of): its
+    # response, and its prompt if it is the prompt's first row
     kept = real.clone()
-    kept[:, :prompt_width] &= owns_prompt[:, None]
+    kept[:, :prompt_width] &= (owner == arange)[:, None]
     # groups back to back (by their first row), rows within a group in their order
     order = torch.argsort(owner * rows + arange)
     kept_rows, columns = kept[order].nonzero(as_tuple=True)
@@ -159,8 +165,6 @@ def _pack_shared(
     flat_to_packed[:, :prompt_width] = flat_to_packed[owner, :prompt_width]
     positions = mask.long().cumsum(1) - 1  # a token's place among its row's real tokens
     lengths = real.sum(1)
-    owned = real.clone()
-    owned[:, :prompt_width] &= owns_prompt[:, None]
     cu_seqlens = torch.zeros(rows + 1, dtype=torch.int32, device=device)
     cu_seqlens[1:] = lengths.cumsum(0)
     return PackedInputs(
@@ -170,5 +174,5 @@ def _pack_shared(
         cu_seqlens,
         int(lengths.max()),
         sequence_index=flat_to_packed[real],
-        owned=owned[real],
+        owned=kept[real],
     )
