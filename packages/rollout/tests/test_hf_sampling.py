@@ -56,11 +56,18 @@ SETTINGS = {
 }
 
 
+PROMPTS = {
+    "padded": ("12+7=", "3-1=", "5=", "44+44="),
+    "unpadded": ("1+2=", "3-1=", "9+9=", "7-5="),  # a mask of ones: generate skips it
+}
+
+
+@pytest.mark.parametrize("prompt_set", PROMPTS)
 @pytest.mark.parametrize("name", SETTINGS)
-def test_the_tokens_and_logits_of_generate_seed_for_seed(model_and_tokenizer, name):
+def test_the_tokens_and_logits_of_generate_seed_for_seed(model_and_tokenizer, name, prompt_set):
     model, tokenizer = model_and_tokenizer
     sampling = SETTINGS[name]
-    prompts = [tokenizer(text).input_ids for text in ("12+7=", "3-1=", "5=", "44+44=")]
+    prompts = [tokenizer(text).input_ids for text in PROMPTS[prompt_set]]
     ids, mask = left_pad(prompts, tokenizer.pad_token_id)
     stop_ids = [tokenizer.eos_token_id, *sampling.stop_token_ids]
     with torch.inference_mode():
@@ -79,6 +86,29 @@ def test_the_tokens_and_logits_of_generate_seed_for_seed(model_and_tokenizer, na
     if name == "stop_tokens":  # some rows stopped early on a stop token and were padded
         stopped = torch.isin(tokens, torch.tensor(stop_ids)).any(1)
         assert stopped.any()
+
+
+@pytest.mark.parametrize("name", ["plain", "warped"])
+def test_a_model_on_eager_attention_gets_the_same_tokens_as_generate(name):
+    """Eager attention adds its mask to the scores, so decode steps keep the model's own
+    (2-D) mask there; the SDPA mask is for SDPA only."""
+    config = load_config()
+    tokenizer = load_tokenizer(config.model)
+    model = load_causal_lm(config.model, tokenizer, seed=3).eval()
+    model.set_attn_implementation("eager")
+    sampling = SETTINGS[name]
+    prompts = [tokenizer(text).input_ids for text in PROMPTS["padded"]]
+    ids, mask = left_pad(prompts, tokenizer.pad_token_id)
+    stop_ids = [tokenizer.eos_token_id]
+    with torch.inference_mode():
+        torch.manual_seed(5)
+        want_tokens, want_logits = with_generate(
+            model, ids, mask, sampling, tokenizer.pad_token_id, stop_ids
+        )
+        torch.manual_seed(5)
+        tokens, logits = sample(model, ids, mask, sampling, tokenizer.pad_token_id, stop_ids)
+    assert torch.equal(tokens, want_tokens)
+    assert torch.allclose(logits, want_logits, atol=1e-5)
 
 
 def test_each_prompt_is_prefilled_once_for_its_n_responses(model_and_tokenizer, monkeypatch):

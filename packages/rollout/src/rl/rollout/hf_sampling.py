@@ -7,7 +7,9 @@ then temperature, top-k, top-p), `softmax` + `multinomial` (or `argmax` when gre
 finished rows padded, the loop ending once every row has stopped. What it leaves out is
 `generate`'s generality — its per-call set-up and per-step bookkeeping for every decoding
 strategy — and its prefill of every prompt n times: here a prompt is run once, and its
-cache and last logits are repeated for its n rows.
+cache and last logits are repeated for its n rows. With SDPA attention a decode step also
+skips the model's mask building: it gets the mask SDPA reads, [rows, 1, 1, keys], grown
+by one column a step.
 """
 
 from __future__ import annotations
@@ -23,13 +25,13 @@ from rl.core.engines import SamplingParams
 
 def logits_processors(
     sampling: SamplingParams, prompt_width: int, stop_ids: list[int], device: torch.device
-) -> Any:
-    """`generate`'s processors for these sampling settings, in `generate`'s order."""
-    from transformers import LogitsProcessorList
+) -> list[Any]:
+    """`generate`'s processors for these sampling settings, in `generate`'s order, each
+    called as `processor(sequences, scores)`."""
     from transformers.generation import logits_process as lp
 
     greedy = sampling.temperature == 0
-    processors = LogitsProcessorList()
+    processors: list[Any] = []
     if sampling.repetition_penalty != 1:
         processors.append(lp.RepetitionPenaltyLogitsProcessor(sampling.repetition_penalty))
     # EOS cannot be sampled and sampling go on: ignore_eos forbids the stop tokens instead
@@ -54,6 +56,12 @@ def logits_processors(
 def _keeps_logits(model: torch.nn.Module) -> bool:
     """Whether the model's forward takes `logits_to_keep` (transformers' own models do)."""
     return "logits_to_keep" in inspect.signature(model.forward).parameters
+
+
+def _reads_sdpa_mask(model: torch.nn.Module) -> bool:
+    """Whether the model attends with SDPA, which takes a ready [rows, 1, q, keys] boolean
+    mask as it is (transformers passes a 4-D mask through; flash-attention wants 2-D)."""
+    return getattr(getattr(model, "config", None), "_attn_implementation", None) == "sdpa"
 
 
 def positions(mask: torch.Tensor) -> torch.Tensor:
@@ -93,14 +101,18 @@ def sample(
     if n > 1:
         cache.batch_repeat_interleave(n)
     mask = prompt_mask.repeat_interleave(n, 0)
+    if _reads_sdpa_mask(model):  # the keys each new token attends to: all real ones
+        mask = mask.bool()[:, None, None, :]
     sequences = prompt_ids.repeat_interleave(n, 0)  # prompt + sampled so far (processors)
-    process = logits_processors(sampling, prompt_ids.shape[1], list(stop_ids), device)
-    last_position = positions(mask)[:, -1:]
+    processors = logits_processors(sampling, prompt_ids.shape[1], list(stop_ids), device)
+    last_position = positions(prompt_mask)[:, -1:].repeat_interleave(n, 0)
     running = torch.ones(sequences.shape[0], dtype=torch.bool, device=device)
     tokens, raw = [], []
     for step in range(sampling.max_new_tokens):
         raw.append(logits)
-        scores = process(sequences, logits)
+        scores = logits
+        for processor in processors:
+            scores = processor(sequences, scores)
         if sampling.temperature == 0:
             token = scores.argmax(-1)
         else:
@@ -111,7 +123,7 @@ def sample(
         if step + 1 == sampling.max_new_tokens or not running.any():
             break
         sequences = torch.cat([sequences, token[:, None]], 1)
-        mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], 1)
+        mask = torch.cat([mask, mask.new_ones(*mask.shape[:-1], 1)], -1)
         last_position = last_position + 1
         output = model(
             input_ids=token[:, None],
