@@ -100,3 +100,23 @@ def test_shared_prompts_on_flash_attention():
     )
     expected = shared_reference(q.double(), k.double(), v.double(), index, owned, cu_seqlens, n)
     torch.testing.assert_close(out.cpu().double(), expected, atol=2e-3, rtol=2e-3)
+
+
+def test_the_layers_of_a_forward_share_one_plan_and_a_new_packing_gets_its_own(monkeypatch):
+    """The layers of a forward pass the same bound tensors: the buckets are planned once.
+    The next forward's new tensors (other lengths) are planned anew, not served stale."""
+    import rl.kernels.varlen_attention as module
+
+    plans, plan = [], module._plan
+    monkeypatch.setattr(module, "_plan", lambda *a, **k: plans.append(1) or plan(*a, **k))
+    generator = torch.Generator().manual_seed(0)
+    for lengths in ([4, 2, 6], [1, 7, 3, 3]):
+        n = sum(lengths)
+        cu_seqlens = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()])
+        for _layer in range(3):
+            query, key, value = (
+                torch.randn(1, 2, n, 8, generator=generator, dtype=torch.float64) for _ in range(3)
+            )
+            out, _ = varlen_attention(None, query, key, value, None, cu_seq_lens_q=cu_seqlens)
+            torch.testing.assert_close(out, block_causal_reference(query, key, value, cu_seqlens))
+    assert len(plans) == 2

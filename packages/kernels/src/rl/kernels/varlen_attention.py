@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -57,43 +58,79 @@ def varlen_attention(
         out = gathered.new_empty(query.transpose(1, 2).shape)
         out[0, index[owned]] = gathered[0, owned]
         return out, None
-    bounds = cu_seqlens.tolist()
-    return _bucketed_sdpa(query, key, value, bounds, scaling, index=index, owned=owned), None
+    plan = _plan_of_forward(cu_seqlens, index, owned)
+    return _bucketed_sdpa(query, key, value, plan, scaling), None
 
 
-def _bucketed_sdpa(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
+@dataclass(frozen=True)
+class _Bucket:
+    """Sequences of similar length attended in one SDPA call, right-padded to the longest."""
+
+    packed: torch.Tensor  # int64 [G, W]: the packed position of each sequence's tokens
+    kept: torch.Tensor  # bool [G, W]: the outputs the bucket writes (real and owned)
+    to: torch.Tensor  # int64: the packed positions they are written to, packed[kept]
+
+
+# Every layer of a forward gets the same bound tensors: the plan is made once per forward.
+_last_plan: tuple[tuple[Any, ...], list[_Bucket]] | None = None
+
+
+def _plan_of_forward(
+    cu_seqlens: torch.Tensor, index: torch.Tensor | None, owned: torch.Tensor | None
+) -> list[_Bucket]:
+    """`_plan` of these bounds, remembered for the next layer (the same tensor objects)."""
+    global _last_plan
+    key = (cu_seqlens, index, owned)
+    last = _last_plan
+    if last is not None and all(a is b for a, b in zip(last[0], key, strict=True)):
+        return last[1]
+    plan = _plan(cu_seqlens.tolist(), cu_seqlens.device, index=index, owned=owned)
+    _last_plan = (key, plan)
+    return plan
+
+
+def _plan(
     bounds: list[int],
-    scaling: float | None,
+    device: torch.device,
     waste: float = 1.25,
     index: torch.Tensor | None = None,
     owned: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Causal SDPA per bucket of sequences of similar length, right-padded to the bucket's
-    longest: a few batched calls instead of one per sequence, and at most `waste` times the
-    attention work of exact varlen. A padded key repeats its sequence's last token and is
-    never seen by a real query (causal), so the result is exact. With `index` (shared
-    prompts), `bounds` bound the gathered sequences and only `owned` outputs are written."""
+) -> list[_Bucket]:
+    """Buckets of sequences of similar length (at most `waste` times the attention work of
+    exact varlen). A padded place repeats its sequence's last token, so it is never seen by
+    a real query (causal). With `index` (shared prompts), `bounds` bound the gathered
+    sequences and only `owned` outputs are written."""
     lengths = [end - start for start, end in itertools.pairwise(bounds)]
     order = sorted((i for i, n in enumerate(lengths) if n > 0), key=lambda i: -lengths[i])
-    out = torch.empty_like(query)
-    device = query.device
+    plan = []
     for bucket in _buckets(order, lengths, waste):
         starts = torch.tensor([bounds[i] for i in bucket], device=device)
         sizes = torch.tensor([lengths[i] for i in bucket], device=device)
         steps = torch.arange(lengths[bucket[0]], device=device)
         place = starts[:, None] + torch.minimum(steps[None], sizes[:, None] - 1)  # [G, W]
         packed = place if index is None else index[place]
-        q, k, v = (t[0][:, packed].transpose(0, 1) for t in (query, key, value))  # [G, H, W, D]
-        attended = F.scaled_dot_product_attention(
+        kept = steps[None] < sizes[:, None]
+        if owned is not None:
+            kept &= owned[place]
+        plan.append(_Bucket(packed, kept, packed[kept]))
+    return plan
+
+
+def _bucketed_sdpa(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    plan: list[_Bucket],
+    scaling: float | None,
+) -> torch.Tensor:
+    """Causal SDPA per bucket of `plan`: a few batched calls instead of one per sequence."""
+    out = torch.empty_like(query)
+    for bucket in plan:
+        q, k, v = (t[0][:, bucket.packed].transpose(0, 1) for t in (query, key, value))
+        attended = F.scaled_dot_product_attention(  # [G, H, W, D]
             q, k, v, is_causal=True, scale=scaling, enable_gqa=q.shape[1] != k.shape[1]
         )
-        real = steps[None] < sizes[:, None]
-        if owned is not None:
-            real &= owned[place]
-        out[0][:, packed[real]] = attended.transpose(0, 1)[:, real]
+        out[0][:, bucket.to] = attended.transpose(0, 1)[:, bucket.kept]
     return out.transpose(1, 2).contiguous()
 
 
