@@ -103,6 +103,8 @@ class FSDPTrainEngine:
         # rank 0's full weights, to broadcast once sharded (meta_init)
         full = model.to(self.device).state_dict() if self.fsdp.meta_init and not empty else None
         self.model = shard_model(model if empty else model.to(self.device), mesh, self.fsdp)
+        # plain parameters (no FSDP2 at world size 1): `export_weights` yields them as views
+        self._plain = not any(hasattr(p, "full_tensor") for p in self.model.parameters())
         if self.fsdp.meta_init:
             self._receive_from_rank0(full)
         self.mini_batch_size = mini_batch_size
@@ -372,7 +374,7 @@ class FSDPTrainEngine:
     def exports_views(self) -> bool:
         """Whether `export_weights` yields the live parameters themselves (a plain model,
         not sharded by FSDP2): a rollout engine in this process may then share them."""
-        return not any(hasattr(p, "full_tensor") for p in self.model.parameters())
+        return self._plain
 
     def load_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None:
         """Replace the weights (e.g. the reference from the warm-started actor)."""

@@ -48,6 +48,7 @@ class HFRolloutEngine:
         self.model = model.to(device).eval()
         self.free_cache_engine, self._asleep = free_cache_engine, False
         self.shared = False  # whether the weights are the trainer's own (`share_weights`)
+        self._parameters: dict[str, torch.nn.Parameter] | None = None
         self.tokenizer, self.device = tokenizer, torch.device(device)
         self.max_batch_size = max_batch_size
         self.pad_id = tokenizer.pad_token_id
@@ -152,7 +153,9 @@ class HFRolloutEngine:
         must not generate while the trainer updates (the weights would change mid-way).
         """
         offered = dict(named_tensors)
-        params = dict(self.model.named_parameters())
+        if self._parameters is None:  # the model's modules do not change: walk them once
+            self._parameters = dict(self.model.named_parameters())
+        params = self._parameters
         for name, param in params.items():
             tensor = offered.get(name)
             if tensor is None or (tensor.shape, tensor.dtype, tensor.device) != (

@@ -46,7 +46,7 @@ class Turns:
     def enter(self, role: str) -> None:
         if role == self.current:
             return
-        before = memory_gib(self.device_type)
+        before = memory_gib(self.device_type) if self.offloading else 0.0
         for other in self.offloading:
             if other != role and other not in self.away:
                 self.engines[other].offload()
