@@ -329,3 +329,26 @@ def test_it_is_on_by_default_for_packed_rows_and_off_for_padded_ones(tokenizer):
 def test_asking_for_it_on_padded_rows_names_the_keys(tokenizer):
     with pytest.raises(ConfigError, match=r"actor.use_prefix_grouper = true needs actor.use_re"):
         FSDPTrainEngine(qwen2(tokenizer), "ref", use_remove_padding=False, use_prefix_grouper=True)
+
+
+@pytest.mark.parametrize("layout", ["padded", "packed", "shared"])
+def test_the_lm_head_runs_on_the_positions_that_predict_response_tokens_only(tokenizer, layout):
+    """`logits_to_keep`: the same logits as the head over every position, picked after."""
+    from rl.fsdp.forward import response_outputs
+
+    model = qwen2(tokenizer)
+    batch = grouped_batch(tokenizer) if layout == "shared" else ragged_batch(tokenizer)
+    rows_seen = []
+    model.lm_head.register_forward_hook(lambda m, args, out: rows_seen.append(args[0].shape))
+    options = {"packed": layout != "padded", "share_prompts": layout == "shared"}
+    with torch.no_grad():
+        everywhere = response_outputs(model, batch, **options)
+        picked = response_outputs(model, batch, **options, lm_head=True)
+    torch.testing.assert_close(picked, everywhere, rtol=0, atol=1e-6)
+    tokens = int(batch["response_mask"].sum())
+    real = int(batch["attention_mask"].sum())
+    rows, response_len = batch["responses"].shape
+    if layout == "padded":  # the response's columns (and the one before them) of each row
+        assert rows_seen[1][:2] == (rows, response_len + 1)
+    else:
+        assert rows_seen[0][1] <= real and rows_seen[1][1] == tokens

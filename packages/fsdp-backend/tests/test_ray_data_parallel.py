@@ -101,12 +101,14 @@ def assert_close_weights(a, b, name):
     whatever the gradient's size, so where a gradient is rounding noise (k_proj.bias:
     exactly zero in exact arithmetic) or cancels to a few ulps, summing it in another order
     moves that weight a little differently. Measured over these tests: mean below 0.001 %
-    of a step, at most 2 elements of a tensor beyond 0.1 %, the worst 1.6 %. (Adam's first
-    step does not see a gradient's scale: a doubled or halved gradient is caught by the
-    loss and grad-norm checks, a lost or misplaced share by these.)"""
+    of a step, at most 3 elements of a tensor beyond 0.1 % (one of them in the 64 of
+    k_proj.bias), the worst 1.6 %. Allowed: 0.1 % of a tensor's elements, or 2 in a small
+    one. (Adam's first step does not see a gradient's scale: a doubled or halved gradient
+    is caught by the loss and grad-norm checks, a lost or misplaced share by these.)"""
     diff = (a - b).abs()
     assert float(diff.mean()) <= 1e-3 * LR, (name, float(diff.mean()))
-    assert float((diff > 1e-3 * LR).float().mean()) <= 1e-3, (name, "too many differ")
+    beyond = int((diff > 1e-3 * LR).sum())
+    assert beyond <= max(2, 1e-3 * diff.numel()), (name, beyond, "too many differ")
     assert float(diff.max()) <= 0.1 * LR, (name, float(diff.max()))
 
 

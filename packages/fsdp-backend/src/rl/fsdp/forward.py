@@ -37,26 +37,38 @@ def response_outputs(
     hidden: bool = False,
     sp: SequenceParallel | None = None,
     share_prompts: bool = False,
+    lm_head: bool = False,
 ) -> torch.Tensor:
     """The output (logits, or the final hidden states when `hidden`) that predicts each real
     response token: [M, V] or [M, H], in the model's dtype. With `sp` (Ulysses), this rank
-    runs its slice of the packed row and the outputs are gathered along it."""
+    runs its slice of the packed row and the outputs are gathered along it.
+
+    `lm_head`: the model is a transformers causal LM, whose `logits_to_keep` picks the
+    positions its LM head runs on: only those that predict response tokens (packed, no
+    Ulysses) or the response's columns (padded), not the prompt's."""
     options: dict[str, Any] = {"output_hidden_states": True, "logits_to_keep": 1} if hidden else {}
+    response_len = batch["responses"].shape[1]
     if packed:
         if share_prompts and sp is not None:
             raise ValueError("shared prompts do not run with Ulysses sequence parallelism")
         inputs = pack(batch, share_prompts)
         kwargs = inputs.model_kwargs() if sp is None else local_slice(inputs, sp)
+        picked = lm_head and not hidden and sp is None
+        if picked:
+            options["logits_to_keep"] = inputs.predict_index
         output = model(**kwargs, use_cache=False, **options)
         states = output.hidden_states[-1] if hidden else output.logits
+        if picked:
+            return states[0]
         if sp is not None:  # every rank's slice of the row
             states = GatherSequence.apply(states, 1, sp)
         return states[0, inputs.predict_index]
     if sp is not None:
         raise ValueError("Ulysses sequence parallelism runs on packed rows (use_remove_padding)")
+    if lm_head and not hidden:
+        options["logits_to_keep"] = response_len + 1
     output = _run(model, batch, **options)
     states = output.hidden_states[-1] if hidden else output.logits
-    response_len = batch["responses"].shape[1]
     return states[:, -response_len - 1 : -1][batch["response_mask"].bool()]
 
 
@@ -91,7 +103,9 @@ def response_logprobs(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """log p and entropy [B, R] of the response tokens from full logits of the real tokens."""
     mask = batch["response_mask"]
-    logits = response_outputs(model, batch, packed, sp=sp, share_prompts=share_prompts)
+    logits = response_outputs(
+        model, batch, packed, sp=sp, share_prompts=share_prompts, lm_head=True
+    )
     tokens = batch["responses"][mask.bool()]
     logprob, entropy = logprobs_and_entropy(logits, tokens, temperature, with_entropy)
     return scatter_to_rows(logprob, mask), (
