@@ -267,7 +267,10 @@ def test_a_frozen_copy_gives_the_training_logprobs_bit_for_bit(tokenizer, use_fu
         **options,
     )
     frozen = ref.compute_logprobs(batch).logprobs
-    before = actor.compute_logprobs(batch).logprobs
+    # as the controller asks for the reference's and old log-probs: without entropy
+    without_entropy = ref.compute_logprobs(batch, calculate_entropy=False)
+    before = actor.compute_logprobs(batch, calculate_entropy=False).logprobs
+    assert without_entropy.entropy is None
     seen = torch.zeros_like(frozen)
 
     def capture(output, micro, mini):
@@ -277,6 +280,7 @@ def test_a_frozen_copy_gives_the_training_logprobs_bit_for_bit(tokenizer, use_fu
         return nll(output, micro, mini)
 
     actor.train_step(batch, capture)
+    assert torch.equal(without_entropy.logprobs, frozen)
     assert torch.equal(frozen, before)
     assert torch.equal(seen, frozen)
 

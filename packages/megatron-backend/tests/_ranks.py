@@ -125,6 +125,8 @@ def scenario_logprobs(layout: dict, model_type: str = "qwen2") -> dict:
         mcore, model, _ = engine(model_type, layout, packed=packed)
         result = mcore.compute_logprobs(batch)
         out[f"packed={packed}"] = (result.logprobs, result.entropy)
+        alone = mcore.compute_logprobs(batch, calculate_entropy=False)  # as for the reference
+        out[f"packed={packed} without entropy"] = (alone.logprobs, alone.entropy)
     from rl.fsdp.forward import response_logprobs
 
     with torch.no_grad():

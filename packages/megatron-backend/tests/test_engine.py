@@ -37,6 +37,8 @@ def close_to_hf(result, atol=2e-5):
         assert (logprobs - hf_logprobs)[mask].abs().max() < atol, key
         assert (entropy - hf_entropy)[mask].abs().max() < atol, key
         assert not logprobs[~mask].any() and not entropy[~mask].any(), key  # zeros at padding
+        alone, no_entropy = result[f"{key} without entropy"]  # the reference's call
+        assert torch.equal(alone, logprobs) and no_entropy is None, key
 
 
 def bit_exact_round_trip(result):

@@ -118,7 +118,13 @@ LossFn = Callable[..., tuple[torch.Tensor, dict[str, float]]]
 class TrainEngine(Protocol):
     """A trainable model (actor, critic) or a frozen one (reference) on some backend."""
 
-    def compute_logprobs(self, batch: Mapping[str, Any]) -> LogprobOutput: ...
+    def compute_logprobs(
+        self, batch: Mapping[str, Any], calculate_entropy: bool = True
+    ) -> LogprobOutput:
+        """Log-probs of the response tokens, and their entropy unless not
+        `calculate_entropy` (verl's name): then `entropy` may be None, and an engine may
+        skip the [tokens, vocab] work it costs (the reference's pass, which needs none)."""
+        ...
 
     def compute_values(self, batch: Mapping[str, Any]) -> torch.Tensor: ...
 

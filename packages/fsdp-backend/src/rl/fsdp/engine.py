@@ -250,14 +250,19 @@ class FSDPTrainEngine:
         return results
 
     @torch.no_grad()
-    def compute_logprobs(self, batch: Mapping[str, torch.Tensor]) -> LogprobOutput:
-        """Log-probs and entropy of the response tokens: float32 [B, R] each, in the
-        caller's row order whatever the micro-batching did."""
+    def compute_logprobs(
+        self, batch: Mapping[str, torch.Tensor], calculate_entropy: bool = True
+    ) -> LogprobOutput:
+        """Log-probs and (if `calculate_entropy`, else None) entropy of the response
+        tokens: float32 [B, R] each, in the caller's row order whatever the micro-batching
+        did."""
         shape = batch["response_mask"].shape
-        logprobs, entropy = torch.zeros(shape), torch.zeros(shape)
-        for rows, output in self._forward_rows(batch, True):
+        logprobs = torch.zeros(shape)
+        entropy = torch.zeros(shape) if calculate_entropy else None
+        for rows, output in self._forward_rows(batch, calculate_entropy):
             logprobs[rows] = output.logprobs.cpu()
-            entropy[rows] = output.entropy.cpu()
+            if entropy is not None:
+                entropy[rows] = output.entropy.cpu()
         return LogprobOutput(logprobs, entropy)
 
     @torch.no_grad()

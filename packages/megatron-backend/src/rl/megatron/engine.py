@@ -350,10 +350,11 @@ class MegatronTrainEngine:
         micros: list[Mapping[str, torch.Tensor]],
         forward_only: bool,
         last_stage: Callable[[Mapping[str, torch.Tensor], Any], tuple[Any, dict]],
+        with_entropy: bool = True,
     ) -> list[dict[str, Any]]:
         """Run `micros` through megatron's pipeline schedule; `last_stage(micro, output)`
-        turns the last stage's output (`LogprobOutput`, or a critic's values [B, R]) into
-        (loss, results). Returns the last stage's results per micro-batch (empty on other
+        turns the last stage's output (`LogprobOutput`, with entropy if `with_entropy`, or a
+        critic's values [B, R]) into (loss, results). Returns the last stage's results per micro-batch (empty on other
         stages).
 
         The interleaved schedule needs at least PP micro-batches: fewer are padded with
@@ -380,7 +381,7 @@ class MegatronTrainEngine:
                 else:
                     output = LogprobOutput(
                         *response_logprobs(
-                            model, output_tensor, inputs, micro, self.temperature, True
+                            model, output_tensor, inputs, micro, self.temperature, with_entropy
                         )
                     )
                 loss, results = last_stage(micro, output)
@@ -417,14 +418,23 @@ class MegatronTrainEngine:
         return [(rows, to_device(select(batch, rows), self.device)) for rows in parts]
 
     @torch.no_grad()
-    def compute_logprobs(self, batch: Mapping[str, torch.Tensor]) -> LogprobOutput:
-        """Log-probs and entropy of the response tokens: float32 [B, R] each, in the
-        caller's order (every rank of a model copy returns them)."""
+    def compute_logprobs(
+        self, batch: Mapping[str, torch.Tensor], calculate_entropy: bool = True
+    ) -> LogprobOutput:
+        """Log-probs and (if `calculate_entropy`, else None) entropy of the response
+        tokens: float32 [B, R] each, in the caller's order (every rank of a model copy
+        returns them)."""
+        if not calculate_entropy:
+            out = self._forward_only(batch, lambda o: {"logprobs": o.logprobs}, False)
+            return LogprobOutput(out["logprobs"])
         out = self._forward_only(batch, lambda o: {"logprobs": o.logprobs, "entropy": o.entropy})
         return LogprobOutput(out["logprobs"], out["entropy"])
 
     def _forward_only(
-        self, batch: Mapping[str, torch.Tensor], pick: Callable[[Any], dict[str, torch.Tensor]]
+        self,
+        batch: Mapping[str, torch.Tensor],
+        pick: Callable[[Any], dict[str, torch.Tensor]],
+        with_entropy: bool = True,
     ) -> dict[str, torch.Tensor]:
         """The last stage's outputs, `pick`ed by name, as float32 [B, R] each in the
         caller's row order, on every rank (forward-only, `forward_batching`)."""
@@ -439,8 +449,10 @@ class MegatronTrainEngine:
             [micro for _, micro in micros],
             True,
             lambda micro, output: (torch.zeros((), device=self.device), pick(output)),
+            with_entropy,
         )
         names = ["values"] if self.role == "critic" else ["logprobs", "entropy"]
+        names = names if with_entropy else names[:1]
         out = {name: torch.zeros(batch["response_mask"].shape) for name in names}
         if self.ps.is_pipeline_last_stage(ignore_virtual=True):
             for (rows, _), result in zip(micros, results, strict=True):

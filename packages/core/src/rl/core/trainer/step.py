@@ -134,11 +134,11 @@ def _prepare(ctx: Any, batch: Batch, timer: PhaseTimer) -> dict[str, float]:
     metrics = {"actor/old_logprobs_from_update": float(reused)}
     if not reused:
         with timer.phase("old_logprob"):
-            batch["old_logprobs"] = ctx.actor.compute_logprobs(batch).logprobs
+            batch["old_logprobs"] = ctx.actor.compute_logprobs(batch, False).logprobs
         metrics |= losses.rollout_mismatch_metrics(ctx.config, batch)
     if ctx.ref is not None:
         with timer.phase("ref"):
-            batch["ref_logprobs"] = ctx.ref.compute_logprobs(batch).logprobs
+            batch["ref_logprobs"] = ctx.ref.compute_logprobs(batch, False).logprobs
     if ctx.critic is not None:
         with timer.phase("values"):
             batch["values"] = ctx.critic.compute_values(batch)

@@ -32,16 +32,18 @@ class TrainRole:
         return self.group.call(self.role, "run", self.role, method, *args)
 
     def _forward(
-        self, method: str, batch: Mapping[str, Any]
+        self, method: str, batch: Mapping[str, Any], *args: Any
     ) -> tuple[list[torch.Tensor], list[Any]]:
         world = self.group.world_size
         parts = scatter_rows(batch, world // self.sp)
-        per_rank = [(self.role, method, parts[rank // self.sp][1]) for rank in range(world)]
+        per_rank = [(self.role, method, parts[rank // self.sp][1], *args) for rank in range(world)]
         answers = self.group.call_each(self.role, "run", per_rank)[:: self.sp]
         return [rows for rows, _ in parts], answers
 
-    def compute_logprobs(self, batch: Mapping[str, Any]) -> LogprobOutput:
-        rows, answers = self._forward("compute_logprobs", batch)
+    def compute_logprobs(
+        self, batch: Mapping[str, Any], calculate_entropy: bool = True
+    ) -> LogprobOutput:
+        rows, answers = self._forward("compute_logprobs", batch, calculate_entropy)
         total = batch_size(batch)
         logprobs = gather_rows(rows, [a.logprobs for a in answers], total)
         assert logprobs is not None
