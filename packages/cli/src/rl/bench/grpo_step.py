@@ -2,10 +2,11 @@
 
 Each round runs every (side, variant) once, interleaved, each in its own process with the
 same thread count, so that drifts of a noisy machine hit both sides alike and each peak RSS
-is one run's. A run's first `--warmup` steps are left out. The report gives, per variant,
-the median step time of each side and the ratio ours / TRL, the median peak RSS, our phase
-split (median seconds per phase, share of our median step), and the KL loss of each
-side's first step (a reference equal to the actor: exactly 0 expected).
+is one run's; the sides take turns at running first. A run's first `--warmup` steps are
+left out. The report gives, per variant, the median step time of each side and the ratio
+ours / TRL, the median peak RSS, our phase split (median seconds per phase, share of our
+median step), and the KL loss of each side's first step (a reference equal to the actor:
+exactly 0 expected).
 """
 
 from __future__ import annotations
@@ -179,7 +180,7 @@ def main(argv: list[str]) -> None:
     results = []
     for round_ in range(args.rounds):
         for variant in variants:
-            for side in sides:
+            for side in sides if round_ % 2 == 0 else sides[::-1]:
                 result = run_child(side, variant, args.steps, args.threads, args.overrides)
                 print(
                     f"round {round_} {variant:>5} {side:>4}: median step "
