@@ -354,8 +354,8 @@ class MegatronTrainEngine:
     ) -> list[dict[str, Any]]:
         """Run `micros` through megatron's pipeline schedule; `last_stage(micro, output)`
         turns the last stage's output (`LogprobOutput`, with entropy if `with_entropy`, or a
-        critic's values [B, R]) into (loss, results). Returns the last stage's results per micro-batch (empty on other
-        stages).
+        critic's values [B, R]) into (loss, results). Returns the last stage's results per
+        micro-batch (empty on other stages).
 
         The interleaved schedule needs at least PP micro-batches: fewer are padded with
         copies of the last, whose loss is multiplied by 0 and whose results are dropped
@@ -424,11 +424,11 @@ class MegatronTrainEngine:
         """Log-probs and (if `calculate_entropy`, else None) entropy of the response
         tokens: float32 [B, R] each, in the caller's order (every rank of a model copy
         returns them)."""
-        if not calculate_entropy:
-            out = self._forward_only(batch, lambda o: {"logprobs": o.logprobs}, False)
-            return LogprobOutput(out["logprobs"])
-        out = self._forward_only(batch, lambda o: {"logprobs": o.logprobs, "entropy": o.entropy})
-        return LogprobOutput(out["logprobs"], out["entropy"])
+        names = ("logprobs", "entropy") if calculate_entropy else ("logprobs",)
+        out = self._forward_only(
+            batch, lambda o: {name: getattr(o, name) for name in names}, calculate_entropy
+        )
+        return LogprobOutput(out["logprobs"], out.get("entropy"))
 
     def _forward_only(
         self,
