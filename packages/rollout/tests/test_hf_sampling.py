@@ -62,22 +62,28 @@ PROMPTS = {
 }
 
 
+def generate_and_sample(model, tokenizer, texts, sampling, seed):
+    """`generate`'s tokens and logits, then `sample`'s, from the same seed:
+    (want_tokens, want_logits, tokens, logits, stop_ids)."""
+    ids, mask = left_pad([tokenizer(text).input_ids for text in texts], tokenizer.pad_token_id)
+    stop_ids = [tokenizer.eos_token_id, *sampling.stop_token_ids]
+    with torch.inference_mode():
+        torch.manual_seed(seed)
+        want = with_generate(model, ids, mask, sampling, tokenizer.pad_token_id, stop_ids)
+        torch.manual_seed(seed)
+        got = sample(model, ids, mask, sampling, tokenizer.pad_token_id, stop_ids)
+    return (*want, *got, stop_ids)
+
+
 @pytest.mark.parametrize("prompt_set", PROMPTS)
 @pytest.mark.parametrize("name", SETTINGS)
 def test_the_tokens_and_logits_of_generate_seed_for_seed(model_and_tokenizer, name, prompt_set):
     model, tokenizer = model_and_tokenizer
     sampling = SETTINGS[name]
-    prompts = [tokenizer(text).input_ids for text in PROMPTS[prompt_set]]
-    ids, mask = left_pad(prompts, tokenizer.pad_token_id)
-    stop_ids = [tokenizer.eos_token_id, *sampling.stop_token_ids]
-    with torch.inference_mode():
-        torch.manual_seed(11)
-        want_tokens, want_logits = with_generate(
-            model, ids, mask, sampling, tokenizer.pad_token_id, stop_ids
-        )
-        torch.manual_seed(11)
-        tokens, logits = sample(model, ids, mask, sampling, tokenizer.pad_token_id, stop_ids)
-    assert tokens.shape[0] == len(prompts) * sampling.n
+    want_tokens, want_logits, tokens, logits, stop_ids = generate_and_sample(
+        model, tokenizer, PROMPTS[prompt_set], sampling, seed=11
+    )
+    assert tokens.shape[0] == len(PROMPTS[prompt_set]) * sampling.n
     assert torch.equal(tokens, want_tokens)
     assert torch.allclose(logits, want_logits, atol=1e-5)
     if name == "ignore_eos":
@@ -96,17 +102,9 @@ def test_a_model_on_eager_attention_gets_the_same_tokens_as_generate(name):
     tokenizer = load_tokenizer(config.model)
     model = load_causal_lm(config.model, tokenizer, seed=3).eval()
     model.set_attn_implementation("eager")
-    sampling = SETTINGS[name]
-    prompts = [tokenizer(text).input_ids for text in PROMPTS["padded"]]
-    ids, mask = left_pad(prompts, tokenizer.pad_token_id)
-    stop_ids = [tokenizer.eos_token_id]
-    with torch.inference_mode():
-        torch.manual_seed(5)
-        want_tokens, want_logits = with_generate(
-            model, ids, mask, sampling, tokenizer.pad_token_id, stop_ids
-        )
-        torch.manual_seed(5)
-        tokens, logits = sample(model, ids, mask, sampling, tokenizer.pad_token_id, stop_ids)
+    want_tokens, want_logits, tokens, logits, _ = generate_and_sample(
+        model, tokenizer, PROMPTS["padded"], SETTINGS[name], seed=5
+    )
     assert torch.equal(tokens, want_tokens)
     assert torch.allclose(logits, want_logits, atol=1e-5)
 
