@@ -134,7 +134,7 @@ class HFRolloutEngine:
     @torch.no_grad()
     def update_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None:
         """Copy trainer weights in, by Hugging Face name, casting to this model's dtype."""
-        params: dict[str, torch.Tensor] = dict(self.model.named_parameters())
+        params: dict[str, torch.Tensor] = {**self._named_parameters()}
         params.update(dict(self.model.named_buffers()))
         for name, tensor in named_tensors:
             if name not in params:
@@ -153,9 +153,7 @@ class HFRolloutEngine:
         must not generate while the trainer updates (the weights would change mid-way).
         """
         offered = dict(named_tensors)
-        if self._parameters is None:  # the model's modules do not change: walk them once
-            self._parameters = dict(self.model.named_parameters())
-        params = self._parameters
+        params = self._named_parameters()
         for name, param in params.items():
             tensor = offered.get(name)
             if tensor is None or (tensor.shape, tensor.dtype, tensor.device) != (
@@ -169,6 +167,12 @@ class HFRolloutEngine:
                 param.data = offered[name]
         self.shared = True
         return True
+
+    def _named_parameters(self) -> dict[str, torch.nn.Parameter]:
+        """The model's parameters by name (its modules do not change: walked once)."""
+        if self._parameters is None:
+            self._parameters = dict(self.model.named_parameters())
+        return self._parameters
 
     def weight_group(self, name: str) -> str:
         """Each tensor is copied on its own: every weight is its own group."""
