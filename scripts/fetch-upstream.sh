@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Fetch the upstream systems' released packages that the tests read as they are: verl's
+# config files (composed by `rl convert --from verl`) and its reward functions (the oracle
+# for rl's verl-compatible scorers). Each release goes into .upstream/<name>-<version>/ with
+# pip's --target and --no-deps: nothing of it is imported by rl itself, and its
+# dependencies are not installed. Run by scripts/install-dev.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VERL_VERSIONS=(0.6.1 0.7.1 0.9.1)
+for version in "${VERL_VERSIONS[@]}"; do
+  target=".upstream/verl-$version"
+  if [ -f "$target/verl/trainer/config/ppo_trainer.yaml" ]; then
+    continue
+  fi
+  rm -rf "$target"
+  python -m pip install --quiet --no-deps --no-compile --target "$target" "verl==$version"
+done
