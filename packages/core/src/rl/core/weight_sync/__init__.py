@@ -5,7 +5,9 @@ sender packs consecutive same-dtype tensors into freshly allocated buckets and
 calls `rollout.update_weights` once per sync with a lazy iterator of views
 (see `RolloutEngine.update_weights`). Carriers: in-process (default),
 torch.distributed broadcast (`BroadcastSender`/`BroadcastReceiver`) and CUDA
-IPC between colocated processes (`CudaIpcSender`/`CudaIpcReceiver`).
+IPC between colocated processes (`CudaIpcSender`/`CudaIpcReceiver`). Tied weights
+(`lm_head.weight` of a model with `tie_word_embeddings`) are sent once, and receivers
+check the tie (`ties.py`).
 """
 
 from rl.core.weight_sync.broadcast import BroadcastReceiver, BroadcastSender
@@ -14,6 +16,7 @@ from rl.core.weight_sync.delta import ContentFingerprints, content_digest
 from rl.core.weight_sync.groups import WeightGroup, each_tensor, fused_module
 from rl.core.weight_sync.sender import DEFAULT_BUCKET_BYTES, WeightSender, sync_weights
 from rl.core.weight_sync.stats import SyncStats
+from rl.core.weight_sync.ties import TieCheck, Ties, tied_aliases, without_aliases
 from rl.core.weight_sync.transports import InProcessTransport, Transport
 
 __all__ = [
@@ -26,6 +29,8 @@ __all__ = [
     "InProcessTransport",
     "IpcMessage",
     "SyncStats",
+    "TieCheck",
+    "Ties",
     "Transport",
     "WeightGroup",
     "WeightSender",
@@ -33,4 +38,6 @@ __all__ = [
     "each_tensor",
     "fused_module",
     "sync_weights",
+    "tied_aliases",
+    "without_aliases",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Iterator
 
 import torch
@@ -17,8 +18,15 @@ def checked_entries(
     would load one of them silently). A non-contiguous tensor (a transposed
     view) is made contiguous here; tensors of any dtype pass (integer and bool
     ones travel raw, outside the buckets).
+
+    A tensor offered again under another name while the first is still alive, with the
+    same memory, shape, strides and dtype (a tied weight: `lm_head.weight` of a tied
+    model's `state_dict()`), is the same weight: it is sent once, under its first name.
+    A tensor the exporter has already dropped cannot be proved the same (its memory may
+    have been reused) and is sent; exporters skip tied names themselves (`ties.py`).
     """
     seen: set[str] = set()
+    memory: dict[tuple[object, ...], weakref.ref[torch.Tensor]] = {}
     for index, pair in enumerate(named_tensors):
         if not isinstance(pair, tuple) or len(pair) != 2:
             raise TypeError(f"weight #{index} is {type(pair).__name__}, not a (name, tensor) pair")
@@ -30,6 +38,12 @@ def checked_entries(
         if name in seen:
             raise ValueError(f"weight {name!r} is offered twice in one sync")
         seen.add(name)
+        if tensor.numel():
+            key = (tensor.device, tensor.dtype, tensor.data_ptr(), tensor.shape, tensor.stride())
+            first = memory.get(key)
+            if first is not None and first() is not None:
+                continue  # alive and the same memory: a tied alias
+            memory[key] = weakref.ref(tensor)
         yield name, tensor.detach().contiguous()
 
 
