@@ -12,8 +12,9 @@ from rl.core.rewards.inputs import check_reward_inputs
 from rl.core.trainer.build import build_context
 
 KNOWN = (
-    "DigitalLearningGmbH/MATH-lighteval, HuggingFaceH4/MATH-500, apps, arithmetic, calculator, "
-    "code, codecontests, codeforces, gsm8k, lighteval/MATH, math, openai/gsm8k, taco"
+    "DigitalLearningGmbH/MATH-lighteval, HuggingFaceH4/MATH-500, aime*, apps, arithmetic, "
+    "calculator, code, codecontests, codeforces, gsm8k, gsm8k_lenient, lighteval/MATH, math, "
+    "math_dapo, math_dapo_reasoning, math_verify, openai/gsm8k, taco"
 )
 
 
@@ -33,6 +34,40 @@ def config(*overrides):
 def test_good_rows_pass(tmp_path):
     rows = [GOOD, {**GOOD, "data_source": "openai/gsm8k"}]
     check_reward_inputs(config(), dataset(tmp_path, rows), dataset(tmp_path, rows, "val.jsonl"))
+
+
+def test_any_data_source_starting_with_aime_has_a_scorer(tmp_path):
+    rows = [{**GOOD, "data_source": name} for name in ("aime24", "aime_2025", "math_dapo")]
+    check_reward_inputs(config(), dataset(tmp_path, rows), dataset(tmp_path, rows, "val.jsonl"))
+
+
+def test_a_numeric_answer_for_a_text_comparing_scorer_is_refused(tmp_path):
+    """verl's GSM8K, MATH and DAPO rules compare text: 42 would never score (silently)."""
+    rows = [GOOD, {**GOOD, "data_source": "openai/gsm8k", "answer": 42}]
+    train = dataset(tmp_path, rows)
+    with pytest.raises(DataError) as failed:
+        check_reward_inputs(config(), train, train)
+    assert str(failed.value) == (
+        f"{tmp_path / 'train.jsonl'}, row 1: the answer 42 (column 'answer', data.answer_key) "
+        "is of type int, but the rule-based reward for data_source 'openai/gsm8k' compares answers "
+        "as text, as verl's does: no response would ever score. Write the answers as strings "
+        "(e.g. '42'), use data_source 'gsm8k_lenient' or 'math_verify', or set "
+        "reward.custom_reward_function.path"
+    )
+    for lenient in ("gsm8k_lenient", "arithmetic"):
+        rows = [{**GOOD, "data_source": lenient, "answer": 42}]
+        check_reward_inputs(config(), dataset(tmp_path, rows), dataset(tmp_path, rows))
+
+
+def test_a_verl_data_source_rl_cannot_score_says_which_verl_scorer_it_needs(tmp_path):
+    train = dataset(tmp_path, [{**GOOD, "data_source": "hiyouga/geometry3k"}])
+    with pytest.raises(
+        ConfigError,
+        match=r"data_source 'hiyouga/geometry3k' \(column 'data_source', data.data_source_key\) "
+        r"has no rule-based reward \(verl scores it with its geo3k scorer, which rl does not "
+        r"implement\); known: ",
+    ):
+        check_reward_inputs(config(), train, train)
 
 
 def test_a_missing_answer_column_names_the_key_file_row_and_columns(tmp_path):

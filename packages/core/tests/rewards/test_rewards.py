@@ -13,30 +13,51 @@ from rl.core.rewards import (
     arithmetic,
     default_compute_score,
     gsm8k,
+    gsm8k_lenient,
     last_boxed,
     load_custom_reward,
-    math,
+    math_reward,
+    math_verify,
 )
 
 
 def test_gsm8k():
+    """verl's rule (`openai/gsm8k`, `gsm8k`); test_verl_scorers holds it to verl's own."""
     assert gsm8k("so the total is #### 1,234", "1234") == 1.0
     assert gsm8k("#### 12 then #### 13", "13") == 1.0
-    assert gsm8k("#### $5.00", "5") == 1.0
+    assert gsm8k("#### $5.00", "5") == 0.0  # verl reads no `$` and compares text
     assert gsm8k("the answer is 13", "13") == 0.0  # strict needs ####
-    assert gsm8k("the answer is 13", "13", strict=False) == 1.0
+    assert gsm8k("the answer is 13", "13", method="flexible") == 1.0
     assert gsm8k("#### 14", "13") == 0.0
+    assert gsm8k("#### 13", 13) == 0.0  # a number as ground truth never equals the text
+
+
+def test_gsm8k_lenient():
+    """rl's lenient reading (`gsm8k_lenient`): what verl's rule misses scores here."""
+    assert gsm8k_lenient("so the total is #### 1,234", "1234") == 1.0
+    assert gsm8k_lenient("#### 12 then #### 13", "13") == 1.0
+    assert gsm8k_lenient("#### $5.00", "5") == 1.0
+    for written in ("####42", "#### $42", "#### 42.", "#### 42.0", "#### 042"):
+        assert gsm8k_lenient(written, "42") == 1.0 and gsm8k(written, "42") == 0.0, written
+    assert gsm8k_lenient("#### 42" + " " * 400, 42) == 1.0  # outside verl's 300 characters
+    assert gsm8k_lenient("the answer is 13", "13") == 0.0  # strict needs ####
+    assert gsm8k_lenient("the answer is 13", "13", strict=False) == 1.0
+    assert gsm8k_lenient("#### 14", "13") == 0.0
 
 
 def test_math_boxed():
+    """verl's MATH rule (`math_reward`) and rl's math-verify one (`math_verify`)."""
     assert last_boxed(r"x \boxed{\frac{1}{2}} y") == r"\frac{1}{2}"
     assert last_boxed(r"\boxed{a} then \boxed{{b}+c}") == "{b}+c"
     assert last_boxed("no box") is None
-    assert math(r"so \boxed{\dfrac{1}{2}}", r"\frac{1}{2}") == 1.0
-    assert math(r"\boxed{ 3.0 }", "3") == 1.0
-    assert math(r"\boxed{\left( 1,2 \right)}", "(1,2)") == 1.0
-    assert math(r"\boxed{4}", "5") == 0.0
-    assert math("4", "4") == 0.0
+    for score in (math_reward, math_verify):
+        assert score(r"so \boxed{\dfrac{1}{2}}", r"\frac{1}{2}") == 1.0
+        assert score(r"\boxed{\left( 1,2 \right)}", "(1,2)") == 1.0
+        assert score(r"\boxed{4}", "5") == 0.0
+        assert score("4", "4") == 0.0
+    assert math_verify(r"\boxed{ 3.0 }", "3") == 1.0
+    assert math_reward(r"\boxed{ 3.0 }", "3") == 0.0  # verl's normal form is textual
+    assert math_reward(r"\boxed{0.5}", r"\frac12") == 1.0
 
 
 def test_arithmetic_and_registry():

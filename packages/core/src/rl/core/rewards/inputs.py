@@ -2,25 +2,34 @@
 
 Rule-based scoring (no `reward.custom_reward_function.path`, no `reward.reward_model.path`)
 picks a scorer by each row's data_source and compares with its ground truth, so every
-data_source must be in `SCORERS` and every row needs an answer. A custom function or a reward
-model decides for itself (a format or length reward needs no ground truth; any data_source may
-mean something to it), so then nothing is checked here: its failures are counted while scoring.
+data_source must have a scorer (`scorer_for`) and every row needs an answer; verl's scorers
+compare answers as text, so for them a numeric answer (which would never score) is refused
+too. A custom function or a reward model decides for itself (a format or length reward needs
+no ground truth; any data_source may mean something to it), so then nothing is checked here:
+its failures are counted while scoring.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from rl.core.data.prompts import answer_of
 from rl.core.data.reader import SourcedRow
 from rl.core.errors import ConfigError, DataError
-from rl.core.rewards.registry import SCORERS
+from rl.core.rewards.registry import (
+    compares_text,
+    known_data_sources,
+    scorer_for,
+    unscored_reason,
+)
 
 _OR_CUSTOM = "or set reward.custom_reward_function.path"
 
 
 def check_reward_inputs(config: Any, train: Any, val: Any) -> None:
     """Raise ConfigError for a data_source with no rule-based scorer and DataError for a row
-    with no answer, naming the file, row, key and what there is instead.
+    with no answer (or a non-text answer for a scorer that compares text), naming the file,
+    row, key and what there is instead.
 
     `train` and `val` are `PromptDataset`s; their columns are the ones they were built with
     (`data.data_source_key`, `data.answer_key`).
@@ -34,12 +43,14 @@ def check_reward_inputs(config: Any, train: Any, val: Any) -> None:
         _check_data_sources(dataset)
     for dataset in (train, val):
         _check_answers(dataset)
+    for dataset in (train, val):
+        _check_answer_types(dataset)
 
 
 def _check_data_sources(dataset: Any) -> None:
-    key, known = dataset.options.data_source_key, ", ".join(sorted(SCORERS))
+    key, known = dataset.options.data_source_key, known_data_sources()
     for value, row in dataset.rows_by_data_source.items():
-        if value in SCORERS:
+        if scorer_for(value) is not None:
             continue
         if key not in row.data:
             raise ConfigError(
@@ -50,7 +61,8 @@ def _check_data_sources(dataset: Any) -> None:
             )
         raise ConfigError(
             f"{row.source}, row {row.index}: data_source {value!r} (column {key!r}, "
-            f"data.data_source_key) has no rule-based reward; known: {known}. Fix the column "
+            f"data.data_source_key) has no rule-based reward{unscored_reason(value)}; known: "
+            f"{known}. Fix the column "
             f"or data.data_source_key, {_OR_CUSTOM}"
         )
 
@@ -73,6 +85,22 @@ def _check_answers(dataset: Any) -> None:
         "the ground truth: set data.answer_key to the right column (dotted for a nested one, "
         f"e.g. reward_model.ground_truth), {_OR_CUSTOM}"
     )
+
+
+def _check_answer_types(dataset: Any) -> None:
+    """The first row of each data_source whose scorer compares text must hold text."""
+    key = dataset.options.answer_key
+    for value, row in dataset.rows_by_data_source.items():
+        answer = answer_of(row, dataset.options)
+        if not compares_text(value) or answer is None or isinstance(answer, str):
+            continue
+        raise DataError(
+            f"{row.source}, row {row.index}: the answer {answer!r} (column {key!r}, "
+            f"data.answer_key) is of type {type(answer).__name__}, but the rule-based reward for "
+            f"data_source {value!r} compares answers as text, as verl's does: no response "
+            f"would ever score. Write the answers as strings (e.g. {str(answer)!r}), use "
+            f"data_source 'gsm8k_lenient' or 'math_verify', {_OR_CUSTOM}"
+        )
 
 
 def _missing_place(data: dict[str, Any], dotted: str) -> str | None:

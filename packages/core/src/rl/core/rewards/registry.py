@@ -1,4 +1,10 @@
-"""Which scorer a row uses, from its `data_source`, and the custom reward function from a file."""
+"""Which scorer a row uses, from its `data_source`, and the custom reward function from a file.
+
+verl's data sources are scored exactly as verl's `default_compute_score` scores them; rl's
+own (`gsm8k_lenient`, `math_verify`, `arithmetic`, `calculator`, `code`) add to them. Look a
+data source up with `scorer_for`: besides the names in `SCORERS`, every name starting with a
+key of `PREFIXED` (`aime24`, `aime_2025`, ...) has a scorer.
+"""
 
 from __future__ import annotations
 
@@ -9,35 +15,113 @@ from typing import Any
 
 from rl.core.errors import ConfigError
 from rl.core.imports import load_user_file
-from rl.core.rewards import code, rule_based
+from rl.core.rewards import code, dapo_rule, gsm8k_rule, math_rule, rule_based
 
 ScoreFn = Callable[..., Any]
+Scorer = Callable[[str, Any], Any]  # (solution_str, ground_truth) -> float | {"score": ...}
 
-SCORERS: dict[str, Callable[[str, Any], float]] = {
-    "openai/gsm8k": rule_based.gsm8k,
-    "gsm8k": rule_based.gsm8k,
-    "math": rule_based.math,
-    "lighteval/MATH": rule_based.math,
-    "DigitalLearningGmbH/MATH-lighteval": rule_based.math,
-    "HuggingFaceH4/MATH-500": rule_based.math,
+MATH_DATA_SOURCES = (
+    "lighteval/MATH",
+    "DigitalLearningGmbH/MATH-lighteval",
+    "HuggingFaceH4/MATH-500",
+)
+DAPO_DATA_SOURCES = ("math_dapo", "math", "math_dapo_reasoning")
+
+SCORERS: dict[str, Scorer] = {
+    # verl's names, verl's scores
+    "openai/gsm8k": gsm8k_rule.gsm8k,
+    **dict.fromkeys(MATH_DATA_SOURCES, math_rule.math_reward),
+    **dict.fromkeys(DAPO_DATA_SOURCES, dapo_rule.math_dapo),
+    # verl runs these in its sandbox or prime_code; rl in the agent's sandbox (rewards.code)
+    **dict.fromkeys(code.DATA_SOURCES, code.code),
+    # rl's own
+    "gsm8k": gsm8k_rule.gsm8k,
+    "gsm8k_lenient": rule_based.gsm8k_lenient,
+    "math_verify": rule_based.math_verify,
     "arithmetic": rule_based.arithmetic,
     "calculator": rule_based.calculator,
-    **dict.fromkeys(code.DATA_SOURCES, code.code),
 }
+PREFIXED: dict[str, Scorer] = {"aime": dapo_rule.math_dapo}  # any data source starting so
+
+# verl's scorers compare the ground truth as text: a number there never matches
+# (math_dapo raises on it), so a dataset of numeric answers is refused before training.
+_TEXT_ANSWERS = (gsm8k_rule.gsm8k, math_rule.math_reward, dapo_rule.math_dapo)
+
+# verl's data sources whose scorers rl does not have, and the scorer verl uses for them
+_VERL_ONLY = {
+    **dict.fromkeys(
+        (
+            "numina_aops_forum",
+            "numina_synthetic_math",
+            "numina_amc_aime",
+            "numina_synthetic_amc",
+            "numina_cn_k12",
+            "numina_olympiads",
+        ),
+        "prime_math",
+    ),
+    "hiyouga/geometry3k": "geo3k",
+    **dict.fromkeys(
+        (
+            "searchR1_nq",
+            "searchR1_triviaqa",
+            "searchR1_popqa",
+            "searchR1_hotpotqa",
+            "searchR1_2wikimultihopqa",
+            "searchR1_musique",
+            "searchR1_bamboogle",
+        ),
+        "search_r1_like_qa_em",
+    ),
+}
+
+
+def scorer_for(data_source: str) -> Scorer | None:
+    """The rule-based scorer of `data_source`, or None when rl has none."""
+    scorer = SCORERS.get(data_source)
+    if scorer is not None:
+        return scorer
+    for prefix, prefixed in PREFIXED.items():
+        if data_source.startswith(prefix):
+            return prefixed
+    return None
+
+
+def known_data_sources() -> str:
+    """The data sources with a scorer, for error messages: `aime*` stands for every name
+    starting with `aime`."""
+    return ", ".join(sorted([*SCORERS, *(f"{prefix}*" for prefix in PREFIXED)]))
+
+
+def compares_text(data_source: str) -> bool:
+    """True when the scorer compares the ground truth as a string (verl's GSM8K, MATH and
+    DAPO rules): then a numeric ground truth can never score."""
+    return scorer_for(data_source) in _TEXT_ANSWERS
+
+
+def unscored_reason(data_source: str) -> str:
+    """Why `data_source` has no rule-based reward: ' (verl scores it with ...)' for verl's
+    data sources whose scorer rl does not implement, else ''."""
+    verl_scorer = _VERL_ONLY.get(data_source)
+    if verl_scorer is None:
+        return ""
+    return f" (verl scores it with its {verl_scorer} scorer, which rl does not implement)"
 
 
 def default_compute_score(
     data_source: str, solution_str: str, ground_truth: Any, extra_info: dict[str, Any] | None = None
-) -> float:
-    """The rule-based score of one response, chosen by `data_source`."""
-    try:
-        scorer = SCORERS[data_source]
-    except KeyError:
+) -> float | dict[str, Any]:
+    """The rule-based score of one response, chosen by `data_source`: a float, or the dict a
+    scorer answers with (math_dapo's {"score", "acc", "pred"}), read as a custom function's."""
+    scorer = scorer_for(data_source)
+    if scorer is None:
         raise ConfigError(
-            f"no rule-based reward for data_source {data_source!r} (known: "
-            f"{', '.join(sorted(SCORERS))}); set reward.custom_reward_function.path"
-        ) from None
-    return scorer(solution_str, ground_truth)
+            f"no rule-based reward for data_source {data_source!r}"
+            f"{unscored_reason(data_source)} (known: {known_data_sources()}); set "
+            "reward.custom_reward_function.path"
+        )
+    result = scorer(solution_str, ground_truth)
+    return result if isinstance(result, dict) else float(result)
 
 
 def load_custom_reward(path: str, name: str = "compute_score") -> ScoreFn:

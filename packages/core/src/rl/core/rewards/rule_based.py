@@ -1,4 +1,7 @@
-"""Rule-based verifiable rewards: GSM8K (`#### 42`), math (`\\boxed{}`), and the demo's arithmetic.
+"""rl's own rule-based rewards, which verl does not have: lenient GSM8K (`gsm8k_lenient`),
+`\\boxed{}` compared by math-verify (`math_verify`), and the demos' `arithmetic` and
+`calculator`. verl's scorers, reproduced exactly, are in `gsm8k_rule`, `math_rule` and
+`dapo_rule`.
 
 Each scorer is `(solution_str, ground_truth) -> float` with 1.0 for correct, 0.0 otherwise.
 """
@@ -22,7 +25,7 @@ def _clean_number(text: str) -> str:
     return str(int(value)) if value == int(value) else str(value)
 
 
-def extract_gsm8k_answer(solution: str, strict: bool = True) -> str | None:
+def lenient_gsm8k_answer(solution: str, strict: bool = True) -> str | None:
     """The last `#### <number>` (strict), or else the last number in the text (flexible)."""
     marked = re.findall(r"####\s*(-?[\d,.$]+)", solution)
     if marked:
@@ -33,8 +36,11 @@ def extract_gsm8k_answer(solution: str, strict: bool = True) -> str | None:
     return _clean_number(numbers[-1]) if numbers else None
 
 
-def gsm8k(solution: str, ground_truth: Any, strict: bool = True) -> float:
-    answer = extract_gsm8k_answer(solution, strict)
+def gsm8k_lenient(solution: str, ground_truth: Any, strict: bool = True) -> float:
+    """GSM8K read leniently, unlike verl's rule (`gsm8k_rule`): `####42`, `#### $42`,
+    `#### 42.`, `42.0` and `042` all match 42, anywhere in the response, and a ground truth
+    may be a number; `strict=False` takes the last number when there is no `####`."""
+    answer = lenient_gsm8k_answer(solution, strict)
     return float(answer is not None and answer == _clean_number(str(ground_truth)))
 
 
@@ -79,8 +85,10 @@ def normalize_math(answer: str) -> str:
     return text
 
 
-def math(solution: str, ground_truth: Any) -> float:
-    """Compare the last \\boxed{} answer with the ground truth (math-verify when installed)."""
+def math_verify(solution: str, ground_truth: Any) -> float:
+    """Compare the last \\boxed{} answer with the ground truth (a `\\boxed{}` in it is read
+    too): symbolically with math-verify when it is installed (`rl-core[math]`), else by the
+    light normal form of `normalize_math`."""
     predicted = last_boxed(solution)
     if predicted is None:
         return 0.0
