@@ -4,11 +4,18 @@
 installs it, fetched by scripts/fetch-upstream.sh (run by scripts/install-dev.sh). Tests
 read its config files as a verl user's run reads them, and load its reward functions as
 the oracle of rl's verl-compatible scorers. Nothing of verl is imported by rl itself.
+
+`model_folder(shape, **kwargs)`: a Hugging Face folder shaped like a released model
+(`rl.core.models.shapes`: "qwen2.5-0.5b", "qwen3-0.6b", "llama-3.2-1b"; full-size
+tokenizer, chat template, random weights), built once per distinct arguments per session.
 """
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,3 +38,28 @@ def verl_release_path(version: str) -> Path:
 def verl_release():
     """`verl_release(version)` -> the folder that holds verl's package of that release."""
     return verl_release_path
+
+
+@pytest.fixture(scope="session")
+def model_folder(tmp_path_factory) -> Callable[..., Path]:
+    """`model_folder(shape, **kwargs)` -> the folder `build_model_folder(shape, ..., **kwargs)`
+    wrote (num_layers, seed, dtype, hidden_size, intermediate_size), once per session.
+
+    Tests must not write into it: the same folder serves every test asking for it.
+    """
+    built: dict[tuple[tuple[str, Any], ...], Path] = {}
+
+    def folder(shape: str, **kwargs: Any) -> Path:
+        from rl.core.models.shapes import build_model_folder
+
+        # defaults filled in, so that num_layers=2 and no num_layers share one folder
+        call = inspect.signature(build_model_folder).bind(shape, None, **kwargs)
+        call.apply_defaults()
+        key = tuple((k, v) for k, v in call.arguments.items() if k != "path")
+        if key not in built:
+            changed = [f"{k}{v}" for k, v in kwargs.items()]
+            path = tmp_path_factory.mktemp("-".join([shape, *changed]))
+            built[key] = build_model_folder(shape, path, **kwargs)
+        return built[key]
+
+    return folder
