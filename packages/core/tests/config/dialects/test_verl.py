@@ -125,28 +125,6 @@ def test_docs_config_dialects_is_generated_from_the_tables():
     )
 
 
-def test_a_launch_script_runs_its_config_with_its_overrides():
-    """Continuations, an array expanded in quotes, ${VAR:-default}, export, a list
-    literal, + and ~ overrides, a pipe after the command; then our own override."""
-    conversion = convert("verl", HERE / "run_grpo.sh", ["actor_rollout_ref.rollout.n=6"])
-    ours = conversion.config
-    by_key = entries(conversion.report)
-    assert by_key["actor_rollout_ref.model.path"].value == "builtin:tiny-qwen2"  # the default
-    assert ours["actor"]["optim"]["lr"] == 1e-6
-    assert ours["rollout"]["n"] == 6  # ours after the script's 4
-    assert ours["data"]["train_batch_size"] == 64 and ours["data"]["max_prompt_length"] == 512
-    assert ours["data"]["val_files"] == ["a.parquet", "b.parquet"]
-    assert ours["trainer"]["total_training_steps"] == 3
-    assert not any(e.source.startswith("global_profiler") for e in conversion.report.entries)
-    assert detect(HERE / "run_grpo.sh") == "verl"
-    assert "--config-path=. read against the script's folder" in conversion.report.render()
-
-
-def test_a_launch_script_variable_it_does_not_set_is_reported_not_guessed():
-    with pytest.raises(ConfigError, match=r"uses \$CKPT_DIR, \$HOME, which the script does not"):
-        convert("verl", HERE / "run_unresolved.sh")
-
-
 def test_hydra_searchpath_finds_groups_in_another_folder(tmp_path):
     """A user file elsewhere composes the fixture's groups through `hydra.searchpath`
     (as verl users point at `pkg://verl.trainer.config`)."""

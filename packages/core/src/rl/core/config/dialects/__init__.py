@@ -39,11 +39,11 @@ def detect(path: Path) -> str:
     """The dialect of `path` from its top-level keys, or of a launch script from its
     python command (ConfigError when none fits)."""
     if path.suffix == ".sh":
-        from rl.core.config.dialects.scripts import ENTRY_POINTS
+        from rl.core.config.dialects.scripts import mentions_entry
 
         text = path.read_text(encoding="utf-8") if path.is_file() else ""
-        if any(entry in text for entry in ENTRY_POINTS):
-            return "verl"
+        if mentions_entry(text):
+            return "verl"  # main_ppo, an experimental or recipe entry module, or SFT
         raise ConfigError(f"{path}: no launch command of a known system in the script")
     try:
         top = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -112,29 +112,10 @@ def convert(dialect: str, path: Path, overrides: Sequence[str] = ()) -> Conversi
 def _from_launch_script(
     script: Path, overrides: Sequence[str]
 ) -> tuple[Path, list[str], list[str]]:
-    """The config file and overrides a verl launch script runs (then `overrides`), and
-    notes for the report."""
-    import importlib.util
+    """The config file and overrides a verl launch script runs when rl is given `overrides`
+    after it (they stand where its command has "$@", else after its own), and notes for
+    the report. The script is read as bash would run it, never run (`scripts`)."""
+    from rl.core.config.dialects.scripts import read_launch_script
 
-    from rl.core.config.dialects.scripts import parse_launch_script
-
-    launch = parse_launch_script(script)
-    if launch.unresolved:
-        names = ", ".join(f"${name}" for name in launch.unresolved)
-        raise ConfigError(
-            f"{script}: its python command uses {names}, which the script does not set "
-            "(not guessed, nor read from this shell): set them in the script or pass the "
-            "overrides that use them explicitly after the script"
-        )
-    config_dir = launch.config_dir
-    if config_dir is None:
-        spec = importlib.util.find_spec("verl")
-        if spec is None or not spec.submodule_search_locations:
-            raise ConfigError(
-                f"{script} runs verl's built-in {launch.config_name!r} config: install verl "
-                "so that its config files can be read (nothing of verl runs), or give the "
-                "script a --config-path"
-            )
-        config_dir = Path(next(iter(spec.submodule_search_locations))) / "trainer" / "config"
-    overrides = [*launch.overrides, *overrides]
-    return config_dir / f"{launch.config_name}.yaml", overrides, launch.notes
+    launch = read_launch_script(script, overrides)
+    return launch.config_file, launch.overrides, launch.notes
