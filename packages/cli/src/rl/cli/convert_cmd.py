@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,8 +43,21 @@ def convert_config(
         )
     if note:
         conversion.report.notes.append(note)
-    config = config_from_mapping(conversion.config, f"the config converted from {source}")
+    with naming_upstream_keys(conversion.report):
+        config = config_from_mapping(conversion.config, f"the config converted from {source}")
     return config, conversion.report
+
+
+@contextmanager
+def naming_upstream_keys(report: Report) -> Iterator[None]:
+    """A user error raised inside names the upstream key beside each of ours it mentions."""
+    from rl.core.errors import UserError
+
+    try:
+        yield
+    except UserError as error:
+        error.args = (report.name_upstream(str(error)), *error.args[1:])
+        raise
 
 
 def convert(

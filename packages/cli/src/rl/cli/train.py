@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -62,9 +63,16 @@ FROM_OPTION = typer.Option(
 )
 
 
-def _converted(dialect: str, config: Path | None, arguments: list[str] | None, job: str) -> Config:
-    """Our Config from another system's file and overrides (the report on stderr)."""
-    from rl.cli.convert_cmd import convert_config
+def _run_converted(
+    run: Callable[[Config], object],
+    dialect: str,
+    config: Path | None,
+    arguments: list[str] | None,
+    job: str,
+) -> None:
+    """Run our Config from another system's file and overrides (the report on stderr);
+    a refusal names the upstream key beside ours."""
+    from rl.cli.convert_cmd import convert_config, naming_upstream_keys
     from rl.core.config import ConfigError
 
     items = list(arguments or [])
@@ -73,7 +81,8 @@ def _converted(dialect: str, config: Path | None, arguments: list[str] | None, j
     source = config or Path(items.pop(0))
     converted, report = convert_config(dialect, source, items, job=job)
     typer.echo(report.render(), err=True)
-    return converted
+    with naming_upstream_keys(report):
+        run(converted)
 
 
 def train(
@@ -92,7 +101,7 @@ def train(
         from rl.core.trainer import run_training
 
         if dialect is not None:
-            run_training(_converted(dialect, config, arguments, "train"))
+            _run_converted(run_training, dialect, config, arguments, "train")
             return
         path, overrides = config_and_overrides(config, arguments)
         run_training(load_config(path or DEMO_CONFIG, overrides))  # preflight runs first
@@ -112,7 +121,7 @@ def sft(
         from rl.core.trainer import run_sft
 
         if dialect is not None:
-            run_sft(_converted(dialect, config, arguments, "sft"))
+            _run_converted(run_sft, dialect, config, arguments, "sft")
             return
         path, overrides = config_and_overrides(config, arguments)
         run_sft(load_config(path, ["sft.enable=true", *overrides]))

@@ -35,7 +35,7 @@ def test_a_composed_verl_file_maps_to_our_keys():
     assert ours["cluster"] == {"hybrid_engine": True, "n_gpus_per_node": 8}
     assert ours["data"]["train_files"] == ["~/data/gsm8k/train.parquet"]  # str -> list
     assert by_key["algorithm._target_"].status == "ignored"
-    assert by_key["actor_rollout_ref.actor.checkpoint.save_contents"].status == "unsupported"
+    assert by_key["actor_rollout_ref.actor.checkpoint.save_contents"].status == "ignored"
     assert by_key["actor_rollout_ref.rollout.multi_turn.enable"].status == "default"  # off
     assert by_key["actor_rollout_ref.actor.clip_ratio"].status == "default"  # = ours
     unexplained = [

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from rl.core.config.dialects import switches
 from rl.core.config.dialects.mapping import translate
 from rl.core.config.dialects.report import Report
 from rl.core.config.errors import ConfigError
@@ -70,8 +71,12 @@ def detect(path: Path) -> str:
 
 
 def module(dialect: str) -> ModuleType:
-    """The importer of `dialect`: `compose(path, overrides)` (plain values), `RULES`,
-    `REASONS`, `check(values)` (notes; ConfigError on inconsistent values), `DESCRIPTION`."""
+    """The importer of `dialect`: `compose(path, overrides)` (plain values; an unset `???`
+    may be left as "???"), `REWRITES` (what the system does to its config before reading
+    it: functions of the values that change them in place and return report notes),
+    `SWITCHES` (sections not read while their switch is off),
+    `RULES`, `REASONS`, `check(values)` (notes; ConfigError on inconsistent values),
+    `DESCRIPTION`."""
     if dialect not in DIALECTS:
         raise ConfigError(f"--from {dialect!r}: unknown dialect; known: {', '.join(DIALECTS)}")
     if dialect not in IMPLEMENTED:
@@ -96,6 +101,10 @@ def convert(dialect: str, path: Path, overrides: Sequence[str] = ()) -> Conversi
             )
         path, overrides, notes = _from_launch_script(path, overrides)
     values = importer.compose(path, overrides)
+    for rewrite in importer.REWRITES:
+        notes += rewrite(values)
+    notes += switches.apply(values, importer.SWITCHES)
+    switches.refuse_missing(values, str(path))
     notes += importer.check(values)
     tables, job = importer, "train"
     if dialect == "verl":

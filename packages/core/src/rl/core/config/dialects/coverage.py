@@ -49,8 +49,10 @@ def classify(key: str, importer: ModuleType) -> Coverage:
             return Coverage(key, rule.status, None, rule.reason)
         if schema_keys.settable(target):
             return Coverage(key, "mapped", target, "")
-        why = next((r.reason for r in importer.REASONS if r.match(key) is not None), NO_SETTING)
-        return Coverage(key, "unsupported", target, why)
+        why = next((r for r in importer.REASONS if r.match(key) is not None), None)
+        if why is None:
+            return Coverage(key, "unsupported", target, NO_SETTING)
+        return Coverage(key, why.status, target, why.reason)
     return Coverage(key, "unsupported", None, NO_SETTING)
 
 

@@ -16,10 +16,14 @@ from typing import Any
 from rl.core.config.errors import ConfigError
 
 
-def compose(path: Path, overrides: Sequence[str] = (), what: str = "config") -> dict[str, Any]:
+def compose(
+    path: Path, overrides: Sequence[str] = (), what: str = "config", allow_missing: bool = False
+) -> dict[str, Any]:
     """The composed and resolved config of the file `path` with `overrides`, as plain
-    containers; ConfigError naming the file and key on any failure."""
-    return resolve(compose_unresolved(path, overrides, what), path)
+    containers; ConfigError naming the file and key on any failure. `allow_missing` keeps
+    an unset `???` as the text "???" (for `switches.refuse_missing` to judge once the
+    sections the system does not read are gone)."""
+    return resolve(compose_unresolved(path, overrides, what), path, allow_missing)
 
 
 def compose_unresolved(path: Path, overrides: Sequence[str] = (), what: str = "config") -> Any:
@@ -79,14 +83,15 @@ def _strings(node: Any) -> list[str]:
     return [node] if isinstance(node, str) and "${" in node else []
 
 
-def resolve(config: Any, path: Path | str) -> dict[str, Any]:
+def resolve(config: Any, path: Path | str, allow_missing: bool = False) -> dict[str, Any]:
     """An OmegaConf config as plain containers, interpolations resolved; ConfigError naming
-    `path` and the key when one cannot be resolved or a `???` is still unset."""
+    `path` and the key when one cannot be resolved or (unless `allow_missing`) a `???` is
+    still unset."""
     from omegaconf import OmegaConf
     from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
     try:
-        values = OmegaConf.to_container(config, resolve=True, throw_on_missing=True)
+        values = OmegaConf.to_container(config, resolve=True, throw_on_missing=not allow_missing)
     except MissingMandatoryValue as error:
         raise ConfigError(
             f"{path}: {error.full_key} is '???' (mandatory) and was not set: add the override "

@@ -130,9 +130,7 @@ def translate(
                 report.entries.append(Entry(key, status, None, value, reason))
             continue
         if not schema_keys.settable(target):
-            status = "default" if _unset(value) or value is False else "unsupported"
-            why = next((r.reason for r in reasons if r.match(key) is not None), NO_SETTING)
-            report.entries.append(Entry(key, status, target, value, why))
+            report.entries.append(_unsettable(key, target, value, reasons))
             continue
         if rule.derive is not None:
             converted = rule.derive(flat)
@@ -153,6 +151,20 @@ def translate(
             shown = mapped[0][1] if len(mapped) == 1 else {t: v for t, v in mapped}
             report.entries.append(Entry(key, "mapped", names, shown))
     return ours, report
+
+
+def _unsettable(key: str, target: str, value: Any, reasons: Sequence[Rule]) -> Entry:
+    """The report entry of a key that moved to a name our schema lacks: the first matching
+    `reasons` rule says why, with its status (ignored: rl handles it itself) and, through
+    its `convert`, which values mean "not in use, or what rl does anyway" (None)."""
+    why = next((r for r in reasons if r.match(key) is not None), None)
+    reason = why.reason if why is not None else NO_SETTING
+    off = _unset(value) or value is False
+    if why is not None and why.convert is not None:
+        off = why.convert(value) is None
+    if off:
+        return Entry(key, "default", target, value, reason)
+    return Entry(key, why.status if why is not None else "unsupported", target, value, reason)
 
 
 def _is_default(target: str, value: Any) -> bool:

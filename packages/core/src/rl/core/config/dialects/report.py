@@ -3,6 +3,7 @@ supported (with the reason), so that no key is dropped without a word."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -42,4 +43,38 @@ class Report:
                 arrow = f" -> {entry.target}" if entry.target else ""
                 why = f" ({entry.reason})" if entry.reason else ""
                 lines.append(f"  {entry.status:<11} {entry.source}{arrow} = {entry.value!r}{why}")
+        if not verbose:
+            lines += self._ignored_by_reason()
         return "\n".join(lines)
+
+    def _ignored_by_reason(self) -> list[str]:
+        """One line per reason for the keys rl handles itself (status "ignored")."""
+        groups: dict[str, list[str]] = {}
+        for entry in self.entries:
+            if entry.status == "ignored":
+                groups.setdefault(entry.reason, []).append(entry.source)
+        lines = []
+        for reason, keys in groups.items():
+            shown = ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+            lines.append(f"  ignored     {len(keys)} key(s), {reason}: {shown}")
+        return lines
+
+    def name_upstream(self, message: str) -> str:
+        """`message` with the upstream key written after each of our keys it names that an
+        upstream key was mapped to: `rollout.tensor_parallel_size [verl:
+        actor_rollout_ref.rollout.tensor_model_parallel_size]`, so that a refusal names
+        the key the user wrote."""
+        sources: dict[str, list[str]] = {}
+        for entry in self.entries:
+            if entry.status in ("mapped", "default") and entry.target:
+                for target in entry.target.split(", "):
+                    if entry.source != target:
+                        sources.setdefault(target, []).append(entry.source)
+        for target in sorted(sources, key=len, reverse=True):
+            pattern = re.compile(rf"(?<![\w.]){re.escape(target)}(?![\w])")
+            found = pattern.search(message)
+            if found is None or message[found.end() :].startswith(" ["):
+                continue
+            named = f" [{self.dialect}: {', '.join(sources[target])}]"
+            message = message[: found.end()] + named + message[found.end() :]
+        return message

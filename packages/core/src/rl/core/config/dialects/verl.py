@@ -19,6 +19,15 @@ from typing import Any
 
 from rl.core.config.dialects import hydra_files
 from rl.core.config.dialects.mapping import Rule, Unsupported, as_list
+from rl.core.config.dialects.switches import value_at
+from rl.core.config.dialects.verl_reasons import REASONS
+from rl.core.config.dialects.verl_sections import SWITCHES, move_legacy_reward_keys
+from rl.core.config.errors import ConfigError
+
+# what verl does to its config before reading it, and what it does not read (verl_sections)
+REWRITES = [move_legacy_reward_keys]
+__all__ = ["REASONS", "REWRITES", "RULES", "SWITCHES", "check", "compose"]
+POLICY_LOSSES = ("vanilla", "gspo", "cispo")  # verl's loss_mode names rl implements
 
 
 def _warmup_steps(value: Any) -> Any:
@@ -58,6 +67,10 @@ _AGENT = "an option of verl's agent loop that rl's (rollout.multi_turn) does not
 _ENGINE = "an engine-internal setting rl chooses itself"
 _REF_LAYOUT = "the reference model runs with the actor's layout in rl"
 _MBRIDGE = "rl converts HF <-> megatron weights itself (rl.core.layouts)"
+_SANDBOX_FUSION = (
+    "verl's SandboxFusion service is not called: rl's code reward runs in its own sandbox "
+    "(data sources in rl.core.rewards.code)"
+)
 
 RULES: list[Rule] = [
     # ignored: verl's own plumbing
@@ -70,11 +83,23 @@ RULES: list[Rule] = [
         "joins trainer.ray_address",
     ),
     Rule("transfer_queue.", reason="verl's transfer queue: rl's controller moves batches itself"),
-    Rule("actor_rollout_ref.nccl_timeout", reason=_ENGINE),
+    Rule("actor_rollout_ref.nccl_timeout", reason=_ENGINE, status="ignored"),
+    Rule(
+        "model_engine",
+        reason="which actor/critic files verl composes; their strategy keys map",
+        status="ignored",
+    ),
     Rule(
         "actor_rollout_ref.rollout.engine_kwargs.trtllm",
         reason="TensorRT-LLM rollout is not in rl (vllm, sglang, hf)",
     ),
+    Rule(
+        "actor_rollout_ref.rollout.agent.default_agent_loop",
+        reason="rl's single-turn rollout is verl's single_turn_agent; multi-turn is "
+        "rollout.multi_turn (actor_rollout_ref.rollout.multi_turn.enable)",
+        convert=lambda value: None if value in (None, "single_turn_agent") else value,
+    ),
+    Rule("actor_rollout_ref.rollout.agent.num_workers", reason=_ENGINE, status="ignored"),
     Rule("actor_rollout_ref.rollout.agent.", reason=_AGENT),
     Rule("actor_rollout_ref.rollout.multi_turn.enable", "rollout.multi_turn.enable"),
     Rule(
@@ -102,10 +127,12 @@ RULES: list[Rule] = [
     Rule(
         "actor_rollout_ref.*.checkpoint.",
         reason="rl's checkpoints always hold the model, optimizer and extra state",
+        status="ignored",
     ),
     Rule(
         "critic.checkpoint.",
         reason="rl's checkpoints always hold the model, optimizer and extra state",
+        status="ignored",
     ),
     # renames
     Rule("trainer.default_local_dir", "trainer.output_dir"),
@@ -144,9 +171,14 @@ RULES: list[Rule] = [
     Rule("critic.optim.lr_scheduler_type", "critic.optim.lr_scheduler", convert=_warmup_style),
     Rule(
         "critic.model.path",
-        reason="the critic starts from model.path in rl (one backbone for all roles)",
+        reason="the actor's model.path (checked: rl's critic starts from the actor's model)",
+        status="ignored",
     ),
-    Rule("critic.model.", reason="the critic shares model.* with the actor in rl"),
+    Rule(
+        "critic.model.",
+        reason="the critic loads the actor's model.* in rl (memory and kernel options only)",
+        status="ignored",
+    ),
     Rule("actor_rollout_ref.rollout.tensor_model_parallel_size", "rollout.tensor_parallel_size"),
     Rule("actor_rollout_ref.model.enable_gradient_checkpointing", "model.gradient_checkpointing"),
     Rule("actor_rollout_ref.model.use_fused_kernels", "actor.use_fused_kernels"),
@@ -167,24 +199,80 @@ RULES: list[Rule] = [
         "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu", "ref.log_prob_max_token_len_per_gpu"
     ),
     Rule("actor_rollout_ref.ref.", reason=_REF_LAYOUT),
+    # verl <= 0.6 keeps the reward settings at the top level; 0.7+ in reward.* (the legacy
+    # keys are moved there first: verl_sections.move_legacy_reward_keys). A disabled reward
+    # model's section is never read (verl_sections.SWITCHES).
     Rule("custom_reward_function.", "reward.custom_reward_function."),
     Rule("reward_model.model.path", "reward.reward_model.path"),
     Rule("reward_model.max_length", "reward.reward_model.max_length"),
     Rule("reward_model.micro_batch_size_per_gpu", "reward.reward_model.batch_size"),
     Rule(
         "reward_model.enable",
-        reason="rl uses a reward model when reward.reward_model.path is set",
+        reason="the switch of reward_model.*: on, its model.path is rl's reward.reward_model.path",
         status="ignored",
     ),
+    Rule(
+        "reward_model.reward_manager",
+        reason="rl has one reward manager, verl's naive one (a process pool with timeouts)",
+        convert=lambda value: None if value in (None, "naive") else value,
+    ),
+    Rule(
+        "reward_model.launch_reward_fn_async",
+        reason="rl scores in its own worker pool (reward.num_workers)",
+        status="ignored",
+    ),
+    Rule("reward_model.sandbox_fusion.", reason=_SANDBOX_FUSION),
     Rule(
         "reward_model.",
         reason="rl's reward model is one HF sequence classifier "
         "(reward.reward_model.*); no separate engine settings",
     ),
+    Rule("reward.custom_reward_function.", "reward.custom_reward_function."),
+    Rule("reward.reward_model.model_path", "reward.reward_model.path"),
+    Rule(
+        "reward.reward_model.enable",
+        reason="the switch of reward.reward_model.*: on, its model_path is rl's "
+        "reward.reward_model.path",
+        status="ignored",
+    ),
+    Rule(
+        "reward.reward_model.",
+        reason="rl's reward model is one HF sequence classifier in the trainer's process "
+        "(reward.reward_model.*); no engine, placement or generation settings",
+    ),
+    Rule(
+        "reward.num_workers",
+        reason="verl's reward-loop workers: rl scores in the trainer's process unless rl's "
+        "reward.num_workers (a process pool) is set",
+        status="ignored",
+    ),
+    Rule(
+        "reward.reward_manager.name",
+        reason="rl has one reward manager, verl's naive one",
+        convert=lambda value: None if value in (None, "naive") else value,
+    ),
+    Rule(
+        "reward.reward_manager.source",
+        reason="rl's reward manager is built in; a custom one is not loaded",
+        convert=lambda value: None if value in (None, "register") else value,
+    ),
+    Rule(
+        "reward.reward_manager.module.",
+        reason="rl's reward manager is built in; a custom one is not loaded",
+        convert=lambda value: None if value in (None, "custom_reward_manager") else value,
+    ),
+    Rule("reward.sandbox_fusion.", reason=_SANDBOX_FUSION),
+    Rule("reward.reward_kwargs.", reason="reward-manager options of verl's dapo/prime managers"),
     Rule(
         "reward_manager.",
         reason="rl has one reward manager (a process pool with timeouts, "
         "reward.num_workers / timeout_s)",
+    ),
+    Rule(
+        "data.prompt_key",
+        "data.prompt_key",
+        # verl reads the ground truth from its layout's reward_model.ground_truth, always
+        also=(("data.answer_key", lambda _flat: "reward_model.ground_truth"),),
     ),
     Rule("data.filter_overlong_prompts_workers", "data.filter_num_workers"),
     Rule("data.reward_fn_key", "data.data_source_key"),
@@ -203,6 +291,17 @@ RULES: list[Rule] = [
         reason="rl samples when rollout.temperature > 0 and decodes greedily at 0",
         status="ignored",
     ),
+    Rule(
+        "actor_rollout_ref.actor.policy_loss.loss_mode",
+        "actor.policy_loss",
+        convert=lambda value: (
+            value
+            if value in POLICY_LOSSES
+            else Unsupported(
+                f"verl's {value} policy loss is not in rl ({', '.join(POLICY_LOSSES)} are)"
+            )
+        ),
+    ),
     Rule("data.train_files", "data.train_files", convert=as_list),
     Rule("data.val_files", "data.val_files", convert=as_list),
     # sections that keep verl's names
@@ -216,151 +315,32 @@ RULES: list[Rule] = [
 ]
 
 
-# why a key that moved to a name our schema lacks is not supported (first match)
-REASONS: list[Rule] = [
-    Rule(
-        "*.*.fsdp_config.",
-        reason="an FSDP2 detail rl sets itself (wrapping per decoder "
-        "layer, prefetch, dtypes from fsdp_config.mixed_precision)",
-    ),
-    Rule("critic.model.fsdp_config.", reason="an FSDP2 detail rl sets itself"),
-    Rule("*.*.mtp.", reason="multi-token prediction is not in rl"),
-    Rule("*.*.tiled_mlp.", reason="tiled MLP is not in rl"),
-    Rule(
-        "actor_rollout_ref.actor.policy_loss.",
-        reason="rl picks the policy loss by name (actor.policy_loss) with its clip keys",
-    ),
-    Rule(
-        "actor_rollout_ref.actor.optim.",
-        reason="rl's optimizer is torch AdamW with the schedule keys of actor.optim",
-    ),
-    Rule(
-        "critic.optim.",
-        reason="rl's optimizer is torch AdamW with the schedule keys of critic.optim",
-    ),
-    Rule(
-        "actor_rollout_ref.rollout.prometheus.", reason="rl logs rollout metrics to its own sinks"
-    ),
-    Rule("actor_rollout_ref.rollout.checkpoint_engine.", reason=_ENGINE),
-    Rule(
-        "actor_rollout_ref.*.use_torch_compile",
-        reason="rl does not torch.compile the model (its fused kernels cover the hot path)",
-    ),
-    Rule("actor_rollout_ref.*.router_replay.", reason="MoE router replay is not in rl"),
-    Rule("**.rollout_n", reason="verl-internal copy of rollout.n"),
-    Rule(
-        "actor_rollout_ref.actor.tau_*",
-        reason="a parameter of a policy-loss variant rl does not implement",
-    ),
-    Rule(
-        "actor_rollout_ref.model.fused_kernel_options.",
-        reason="rl picks its fused kernels itself (actor.use_fused_kernels)",
-    ),
-    Rule("**.megatron.use_mbridge", reason=_MBRIDGE),
-    Rule("**.megatron.vanilla_mbridge", reason=_MBRIDGE),
-    Rule("*.*.megatron.use_remove_padding", reason="set actor.use_remove_padding"),
-    Rule("critic.megatron.use_remove_padding", reason="set critic.use_remove_padding"),
-    Rule("**.load_weight", reason="rl always starts from model.path's weights"),
-    Rule("critic.nccl_timeout", reason=_ENGINE),
-    Rule("actor_rollout_ref.model.lora.", reason="LoRA is not in rl yet (full-parameter only)"),
-    Rule("**.data_loader_seed", reason="rl seeds every role from trainer.seed"),
-    Rule("actor_rollout_ref.model.lora_*", reason="LoRA is not in rl yet (full-parameter only)"),
-    Rule("actor_rollout_ref.model.target_modules", reason="LoRA is not in rl yet"),
-    Rule(
-        "actor_rollout_ref.rollout.mode",
-        reason="rl's rollout engines run in process; overlapping generation with "
-        "training is trainer.mode (one_step_off | async)",
-    ),
-    Rule(
-        "actor_rollout_ref.rollout.",
-        reason="a rollout-engine option rl does not expose "
-        "(set engine-specific ones in rollout.engine_kwargs.vllm / .sglang)",
-    ),
-    Rule("data.image_*", reason="multi-modal data is not in rl yet"),
-    Rule("data.video_*", reason="multi-modal data is not in rl yet"),
-    Rule("data.return_multi_modal_inputs", reason="multi-modal data is not in rl yet"),
-    Rule("data.", reason="a data-loading option rl does not have (see data.* in rl config show)"),
-    Rule("trainer.critic_warmup", reason="critic warm-up steps are not in rl yet"),
-    Rule(
-        "actor_rollout_ref.actor.calculate_entropy",
-        reason="rl always logs the entropy (the fused kernel computes it with the log-probs)",
-    ),
-    Rule(
-        "actor_rollout_ref.actor.entropy_*",
-        reason="rl's fused log-prob/entropy kernel never materialises the full softmax",
-    ),
-    Rule(
-        "actor_rollout_ref.actor.calculate_sum_pi_squared",
-        reason="a diagnostic rl does not compute",
-    ),
-    Rule("actor_rollout_ref.actor.sum_pi_squared_*", reason="a diagnostic rl does not compute"),
-    Rule("actor_rollout_ref.actor.freeze_vision_tower", reason="multi-modal models are not in rl"),
-    Rule("**.megatron.dist_checkpointing_prefix", reason="rl's dist checkpoints use mcore names"),
-    Rule("**.megatron.forward_only", reason=_ENGINE),
-    Rule(
-        "**.megatron.override_mcore_model_config",
-        reason="use *.megatron.override_transformer_config",
-    ),
-    Rule(
-        "**.ppo_micro_batch_size",
-        reason="deprecated in verl for *_per_gpu, which rl takes (ppo_micro_batch_size_per_gpu)",
-    ),
-    Rule(
-        "critic.forward_micro_batch_size",
-        reason="rl's critic forward uses ppo_micro_batch_size_per_gpu rows or "
-        "forward_max_token_len_per_gpu tokens",
-    ),
-    Rule(
-        "critic.forward_micro_batch_size_*",
-        reason="rl's critic forward uses ppo_micro_batch_size_per_gpu rows or forward_max_token_len_per_gpu tokens",
-    ),
-    Rule("actor_rollout_ref.model.custom_chat_template", reason="set data.chat_template"),
-    Rule(
-        "actor_rollout_ref.model.enable_activation_offload",
-        reason="activation offload is not in rl (model.gradient_checkpointing is)",
-    ),
-    Rule("actor_rollout_ref.model.exclude_modules", reason="LoRA is not in rl yet"),
-    Rule(
-        "actor_rollout_ref.model.external_lib",
-        reason="rl imports custom models through the registry (rl.core.registry), not a module name",
-    ),
-    Rule(
-        "actor_rollout_ref.model.hf_config_path",
-        reason="rl reads the model config from model.path",
-    ),
-    Rule(
-        "actor_rollout_ref.model.tokenizer_path",
-        reason="rl reads the tokenizer from model.path",
-    ),
-    Rule(
-        "actor_rollout_ref.model.override_config",
-        reason="rl builds the model as model.path's config says "
-        "(megatron: override_transformer_config)",
-    ),
-    Rule(
-        "actor_rollout_ref.model.override_config.",
-        reason="rl builds the model as model.path's config says (megatron: override_transformer_config)",
-    ),
-    Rule(
-        "actor_rollout_ref.model.use_liger",
-        reason="Liger kernels are not in rl (its own fused kernels are)",
-    ),
-    Rule("actor_rollout_ref.model.use_shm", reason="rl reads model.path from disk"),
-    Rule("critic.enable", reason="rl runs a critic when algorithm.adv_estimator needs one (gae)"),
-    Rule("critic.shuffle", reason="rl's critic takes the actor's mini-batch order"),
-    Rule(
-        "trainer.balance_batch", reason="rl always balances rows over data-parallel ranks by tokens"
-    ),
-    Rule("trainer.", reason="a verl trainer/driver option with no counterpart in rl"),
-    Rule("algorithm.", reason="an algorithm variant rl does not implement"),
-]
-
-
 def compose(path: Path, overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """The composed and resolved config of the verl file `path` with `overrides`."""
-    return hydra_files.compose(path, overrides, "verl config")
+    """The composed and resolved config of the verl file `path` with `overrides`; an unset
+    `???` stays "???" until the sections verl does not read are gone (`SWITCHES`)."""
+    return hydra_files.compose(path, overrides, "verl config", allow_missing=True)
 
 
 def check(values: dict[str, Any]) -> list[str]:
-    """Nothing to check beyond our schema's own validation."""
+    """A critic that would start from another model than the actor is refused: rl's
+    critic starts from model.path (with a value head), verl's from critic.model.path."""
+    critic = value_at(values, "critic.model.path")
+    actor = value_at(values, "actor_rollout_ref.model.path")
+    if critic is not None and not _same_path(critic, actor):
+        raise ConfigError(
+            f"critic.model.path = {critic!r} is not the actor's model ({actor!r}): rl's "
+            "critic starts from the actor's model.path with a value head. Pass "
+            "critic.model.path=<the actor's path> (or train the critic separately)"
+        )
     return []
+
+
+def _same_path(first: Any, second: Any) -> bool:
+    from rl.core.config.paths import user_path
+
+    if first == second:
+        return True
+    try:
+        return user_path(str(first)).resolve() == user_path(str(second)).resolve()
+    except (OSError, RuntimeError):
+        return False

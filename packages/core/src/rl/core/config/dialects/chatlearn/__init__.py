@@ -27,7 +27,21 @@ from rl.core.config.dialects.chatlearn.defaults import DEFAULTS, legacy_reason
 from rl.core.config.dialects.chatlearn.rules import REASONS, RULES
 from rl.core.config.errors import ConfigError
 
-__all__ = ["DESCRIPTION", "DOCUMENTED", "REASONS", "RULES", "check", "compose"]
+__all__ = [
+    "DESCRIPTION",
+    "DOCUMENTED",
+    "REASONS",
+    "REWRITES",
+    "RULES",
+    "SWITCHES",
+    "check",
+    "compose",
+]
+
+# what the system does to its config before reading it, and the sections it reads only
+# while a switch is on (`switches.Switch`): none in this dialect
+REWRITES: list = []
+SWITCHES: list = []
 
 DESCRIPTION = """
 Loaded as ChatLearn does: the YAML by OmegaConf, the overrides applied to it as an

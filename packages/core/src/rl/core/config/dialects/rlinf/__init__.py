@@ -18,7 +18,21 @@ from rl.core.config.dialects import hydra_files
 from rl.core.config.dialects.rlinf.rules import REASONS, RULES
 from rl.core.config.errors import ConfigError
 
-__all__ = ["DESCRIPTION", "DOCUMENTED", "REASONS", "RULES", "check", "compose"]
+__all__ = [
+    "DESCRIPTION",
+    "DOCUMENTED",
+    "REASONS",
+    "REWRITES",
+    "RULES",
+    "SWITCHES",
+    "check",
+    "compose",
+]
+
+# what the system does to its config before reading it, and the sections it reads only
+# while a switch is on (`switches.Switch`): none in this dialect
+REWRITES: list = []
+SWITCHES: list = []
 
 DESCRIPTION = """
 Composed by Hydra as RLinf runs it (a file's own values over its `defaults:` list, e.g.
