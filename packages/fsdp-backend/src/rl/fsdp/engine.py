@@ -38,6 +38,7 @@ from rl.core.micro_batches import (
 from rl.core.models import load_causal_lm, load_value_model
 from rl.core.optim import make_lr_scheduler
 from rl.core.sharded_io import load_sharded, save_sharded
+from rl.core.weight_sync.ties import tied_aliases, with_aliases, without_aliases
 from rl.core.workers.dispatch import data_parallel_rows
 from rl.fsdp.distributed import ensure_process_group, fsdp_mesh
 from rl.fsdp.forward import fused_logprobs_and_entropy, response_logprobs, response_values
@@ -102,6 +103,9 @@ class FSDPTrainEngine:
         empty = any(p.is_meta for p in model.parameters())
         # rank 0's full weights, to broadcast once sharded (meta_init)
         full = model.to(self.device).state_dict() if self.fsdp.meta_init and not empty else None
+        # tied parameters (`tie_word_embeddings`: lm_head.weight IS the embedding) by their
+        # other names: one parameter, exported, checkpointed and optimized once
+        self.tied = tied_aliases(model)
         self.model = shard_model(model if empty else model.to(self.device), mesh, self.fsdp)
         # plain parameters (no FSDP2 at world size 1): `export_weights` yields them as views
         self._plain = not any(hasattr(p, "full_tensor") for p in self.model.parameters())
@@ -140,6 +144,7 @@ class FSDPTrainEngine:
         the meta device); buffers, persistent or not (rotary frequencies), likewise."""
         if self.rank != 0:
             self.model.to_empty(device=self.device)
+            retie(self.model, self.tied)  # a plain module's to_empty would untie them
         options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=True)
         set_model_state_dict(self.model, full or {}, options=options)
         with torch.no_grad():
@@ -364,14 +369,16 @@ class FSDPTrainEngine:
     # --- weights and checkpoints --------------------------------------------------
 
     def export_weights(self) -> Iterator[tuple[str, torch.Tensor]]:
-        """Full (unsharded) tensors under their Hugging Face names, one at a time.
+        """Full (unsharded) tensors under their Hugging Face names, one at a time; a tied
+        parameter once, under its first name (`model.embed_tokens.weight`, no
+        `lm_head.weight`), as `save_pretrained` writes it.
 
         Each is all-gathered when it is reached, so every rank must iterate in step and
         gets every tensor (a rollout replica per rank loads from it); at most one
         unsharded parameter is alive at a time besides what the consumer keeps.
         """
         with torch.no_grad():
-            for name, tensor in self.model.state_dict().items():
+            for name, tensor in without_aliases(self.model.state_dict().items(), self.tied):
                 full = tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
                 yield name, full.detach()
 
@@ -382,8 +389,10 @@ class FSDPTrainEngine:
         return self._plain
 
     def load_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None:
-        """Replace the weights (e.g. the reference from the warm-started actor)."""
-        set_model_state_dict(self.model, dict(named_tensors), options=FULL)
+        """Replace the weights (e.g. the reference from the warm-started actor); a tied
+        parameter comes under its first name (as `export_weights` yields it)."""
+        full = with_aliases(dict(named_tensors), self.tied)
+        set_model_state_dict(self.model, full, options=FULL)
 
     def save(self, path: str) -> None:
         """Sharded: each rank writes its shards of the weights and optimizer state to
@@ -392,7 +401,7 @@ class FSDPTrainEngine:
         Loads at any world size (`load` reshards), and `rl merge` makes a Hugging Face
         folder of it. Nothing in it is unpickled as code (`rl.core.sharded_io`)."""
         folder = Path(path)
-        tensors: dict[str, Any] = {"model": get_model_state_dict(self.model)}
+        tensors: dict[str, Any] = {"model": self._model_state()}
         state: dict[str, Any] = {"generator": self.generator.get_state()}
         if self.optimizer is not None and self.lr_scheduler is not None:
             optim = get_optimizer_state_dict(self.model, self.optimizer)
@@ -407,11 +416,11 @@ class FSDPTrainEngine:
 
     def load(self, path: str) -> None:
         folder = Path(path)
-        tensors: dict[str, Any] = {"model": get_model_state_dict(self.model)}
+        tensors: dict[str, Any] = {"model": self._model_state()}
         if self.optimizer is not None:
             tensors["optimizer"] = get_optimizer_state_dict(self.model, self.optimizer)["state"]
         load_sharded(tensors, folder / "dcp")
-        set_model_state_dict(self.model, tensors["model"])
+        set_model_state_dict(self.model, with_aliases(tensors["model"], self.tied))
         state = load_state(folder / "state.pt")
         self.generator.set_state(state["generator"])
         if self.optimizer is not None and self.lr_scheduler is not None:
@@ -422,9 +431,17 @@ class FSDPTrainEngine:
             )
             self.lr_scheduler.load_state_dict(state["lr_scheduler"])
 
+    def _model_state(self) -> dict[str, Any]:
+        """The (sharded) model state dict with each tied parameter once: checkpoints hold
+        it once (one written before ties were skipped loads too: its copy goes unread)."""
+        return dict(without_aliases(get_model_state_dict(self.model).items(), self.tied))
+
     def save_hf(self, path: str, tokenizer: Any = None) -> None:
-        """A Hugging Face folder loadable with `AutoModelForCausalLM.from_pretrained`."""
+        """A Hugging Face folder loadable with `AutoModelForCausalLM.from_pretrained`; a tied
+        model's shared tensor is written once (the config keeps `tie_word_embeddings`)."""
         state = get_model_state_dict(self.model, options=FULL)  # every rank gathers
+        # gathered separately, tied names are two tensors: save_pretrained would write both
+        state = dict(without_aliases(state.items(), self.tied))
         if self.rank == 0:
             self.model.save_pretrained(path, state_dict=state)
             if tokenizer is not None:
@@ -458,6 +475,13 @@ class FSDPTrainEngine:
                 for key, value in state.items():
                     if isinstance(value, torch.Tensor):
                         state[key] = value.to(device, non_blocking=True)
+
+
+def retie(model: torch.nn.Module, aliases: dict[str, str]) -> None:
+    """Make each alias name the same parameter as its first name again (`tied_aliases`)."""
+    for alias, name in aliases.items():
+        owner, _, leaf = alias.rpartition(".")
+        setattr(model.get_submodule(owner), leaf, model.get_parameter(name))
 
 
 def adamw_implementation(model: torch.nn.Module) -> dict[str, bool]:

@@ -126,8 +126,18 @@ def response_values(
 
 
 def _full(weight: torch.Tensor) -> torch.Tensor:
-    """The whole tensor of a (possibly FSDP-sharded DTensor) parameter, differentiably."""
-    return weight.full_tensor() if hasattr(weight, "full_tensor") else weight
+    """The whole tensor of a (possibly FSDP-sharded DTensor) parameter, differentiably.
+
+    Each rank's gradient of it comes from its own rows, so it is declared partial and
+    averaged over the ranks in backward (reduce-scattered to the shards), as FSDP2 averages
+    the gradients of the parameters it gathers itself; `full_tensor()`'s default would
+    take them for replicated and keep each rank's own slice. A tied output layer is the
+    embedding: its gradient then adds up from both uses, each averaged over the ranks."""
+    if not hasattr(weight, "full_tensor"):
+        return weight
+    from torch.distributed.tensor import Partial
+
+    return weight.full_tensor(grad_placements=[Partial("avg")] * weight.device_mesh.ndim)
 
 
 def fused_logprobs_and_entropy(
