@@ -78,16 +78,22 @@ def test_prompt_string_messages_and_chat_templates(tokenizer):
             },
         ),
     ]
-    plain = PromptDataset(rows, tokenizer, answer_key="answer")
-    assert plain[0].prompt_text == "1+2=" and plain[0].prompt_ids == tokenizer("1+2=").input_ids
-    assert plain[1].prompt_text == "4+4=" and plain[1].ground_truth is None
-    native = PromptDataset(
-        rows, tokenizer, chat_template="native", answer_key="reward_model.ground_truth"
-    )
     expected = tokenizer.apply_chat_template(
         [{"role": "user", "content": "4+4="}], add_generation_prompt=True, tokenize=False
     )
+    # auto (the default): text as it is, messages through the chat template as verl does;
+    # a row in verl's layout has its ground truth read from reward_model.ground_truth
+    auto = PromptDataset(rows, tokenizer, answer_key="answer")
+    assert auto[0].prompt_text == "1+2=" and auto[0].prompt_ids == tokenizer("1+2=").input_ids
+    assert auto[1].prompt_text == expected and auto[1].ground_truth == "8"
+    assert auto[1].prompt_ids == tokenizer(expected, add_special_tokens=False).input_ids
+    native = PromptDataset(
+        rows, tokenizer, chat_template="native", answer_key="reward_model.ground_truth"
+    )
     assert native[1].prompt_text == expected and native[1].ground_truth == "8"
+    assert native[0].ground_truth is None  # an explicit answer_key is read as it says
+    joined = PromptDataset(rows, tokenizer, chat_template="none")
+    assert joined[1].prompt_text == "4+4="
 
 
 def test_missing_prompt_column_names_file_row_and_columns(tokenizer):

@@ -12,7 +12,7 @@ algorithm names) is checked by `rl.core.trainer.preflight`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from rl.core.algorithms.rollout_correction import RolloutCorrectionConfig
 from rl.core.config.cluster import ClusterConfig
@@ -89,9 +89,11 @@ class ModelConfig:
     tiny: TinyModelConfig = field(default_factory=TinyModelConfig)
     gradient_checkpointing: bool = False
     trust_remote_code: bool = False
+    # a Jinja chat template used instead of the tokenizer's own (verl's name)
+    custom_chat_template: str | None = None
 
     def __post_init__(self) -> None:
-        check(self, path=NOT_EMPTY)
+        check(self, path=NOT_EMPTY, custom_chat_template=optional(NOT_EMPTY))
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,10 @@ class DataConfig:
     prompt_key: str = "prompt"
     answer_key: str = "answer"
     data_source_key: str = "data_source"
-    chat_template: Literal["native", "none"] = "none"
+    # auto: chat messages through the tokenizer's chat template (as verl), text as it is;
+    # native: text too, as one user message; none: messages' contents joined by newlines
+    chat_template: Literal["auto", "native", "none"] = "auto"
+    apply_chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # enable_thinking
     max_prompt_length: int = 32
     max_response_length: int = 8
     truncation: Literal["error", "left", "right"] = "error"

@@ -53,12 +53,13 @@ class PromptDataset:
         prompt_key: str = "prompt",
         answer_key: str = "answer",
         data_source_key: str = "data_source",
-        chat_template: str = "none",
+        chat_template: str = "auto",
         max_prompt_length: int = 1024,
         truncation: str = "error",
         filter_overlong_prompts: bool = False,
         filter_num_workers: int = 1,
         tools: Sequence[dict[str, Any]] = (),
+        apply_chat_template_kwargs: dict[str, Any] | None = None,
     ) -> None:
         options = PromptOptions(
             prompt_key,
@@ -68,6 +69,7 @@ class PromptDataset:
             max_prompt_length,
             truncation,
             tuple(tools),
+            tuple(sorted((apply_chat_template_kwargs or {}).items())),
         )
         if chat_template == "native" and getattr(tokenizer, "chat_template", None) is None:
             raise ConfigError(

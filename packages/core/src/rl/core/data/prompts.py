@@ -1,4 +1,13 @@
-"""Rows -> tokenized prompts: prompt column or chat messages, chat template, length limits."""
+"""Rows -> tokenized prompts: prompt column or chat messages, chat template, length limits.
+
+Chat messages go through the tokenizer's chat template as verl applies it:
+`apply_chat_template(messages, add_generation_prompt=True, tokenize=False,
+**data.apply_chat_template_kwargs)`, then tokenized without adding special tokens (the
+template wrote them: no second BOS). A plain-text prompt is tokenized as it is, with the
+tokenizer's special tokens (`data.chat_template: auto`, the default); `native` renders a
+plain-text prompt as one user message too, and `none` joins the messages' contents with
+newlines instead of templating them.
+"""
 
 from __future__ import annotations
 
@@ -19,18 +28,24 @@ class PromptItem:
     prompt_text: str
     ground_truth: Any
     data_source: str
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # the row's other columns
+    extra_info: dict[str, Any] = field(default_factory=dict)  # a reward function's extra_info
 
 
 @dataclass(frozen=True)
 class PromptOptions:
     prompt_key: str = "prompt"
-    answer_key: str = "answer"
+    answer_key: str = "answer"  # "answer" also finds verl's reward_model.ground_truth
     data_source_key: str = "data_source"
-    chat_template: str = "none"  # "native": the tokenizer's apply_chat_template
+    chat_template: str = "auto"  # auto | native | none (see the module docstring)
     max_prompt_length: int = 1024
     truncation: str = "error"  # error | left | right
     tools: tuple[dict[str, Any], ...] = ()  # agentic runs: described to the chat template
+    template_kwargs: tuple[tuple[str, Any], ...] = ()  # data.apply_chat_template_kwargs
+
+
+# verl's data layout keeps the ground truth here (its preprocessing scripts write it)
+VERL_GROUND_TRUTH = "reward_model.ground_truth"
 
 
 def lookup(data: dict[str, Any], dotted: str) -> Any:
@@ -56,6 +71,11 @@ def _messages(row: SourcedRow, options: PromptOptions) -> list[dict[str, str]] |
         )
     if isinstance(value, str):
         return value
+    if isinstance(value, Sequence) and len(value) == 0:
+        raise DataError(
+            f"{row.source}, row {row.index}: the prompt is an empty list of messages; give "
+            "each row at least one {role, content} message"
+        )
     if isinstance(value, Sequence) and all(isinstance(m, dict) and "content" in m for m in value):
         return [{"role": str(m.get("role", "user")), "content": str(m["content"])} for m in value]
     raise DataError(
@@ -64,28 +84,49 @@ def _messages(row: SourcedRow, options: PromptOptions) -> list[dict[str, str]] |
     )
 
 
-def prompt_text(row: SourcedRow, options: PromptOptions, tokenizer: Any) -> str:
-    prompt = _messages(row, options)
+def templated(prompt: list[dict[str, str]] | str, options: PromptOptions) -> bool:
+    """Whether the prompt goes through the chat template."""
     if options.chat_template == "native":
-        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
-        return str(
-            tokenizer.apply_chat_template(
-                messages,
-                tools=list(options.tools) or None,
-                add_generation_prompt=True,
-                tokenize=False,
-            )
+        return True
+    return options.chat_template == "auto" and not isinstance(prompt, str)
+
+
+def prompt_text(row: SourcedRow, options: PromptOptions, tokenizer: Any) -> str:
+    return _rendered(row, options, tokenizer)[0]
+
+
+def _rendered(row: SourcedRow, options: PromptOptions, tokenizer: Any) -> tuple[str, bool]:
+    """The prompt's text and whether the chat template wrote it."""
+    prompt = _messages(row, options)
+    if not templated(prompt, options):
+        return (
+            prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in prompt)
+        ), False
+    if getattr(tokenizer, "chat_template", None) is None:
+        raise DataError(
+            f"{row.source}, row {row.index}: the prompt is chat messages, but the tokenizer "
+            "of model.path has no chat template to render them with. Give the model folder "
+            "one (chat_template in tokenizer_config.json, or model.custom_chat_template), "
+            "or set data.chat_template: none to join the messages' contents with newlines"
         )
-    return prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in prompt)
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+    text = tokenizer.apply_chat_template(
+        messages,
+        tools=list(options.tools) or None,
+        add_generation_prompt=True,
+        tokenize=False,
+        **dict(options.template_kwargs),
+    )
+    return str(text), True
 
 
 def tokenize_prompt(
     row: SourcedRow, options: PromptOptions, tokenizer: Any
 ) -> tuple[str, list[int]]:
     """(text, ids) of the row's prompt, truncated as `truncation` says."""
-    text = prompt_text(row, options, tokenizer)
+    text, by_template = _rendered(row, options, tokenizer)
     # The chat template already wrote any special tokens into the text.
-    ids = tokenizer(text, add_special_tokens=options.chat_template != "native").input_ids
+    ids = tokenizer(text, add_special_tokens=not by_template).input_ids
     limit = options.max_prompt_length
     if len(ids) > limit:
         if options.truncation == "error":
@@ -104,7 +145,13 @@ def answer_of(row: SourcedRow, options: PromptOptions) -> Any:
     try:
         return lookup(row.data, options.answer_key)
     except KeyError:
-        return None
+        pass
+    if options.answer_key == "answer" and "answer" not in row.data:
+        try:  # a row in verl's layout
+            return lookup(row.data, VERL_GROUND_TRUTH)
+        except KeyError:
+            pass
+    return None
 
 
 def data_source_of(row: SourcedRow, options: PromptOptions) -> str:
@@ -114,11 +161,16 @@ def data_source_of(row: SourcedRow, options: PromptOptions) -> str:
 def make_item(index: int, row: SourcedRow, options: PromptOptions, tokenizer: Any) -> PromptItem:
     text, ids = tokenize_prompt(row, options, tokenizer)
     skip = {options.prompt_key, "messages", options.data_source_key}
+    extra = {k: v for k, v in row.data.items() if k not in skip}
+    # a custom reward function's extra_info: the row's `extra_info` mapping when it has one
+    # (verl's layout: index, split, ...; what verl hands over), else the other columns
+    extra_info = row.data.get("extra_info")
     return PromptItem(
         index=index,
         prompt_ids=ids,
         prompt_text=text,
         ground_truth=answer_of(row, options),
         data_source=data_source_of(row, options),
-        extra={k: v for k, v in row.data.items() if k not in skip},
+        extra=extra,
+        extra_info=dict(extra_info) if isinstance(extra_info, dict) else extra,
     )

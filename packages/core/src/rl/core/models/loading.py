@@ -101,6 +101,8 @@ def load_tokenizer(config: ModelConfig) -> Any:
     )
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
+    if config.custom_chat_template is not None:  # verl's model.custom_chat_template
+        tokenizer.chat_template = config.custom_chat_template
     return tokenizer
 
 

@@ -27,10 +27,11 @@ def check(config: Config) -> None:
     """What multi-turn rollouts need from the rest of the config (ConfigError otherwise)."""
     if not config.rollout.multi_turn.enable:
         return
-    if config.data.chat_template != "native":
+    if config.data.chat_template == "none":
         raise ConfigError(
-            "rollout.multi_turn.enable needs data.chat_template: native (the chat template "
-            "describes the tools in the prompt and renders the tool turns)"
+            "rollout.multi_turn.enable needs the chat template: data.chat_template auto or "
+            "native, not none (the chat template describes the tools in the prompt and "
+            "renders the tool turns)"
         )
     if config.rollout.multi_turn.environment is not None:
         from rl.core.agent.environment import load_environment

@@ -47,6 +47,7 @@ def build_dataset(
         filter_overlong_prompts=data.filter_overlong_prompts,
         filter_num_workers=data.filter_num_workers,
         tools=tool_schemas(config),
+        apply_chat_template_kwargs=dict(data.apply_chat_template_kwargs),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 from rl.core.engines import Rollouts
@@ -23,13 +24,24 @@ def score_rollouts(
             data_source=items[row // n].data_source,
             solution_str=text,
             ground_truth=items[row // n].ground_truth,
-            extra_info=items[row // n].extra,
+            extra_info=_extra_info(items[row // n].extra_info, rollouts, row),
             prompt_str=items[row // n].prompt_text,
         )
         for row, text in enumerate(texts)
     ]
     result = ctx.reward.score(requests)
     return list(result.scores), dict(result.metrics)
+
+
+def _extra_info(row_info: dict[str, Any], rollouts: Rollouts, row: int) -> dict[str, Any]:
+    """A response's `extra_info` as verl's reward managers build it: the row's own, plus
+    `num_turns` (user and assistant turns; 2 for a single-turn response) and
+    `rollout_reward_scores` (rewards the rollout gave on the way; none here)."""
+    turns = 2
+    if rollouts.loss_masks:  # agentic: each switch between model and tool tokens is a turn
+        mask = rollouts.loss_masks[row]
+        turns = 2 + sum(1 for a, b in pairwise(mask) if a != b)
+    return {**row_info, "num_turns": turns, "rollout_reward_scores": {}}
 
 
 def model_tokens(rollouts: Rollouts) -> list[list[int]]:

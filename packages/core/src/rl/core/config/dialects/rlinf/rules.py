@@ -297,7 +297,7 @@ RULES: list[Rule] = [
         status="ignored",
     ),
     Rule("rollout.pipeline_parallel_size", reason="rl's rollout is tensor-parallel only"),
-    Rule("rollout.custom_chat_template", reason="set data.chat_template (native: the tokenizer's)"),
+    Rule("rollout.custom_chat_template", "model.custom_chat_template"),
     Rule("rollout.group_name", reason=_INFRA, status="ignored"),
     Rule(
         "rollout.print_outputs", reason="rl keeps validation generations in val_generations.jsonl"
