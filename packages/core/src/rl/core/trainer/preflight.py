@@ -22,6 +22,11 @@ from rl.core.models.loading import check_model_path
 from rl.core.registry import check_engine
 from rl.core.trainer import agentic, modes
 from rl.core.trainer.losses import validate_algorithm_names
+from rl.core.trainer.preflight_limits import (
+    check_context_length,
+    check_rollout_devices,
+    check_tracker_credentials,
+)
 
 # trainer.logger backends that need a package of their own: (module, pip extra)
 LOGGER_PACKAGES = {
@@ -41,6 +46,7 @@ def preflight(config: Config, *, with_rl_roles: bool = True) -> None:
         _device,
         _loggers,
         _model,
+        check_context_length,
         _reward,
         _data,
         _output_dir,
@@ -48,9 +54,17 @@ def preflight(config: Config, *, with_rl_roles: bool = True) -> None:
         _train_engines,
     ]
     if with_rl_roles:
-        checks += [_rl_engines, validate_algorithm_names, agentic.check, modes.check, _launcher]
+        checks += [
+            check_rollout_devices,
+            _rl_engines,
+            validate_algorithm_names,
+            agentic.check,
+            modes.check,
+            _launcher,
+        ]
     for check in checks:
         check(config)
+    check_tracker_credentials(config, config.trainer.output_dir)  # last: it may log offline
 
 
 def _device(config: Config) -> None:
@@ -174,3 +188,9 @@ def _rl_engines(config: Config) -> None:
         check_engine(config.critic.strategy, "train", "critic.strategy")
         _engine_checks(config, "critic")
     check_engine(config.rollout.name, "rollout", "rollout.name")
+    from rl.core.registry import load_engine_class
+
+    engine_class = load_engine_class(config.rollout.name, "rollout", key="rollout.name")
+    check = getattr(engine_class, "preflight", None)  # the engine's own limits, if it has any
+    if check is not None:
+        check(config)

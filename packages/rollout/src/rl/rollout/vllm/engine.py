@@ -30,7 +30,7 @@ from rl.core.engines import Rollouts, SamplingParams
 from rl.core.models import load_model_config, model_source
 from rl.core.weight_sync.groups import fused_module
 from rl.rollout.vllm.driver import EngineLoop
-from rl.rollout.vllm.options import engine_args
+from rl.rollout.vllm.options import check_tensor_parallel, engine_args
 from rl.rollout.vllm.outputs import to_rollouts
 from rl.rollout.vllm.sampling import to_vllm
 from rl.rollout.vllm.version import import_vllm
@@ -60,6 +60,11 @@ class VLLMRolloutEngine:
         self.detokenize = detokenize
         self._scratch_dir = scratch_dir
         self._sleeping = False
+
+    @staticmethod
+    def preflight(config: Config) -> None:
+        """What this engine cannot run, refused before any model loads (ConfigError)."""
+        check_tensor_parallel(config)
 
     @classmethod
     def from_config(cls, config: Config, tokenizer: Any) -> VLLMRolloutEngine:

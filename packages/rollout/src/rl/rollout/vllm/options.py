@@ -43,19 +43,27 @@ def kv_cache_bytes(hf_config: Any, tokens: int, dtype_bytes: int) -> int:
     return 2 * hf_config.num_hidden_layers * heads * head_dim * dtype_bytes * tokens
 
 
+def check_tensor_parallel(config: Config) -> None:
+    """vLLM here runs in the trainer's process with tensor_parallel_size 1 (ConfigError)."""
+    tp = config.rollout.tensor_parallel_size
+    if tp > 1:
+        # vLLM would start TP worker processes, which a reload of the trainer's in-memory
+        # tensors cannot reach; TP across the trainer's ranks (external_launcher) comes with
+        # multi-process rollout workers.
+        raise ConfigError(
+            f"rollout.tensor_parallel_size = {tp}: the vLLM engine runs in the trainer's "
+            "process with tensor_parallel_size 1 in this version; set "
+            "rollout.tensor_parallel_size=1 (the trainer's FSDP or megatron layout still "
+            "spans every device)"
+        )
+
+
 def engine_args(
     config: Config, model_dir: str, dtype: str, *, on_cpu: bool, hf_config: Any
 ) -> dict[str, Any]:
     """Keyword arguments of `vllm.EngineArgs` for the rollout of `config`."""
     rollout = config.rollout
-    if rollout.tensor_parallel_size > 1:
-        # vLLM would start TP worker processes, which a reload of the trainer's in-memory
-        # tensors cannot reach; TP across the trainer's ranks (external_launcher) comes with
-        # multi-process rollout workers.
-        raise ConfigError(
-            f"rollout.tensor_parallel_size = {rollout.tensor_parallel_size}: the vLLM engine "
-            "runs in the trainer's process with tensor_parallel_size 1 in this version"
-        )
+    check_tensor_parallel(config)
     args: dict[str, Any] = {name: getattr(rollout, key) for key, name in DIRECT.items()}
     length = max_model_len(config)
     args.update(
