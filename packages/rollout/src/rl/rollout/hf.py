@@ -18,6 +18,7 @@ from rl.core.config import Config
 from rl.core.engines import Rollouts, SamplingParams
 from rl.core.models import load_causal_lm
 from rl.core.weight_sync.groups import each_tensor
+from rl.core.weight_sync.ties import TieCheck, Ties
 from rl.core.workers.request_batcher import RequestBatcher
 from rl.rollout.hf_sampling import sample
 
@@ -49,6 +50,7 @@ class HFRolloutEngine:
         self.free_cache_engine, self._asleep = free_cache_engine, False
         self.shared = False  # whether the weights are the trainer's own (`share_weights`)
         self._parameters: dict[str, torch.nn.Parameter] | None = None
+        self._ties = TieCheck(Ties.of(self.model))  # tie_word_embeddings: one tensor
         self.tokenizer, self.device = tokenizer, torch.device(device)
         self.max_batch_size = max_batch_size
         self.pad_id = tokenizer.pad_token_id
@@ -133,10 +135,14 @@ class HFRolloutEngine:
 
     @torch.no_grad()
     def update_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None:
-        """Copy trainer weights in, by Hugging Face name, casting to this model's dtype."""
+        """Copy trainer weights in, by Hugging Face name, casting to this model's dtype.
+
+        A tied model (`tie_word_embeddings`) holds `lm_head.weight` as its embedding: it
+        comes once, as `model.embed_tokens.weight`; sent too, it must equal it (`TieCheck`,
+        which also refuses a tied trainer's weights for an untied model)."""
         params: dict[str, torch.Tensor] = {**self._named_parameters()}
         params.update(dict(self.model.named_buffers()))
-        for name, tensor in named_tensors:
+        for name, tensor in self._ties.stream(named_tensors, params.__getitem__):
             if name not in params:
                 raise KeyError(f"rollout model has no weight named {name!r}")
             params[name].copy_(tensor)
@@ -149,7 +155,10 @@ class HFRolloutEngine:
         Only where every parameter has a tensor of the same shape, dtype and device among
         `named_tensors` (a trainer in the same process, on the same device, in the
         rollout's dtype); otherwise nothing changes and the answer is False (then copy
-        with `update_weights`). Tensors already shared are left as they are. The caller
+        with `update_weights`). Tensors already shared are left as they are. A tied
+        parameter (`lm_head.weight` of a tied model) is one parameter, shared once, so the
+        tie holds; an offered tied name must then be the same memory, else the trainer's
+        model is untied and False is the answer (`update_weights` says why). The caller
         must not generate while the trainer updates (the weights would change mid-way).
         """
         offered = dict(named_tensors)
@@ -161,6 +170,10 @@ class HFRolloutEngine:
                 param.dtype,
                 param.device,
             ):
+                return False
+        for alias, name in self._ties.ties.aliases.items():
+            tensor = offered.get(alias)
+            if tensor is not None and not _same_memory(tensor, offered[name]):
                 return False
         for name, param in params.items():
             if param.data_ptr() != offered[name].data_ptr():
@@ -189,3 +202,12 @@ class HFRolloutEngine:
         if self._asleep:
             self.model.to(self.device)
             self._asleep = False
+
+
+def _same_memory(first: torch.Tensor, second: torch.Tensor) -> bool:
+    return (first.data_ptr(), first.shape, first.stride(), first.dtype) == (
+        second.data_ptr(),
+        second.shape,
+        second.stride(),
+        second.dtype,
+    )
