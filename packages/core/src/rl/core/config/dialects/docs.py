@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from types import ModuleType
+from typing import Any
 
 from rl.core.config.dialects import coverage
 from rl.core.config.dialects.mapping import NO_SETTING, Rule
@@ -21,12 +22,25 @@ reason). `rl train --from DIALECT FILE [OVERRIDES...]` converts and runs. The di
 detected from the file when `--from` is left out. A key no rule names is moved as it is
 and kept if our schema has it, else reported unsupported ("{no_setting}").
 
-A launch script works too (`rl convert --from verl run_qwen2-7b_math.sh`): its
-`python -m verl.trainer.main_ppo` command gives the config (`--config-path` /
-`--config-name`, else verl's built-in `ppo_trainer`, read from an installed verl) and the
-overrides; line continuations, bash arrays and `$VAR` / `${{VAR:-default}}` assigned in
-the script are expanded (the script is read, never run); a variable it does not set is
-reported by name, not guessed.
+The report lists one by one what would change training (unsupported: the run is not
+verl's), and in one line per reason the keys rl handles itself (ignored: engine internals,
+memory and speed options). A refusal names the upstream key beside ours.
+
+A section the system does not read while its switch is off (verl: a disabled reward
+model, the critic GRPO never builds, the reference model without a KL, profilers, LoRA at
+rank 0, ...) is neither validated nor mapped: its `???` keys and paths never matter, and
+the report says in one line per switch what it left unread (table per dialect below).
+
+A launch script works too (`rl train --from verl run_qwen2-7b_math.sh [OVERRIDES]`): it
+is read as bash would run it, never executed: variables from the script, then the
+environment (`${{X:-default}}` and the other operators), `$(pwd)`, `$(date +FMT)`,
+`basename` / `dirname` / `realpath` and `$((...))` computed in Python, `if` / `case`
+decided from known values, and rl's overrides placed where the script says `"$@"` (else
+appended). The config is found as Hydra finds it for the module the script runs
+(`verl.trainer.main_ppo`, verl's experimental and recipe entry modules, read with `ast`
+from an installed verl or the checkout holding the script): a relative `--config-path` is
+read against that module's folder, and without `--config-name` its `@hydra.main` default
+applies. A value that cannot be known is reported by name with the override to pass.
 """
 
 
@@ -59,6 +73,21 @@ def _coverage(dialect: str, importer: ModuleType) -> list[str]:
     return lines
 
 
+def _switches(switches: list[Any]) -> list[str]:
+    if not switches:
+        return []
+    lines = [
+        "\nSections read only while their switch is on (off: neither validated nor mapped):\n",
+        "| sections | switch | read whatever the switch says |",
+        "|---|---|---|",
+    ]
+    for switch in switches:
+        sections = ", ".join(f"`{section}`" for section in switch.sections)
+        kept = ", ".join(f"`{key}`" for key in switch.always_read) or "—"
+        lines.append(f"| {sections} | {switch.switch} | {kept} |")
+    return lines
+
+
 def render() -> str:
     lines = [HEADER.format(no_setting=NO_SETTING)]
     for dialect in coverage.TABLES:
@@ -76,6 +105,7 @@ def render() -> str:
             'match; otherwise "' + NO_SETTING + '"):\n'
         )
         lines += _rows(importer.REASONS)
+        lines += _switches(getattr(importer, "SWITCHES", []))
         lines += _coverage(dialect, importer)
     return "\n".join(lines) + "\n"
 

@@ -198,7 +198,7 @@ RULES: list[Rule] = [
     Rule(
         "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu", "ref.log_prob_max_token_len_per_gpu"
     ),
-    Rule("actor_rollout_ref.ref.", reason=_REF_LAYOUT),
+    Rule("actor_rollout_ref.ref.", reason=_REF_LAYOUT, status="ignored"),
     # verl <= 0.6 keeps the reward settings at the top level; 0.7+ in reward.* (the legacy
     # keys are moved there first: verl_sections.move_legacy_reward_keys). A disabled reward
     # model's section is never read (verl_sections.SWITCHES).
