@@ -34,7 +34,7 @@ from rl.rollout.vllm.options import check_tensor_parallel, engine_args
 from rl.rollout.vllm.outputs import to_rollouts
 from rl.rollout.vllm.sampling import to_vllm
 from rl.rollout.vllm.version import import_vllm
-from rl.rollout.vllm.weights import WeightTable
+from rl.rollout.vllm.weights import WeightTable, refresh_tied_layers
 
 log = logging.getLogger(__name__)
 
@@ -109,11 +109,16 @@ class VLLMRolloutEngine:
         return self.loop.submit(self._vllm.TokensPrompt(prompt_token_ids=list(prompt)), params)
 
     def update_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None:
-        """Load trainer weights (HF names) in place, streamed: vLLM fuses and repacks them."""
+        """Load trainer weights (HF names) in place, streamed: vLLM fuses and repacks them.
+
+        A tied model's embedding arrives once (`lm_head.weight`, if sent too, must equal
+        it); its head, which the reload does not rebuild, is refreshed after it."""
         checked = self.weights.checked(named_tensors)
 
         def reload(engine: Any) -> None:
             engine.collective_rpc("reload_weights", kwargs={"weights_iterator": checked})
+            if self.weights.tied_loaded:
+                engine.collective_rpc(refresh_tied_layers)
             engine.reset_prefix_cache()  # cached prefixes hold K/V of the old weights
 
         self.loop.exclusive(reload)

@@ -1,8 +1,16 @@
-"""Checks on the weights the trainer sends, before vLLM sees them.
+"""Checks on the weights the trainer sends, before vLLM sees them, and the tied output
+layer after they are loaded.
 
 vLLM's own errors for a bad name or shape point at its fused modules
 ('no module named layers.9', an assert on qkv_proj); these name the tensor the
 trainer sent, in Hugging Face terms, and the expected shape.
+
+Tied word embeddings: vLLM's Qwen2 / Qwen3 / Llama loaders skip `lm_head.weight` when
+the config ties it (the head holds the embedding's parameter). Its in-place reload,
+though, rebuilds only the layers whose weights arrived: on the CPU backend the head's
+packed GEMM weight (`process_weights_after_loading`) stayed that of the old embedding,
+and log-probs drifted from the trainer's (measured: 0.39 after the first sync of a tied
+Qwen2, 73 after a change of the embedding alone). `refresh_tied_layers` rebuilds it.
 """
 
 from __future__ import annotations
@@ -12,26 +20,43 @@ from collections.abc import Iterator
 
 import torch
 
+from rl.core.weight_sync.ties import TieCheck, Ties
+
 
 class WeightTable:
     """The Hugging Face parameter names and shapes the engine's model expects."""
 
-    def __init__(self, shapes: dict[str, tuple[int, ...]]) -> None:
+    def __init__(self, shapes: dict[str, tuple[int, ...]], ties: Ties | None = None) -> None:
         self.shapes = shapes
+        self.ties = TieCheck(ties or Ties())
 
     @classmethod
     def from_hf_config(cls, hf_config: object, trust_remote_code: bool = False) -> WeightTable:
-        """Build the model on the meta device (no memory) and read its state dict."""
+        """Build the model on the meta device (no memory) and read its state dict (a
+        tied tensor under both names) and its ties."""
         from transformers import AutoModelForCausalLM
 
         with torch.device("meta"):
             model = AutoModelForCausalLM.from_config(hf_config, trust_remote_code=trust_remote_code)
-        return cls({name: tuple(t.shape) for name, t in model.state_dict().items()})
+        shapes = {name: tuple(t.shape) for name, t in model.state_dict().items()}
+        return cls(shapes, Ties.of(model))
+
+    @property
+    def tied_loaded(self) -> bool:
+        """Whether the last sync loaded a tied tensor (the embedding of a tied model)."""
+        return bool(self.ties.loaded)
 
     def checked(
         self, named_tensors: Iterator[tuple[str, torch.Tensor]]
     ) -> Iterator[tuple[str, torch.Tensor]]:
-        """Yield the pairs unchanged; raise ValueError naming the first bad one."""
+        """Yield the pairs unchanged but a tied alias (`lm_head.weight` of a tied model:
+        vLLM skips it, so it is checked against the embedding instead, `TieCheck`);
+        raise ValueError naming the first bad one."""
+        return self.ties.stream(self._checked(named_tensors))
+
+    def _checked(
+        self, named_tensors: Iterator[tuple[str, torch.Tensor]]
+    ) -> Iterator[tuple[str, torch.Tensor]]:
         seen: set[str] = set()
         for name, tensor in named_tensors:
             expected = self.shapes.get(name)
@@ -54,6 +79,27 @@ class WeightTable:
             f"weight sync: the trainer sent {name!r}, which the rollout model does not have"
             f"{hint}; do actor and rollout load the same model.path?{_PARTIAL}"
         )
+
+
+def refresh_tied_layers(worker: object) -> int:
+    """In a vLLM worker (`collective_rpc`): rerun `process_weights_after_loading` of each
+    layer that holds another layer's weight parameter (a tied head), which the in-place
+    reload leaves as it was; returns how many. On GPU the unquantized embedding method
+    does nothing there; on the CPU backend it repacks the head's GEMM weight."""
+    model = worker.model_runner.get_model()  # type: ignore[attr-defined]
+    holders: dict[int, list[torch.nn.Module]] = {}
+    for module in model.modules():
+        weight = module._parameters.get("weight")
+        if weight is not None:
+            holders.setdefault(id(weight), []).append(module)
+    refreshed = 0
+    for modules in holders.values():
+        for module in modules[1:]:  # the first owns the weight: the reload rebuilt it
+            method = getattr(module, "quant_method", None)
+            if method is not None:
+                method.process_weights_after_loading(module)
+                refreshed += 1
+    return refreshed
 
 
 _PARTIAL = (
