@@ -24,7 +24,7 @@ import torch
 from rl.core.config import load_config
 from rl.core.engines import Rollouts, SamplingParams
 from rl.core.models import load_causal_lm, load_model_config, load_tokenizer
-from rl.core.weight_sync import WeightSender
+from rl.core.weight_sync import WeightSender, tied_aliases, without_aliases
 from rl.rollout.hf import HFRolloutEngine
 
 # Qwen2-0.5B's shape (head_dim 896 / 14 = 64), with the built-in char vocabulary
@@ -105,11 +105,10 @@ def build(settings: Settings) -> Bench:
     config = load_config(overrides=overrides(settings))
     tokenizer = load_tokenizer(config.model)
     model = load_causal_lm(config.model, tokenizer, seed=1)
-    state_a = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    state_b = {
-        k: v.detach()
-        for k, v in load_causal_lm(config.model, tokenizer, seed=2).state_dict().items()
-    }
+    tied = tied_aliases(model)  # a tied tensor once, as the trainer exports it
+    state_a = {k: v.detach().clone() for k, v in without_aliases(model.state_dict().items(), tied)}
+    other = load_causal_lm(config.model, tokenizer, seed=2).state_dict()
+    state_b = {k: v.detach() for k, v in without_aliases(other.items(), tied)}
     hf = HFRolloutEngine(model, tokenizer)
     start = time.perf_counter()
     engine = VLLMRolloutEngine.from_config(config, tokenizer)
@@ -230,9 +229,12 @@ def _load(bench: Bench, path: str, target: str) -> dict[str, float]:
 
 
 def _reload_from_disk(engine: Any, folder: str) -> None:
+    from rl.rollout.vllm.weights import refresh_tied_layers
+
     # the built-in model started from dummy weights; the dummy loader cannot read files
     engine.vllm_config.load_config.load_format = "safetensors"
     engine.collective_rpc("reload_weights", kwargs={"weights_path": folder})
+    engine.collective_rpc(refresh_tied_layers)  # a tied head is not rebuilt by the reload
     engine.reset_prefix_cache()  # as update_weights does: cached K/V are stale
 
 
