@@ -22,6 +22,7 @@ from rl.rollout.sglang.payload import (
     flatten,
     raise_on_failure,
     update_request,
+    update_requests,
 )
 
 
@@ -171,3 +172,48 @@ def test_a_failed_update_raises_with_sglang_message(result):
 @pytest.mark.parametrize("result", [(True, "Success"), {"success": True}, None])
 def test_a_successful_update_passes(result):
     raise_on_failure(result)
+
+
+def tiny(family, tie, seed):
+    import transformers
+
+    config = transformers.AutoConfig.for_model(
+        family,
+        vocab_size=96,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=32,
+        tie_word_embeddings=tie,
+    )
+    torch.manual_seed(seed)
+    return transformers.AutoModelForCausalLM.from_config(config)
+
+
+def sent_names(named, ties):
+    names = []
+    for request in update_requests(named, 16 << 10, 1, serialize, ties=ties):
+        names += [name for name, _ in rebuild(pickle.loads(request["named_tensors"][0]), "view")]
+    return names
+
+
+@pytest.mark.parametrize("family", ["qwen2", "qwen3", "llama"])
+def test_a_tied_models_embedding_travels_once_and_mismatched_ties_are_refused(family):
+    from rl.core.weight_sync.ties import TieCheck, Ties
+
+    model = tiny(family, True, seed=0)
+    state = model.state_dict()  # the tied tensor under both names, as SGLang's loader skips
+    names = sent_names(iter(state.items()), TieCheck(Ties.of(model)))
+    assert "lm_head.weight" not in names and names.count("model.embed_tokens.weight") == 1
+    assert sorted(names) == sorted(n for n in state if n != "lm_head.weight")
+    untied = tiny(family, False, seed=1)
+    with pytest.raises(ValueError, match="'lm_head.weight' differs"):
+        sent_names(iter(untied.state_dict().items()), TieCheck(Ties.of(model)))
+    once = [(n, t) for n, t in state.items() if n != "lm_head.weight"]
+    with pytest.raises(ValueError, match="'lm_head.weight' never did"):  # the head stays stale
+        sent_names(iter(once), TieCheck(Ties.of(untied)))
+    assert "lm_head.weight" in sent_names(  # an untied model's head travels
+        iter(untied.state_dict().items()), TieCheck(Ties.of(untied))
+    )

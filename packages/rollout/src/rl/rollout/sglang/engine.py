@@ -19,6 +19,7 @@ import torch
 from rl.core.config import Config
 from rl.core.engines import Rollouts, SamplingParams
 from rl.core.weight_sync.groups import fused_module
+from rl.core.weight_sync.ties import TieCheck, Ties
 from rl.rollout.sglang import outputs, payload
 from rl.rollout.sglang import sampling as requests
 from rl.rollout.sglang.logprobs import check_logprob_environment
@@ -52,6 +53,7 @@ class SGLangRolloutEngine:
         tokenizer: Any,
         bucket_megabytes: int = 512,
         free_cache_engine: bool = True,
+        ties: Ties | None = None,
     ) -> None:
         sglang = import_sglang()
         check_logprob_environment(os.environ)
@@ -60,6 +62,7 @@ class SGLangRolloutEngine:
         self.tp_size = int(engine_args.get("tp_size", 1))
         self.bucket_bytes = bucket_megabytes << 20
         self.free_cache_engine = free_cache_engine
+        self._ties = TieCheck(ties or Ties())  # the served model's (tie_word_embeddings)
         self._serialize, self._metadata_type = _sglang_weight_sync_types()
         self._seed_supported = _supports_sampling_seed()
         self._engine = sglang.Engine(**engine_args)
@@ -67,9 +70,10 @@ class SGLangRolloutEngine:
     @classmethod
     def from_config(cls, config: Config, tokenizer: Any) -> SGLangRolloutEngine:
         """Serve `model.path` (a built-in model is first written to a temporary folder)."""
-        from rl.core.models.loading import model_source
+        from rl.core.models.loading import load_model_config, model_source
 
         path = model_source(config.model) or _materialize_builtin(config, tokenizer)
+        hf_config = load_model_config(config.model, tokenizer)
         context_length = config.data.max_prompt_length + config.data.max_response_length
         engine_args = server_args(
             config.rollout, path, context_length, config.model.trust_remote_code
@@ -79,6 +83,7 @@ class SGLangRolloutEngine:
             tokenizer,
             bucket_megabytes=config.rollout.update_weights_bucket_megabytes,
             free_cache_engine=config.rollout.free_cache_engine,
+            ties=Ties.from_hf_config(hf_config, config.model.trust_remote_code),
         )
 
     def _requests(
@@ -108,13 +113,18 @@ class SGLangRolloutEngine:
 
     @torch.no_grad()
     def update_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None:
-        """Load trainer weights (Hugging Face names) bucket by bucket, then drop the KV cache."""
-        for bucket in payload.buckets(named_tensors, self.bucket_bytes):
-            request = payload.update_request(
-                bucket, self.tp_size, self._serialize, self._metadata_type, flush_cache=False
-            )
+        """Load trainer weights (Hugging Face names) bucket by bucket, then drop the KV cache;
+        a tied model's embedding once (`payload.update_requests`)."""
+        for request in payload.update_requests(
+            named_tensors,
+            self.bucket_bytes,
+            self.tp_size,
+            self._serialize,
+            self._metadata_type,
+            self._ties,
+        ):
             payload.raise_on_failure(self._engine.update_weights_from_tensor(**request))
-            del request, bucket  # the IPC handles keep the bucket alive only until loaded
+            del request  # the IPC handles keep the bucket alive only until loaded
         self._engine.flush_cache()  # cached prefixes were computed with the old weights
 
     def weight_group(self, name: str) -> str:

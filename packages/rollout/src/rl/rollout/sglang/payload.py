@@ -12,6 +12,11 @@ dtypes go to separate buckets; a bucket is sent when the next tensor of its dtyp
 push it past the byte budget, and a tensor larger than the budget travels alone.
 Each TP rank gets its own serialization of the same bucket (SGLang's CUDA-IPC reference
 counting expects one deserialization per serialized handle).
+
+Tied word embeddings: SGLang's loaders of a tied model skip `lm_head.weight` (the head is
+the embedding); `update_requests` sends the shared tensor once and checks the tie
+(`rl.core.weight_sync.ties.TieCheck`: a different `lm_head.weight` for a tied model, or
+none ever for an untied one, is an error rather than a stale head).
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from rl.core.weight_sync.ties import TieCheck
 
 LOAD_FORMAT = "flattened_bucket"
 
@@ -119,6 +126,21 @@ def update_request(
         "load_format": LOAD_FORMAT,
         "flush_cache": flush_cache,
     }
+
+
+def update_requests(
+    named_tensors: Iterable[tuple[str, torch.Tensor]],
+    bucket_bytes: int,
+    tp_size: int,
+    serialize: Callable[[Any], Any],
+    metadata_type: Callable[..., Any] = TensorSlot,
+    ties: TieCheck | None = None,
+) -> Iterator[dict[str, Any]]:
+    """`update_request` of each bucket of the stream, lazily (one bucket alive at a time
+    besides the open ones), the stream checked by `ties` (the receiving model's) first."""
+    stream = named_tensors if ties is None else ties.stream(named_tensors)
+    for bucket in buckets(stream, bucket_bytes):
+        yield update_request(bucket, tp_size, serialize, metadata_type, flush_cache=False)
 
 
 def raise_on_failure(result: Any) -> None:
