@@ -13,16 +13,19 @@ bug (keep the traceback).
 from __future__ import annotations
 
 import errno
+import json
 import pickle
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
 from rl.core.errors import CheckpointError
+
+TIED_KEY = "rl.tied"  # safetensors metadata: {tied name: the name its tensor is under}
 
 
 def save_state(state: Any, path: str | Path) -> None:
@@ -31,8 +34,16 @@ def save_state(state: Any, path: str | Path) -> None:
 
 
 def save_weights(weights: dict[str, torch.Tensor], path: str | Path) -> None:
-    """Named tensors to a safetensors file (contiguous; tied tensors stored as copies)."""
-    _writing(path, lambda: save_file(_unshared(weights), str(path)))
+    """Named tensors to a safetensors file, contiguous.
+
+    A tensor under several names (tied: the same memory, shape and strides, as a tied
+    model's `state_dict()` holds `lm_head.weight`) is written once, under its first name,
+    as `save_pretrained` writes a tied model; the other names go in the file's metadata
+    and `load_weights` gives them back as that same tensor. Other tensors that share
+    storage (views of one buffer) are written as copies."""
+    unique, tied = _unshared(weights)
+    metadata = {TIED_KEY: json.dumps(tied)} if tied else None
+    _writing(path, lambda: save_file(unique, str(path), metadata=metadata))
 
 
 def load_state(path: str | Path) -> Any:
@@ -49,12 +60,22 @@ def load_state(path: str | Path) -> Any:
 
 
 def load_weights(path: str | Path) -> dict[str, torch.Tensor]:
+    """The tensors `save_weights` wrote, tied names again one tensor."""
     try:
-        return load_file(str(path))
+        weights = load_file(str(path))
+        with safe_open(str(path), framework="pt") as reader:
+            metadata = reader.metadata() or {}
     except FileNotFoundError:
         raise CheckpointError(f"{path} is missing") from None
     except (SafetensorError, OSError) as error:
         raise CheckpointError(f"{path} is not a readable safetensors file: {error}") from None
+    try:
+        tied = json.loads(metadata.get(TIED_KEY, "{}"))
+        for alias, name in tied.items():
+            weights[alias] = weights[name]
+    except (ValueError, KeyError, AttributeError, TypeError) as error:
+        raise CheckpointError(f"{path} has unreadable tied-weight metadata: {error}") from None
+    return weights
 
 
 def _writing(path: str | Path, write: Callable[[], None]) -> None:
@@ -74,11 +95,21 @@ def _first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-def _unshared(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    seen: set[int] = set()
-    out = {}
+def _unshared(
+    weights: dict[str, torch.Tensor],
+) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """(the tensors to write, each storage once; {tied name: the name written})."""
+    storages: set[int] = set()
+    first: dict[tuple[object, ...], str] = {}
+    out: dict[str, torch.Tensor] = {}
+    tied: dict[str, str] = {}
     for name, tensor in weights.items():
+        key = (tensor.device, tensor.dtype, tensor.data_ptr(), tensor.shape, tensor.stride())
+        if tensor.numel() and key in first:
+            tied[name] = first[key]
+            continue
+        first[key] = name
         pointer = tensor.untyped_storage().data_ptr()
-        out[name] = tensor.contiguous() if pointer not in seen else tensor.clone()
-        seen.add(pointer)
-    return out
+        out[name] = tensor.contiguous() if pointer not in storages else tensor.clone()
+        storages.add(pointer)
+    return out, tied

@@ -5,7 +5,8 @@ their Hugging Face names (written by every rank of whatever world size), so merg
 verify the checkpoint, rebuild the model's architecture from the run's config, load the
 shards into its full tensors (no process group needed), `save_pretrained` with the
 tokenizer. The output loads with `AutoModelForCausalLM.from_pretrained` (or
-`AutoModelForTokenClassification` for the critic).
+`AutoModelForTokenClassification` for the critic); a model with tied word embeddings
+keeps `tie_word_embeddings` and its shared tensor is written once.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from rl.core.errors import CheckpointError
 from rl.core.sharded_io import load_sharded
 from rl.core.trainer.checkpoint import checkpoint_dir, find_resume_checkpoint
 from rl.core.trainer.manifest import verify_checkpoint
+from rl.core.weight_sync.ties import tied_aliases, with_aliases, without_aliases
 
 ROLES = ("actor", "critic", "ref")
 
@@ -55,10 +57,13 @@ def merge_checkpoint(path: str | Path, out: str | Path, role: str = "actor") -> 
     tokenizer = load_tokenizer(config.model)
     load = load_value_model if role == "critic" else load_causal_lm
     model: Any = load(config.model, tokenizer)
-    state = {"model": dict(model.state_dict())}
+    # a tied parameter (`lm_head.weight` = the embedding) is stored once, under its first
+    # name (a checkpoint written before that also holds the copy, which goes unread)
+    tied = tied_aliases(model)
+    state = {"model": dict(without_aliases(model.state_dict().items(), tied))}
     load_sharded(state, shards, no_dist=True)  # every tensor of the model, or an error
-    model.load_state_dict(state["model"])
+    model.load_state_dict(with_aliases(state["model"], tied))
     target = Path(out).expanduser()
-    model.save_pretrained(target)
+    model.save_pretrained(target)  # the shared tensor once; the config keeps the tie
     tokenizer.save_pretrained(target)
     return target
