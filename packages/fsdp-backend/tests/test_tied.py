@@ -148,6 +148,35 @@ def run_ranks(tmp_path: Path, world: int, **options) -> list[dict]:
     return [torch.load(out / f"{rank}.pt", weights_only=False) for rank in range(world)]
 
 
+def test_one_rank_resumes_bit_identically_and_writes_the_tensor_once(tmp_path):
+    """The plain model's checkpoint (DCP, each tied parameter once) and HF folder."""
+    (result,) = run_ranks(tmp_path, 1, family="llama")
+    assert result["tied_at_start"] and result["tied_after_step"] and result["tied_after_resume"]
+    assert HEAD not in result["stepped"]
+    for name, tensor in result["stepped"].items():
+        assert torch.equal(result["loaded"][name], tensor), name
+    (straight, straight_weights), (resumed, resumed_weights) = (
+        result["straight"],
+        result["resumed"],
+    )
+    assert straight == resumed
+    for name, tensor in straight_weights.items():
+        assert torch.equal(resumed_weights[name], tensor), name
+    folder = tmp_path / "ranks-1"
+    assert not any("lm_head" in key for key in _dcp_keys(folder / "checkpoint" / "dcp"))
+    assert HEAD not in load_file(folder / "hf" / "model.safetensors")
+    loaded = AutoModelForCausalLM.from_pretrained(folder / "hf")
+    assert loaded.lm_head.weight is loaded.model.embed_tokens.weight
+    assert torch.equal(loaded.lm_head.weight, resumed_weights[EMBED])
+
+
+def _dcp_keys(folder: Path) -> list[str]:
+    """The tensor names a DCP checkpoint holds (model and optimizer state)."""
+    from rl.core.sharded_io import SafeReader
+
+    return list(SafeReader(str(folder)).read_metadata().state_dict_metadata)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "family, options",
