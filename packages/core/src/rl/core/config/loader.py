@@ -92,6 +92,12 @@ def _parse_override(override: str) -> Any:
         raise ConfigError(f"override {override!r} must look like key.sub=value")
     if not all(key.split(".")):
         raise ConfigError(f"override {override!r}: the key {key!r} has an empty part")
+    if not all(part.replace("_", "").replace("-", "").isalnum() for part in key.split(".")):
+        # OmegaConf reads brackets and other marks in a dotted key as its own syntax
+        raise ConfigError(
+            f"override {override!r}: the key {key!r} is not a dotted name of config keys "
+            "(letters, digits, _ and -)"
+        )
     try:
         return OmegaConf.from_dotlist([override])
     except (yaml.YAMLError, OmegaConfBaseException, ValueError) as error:
