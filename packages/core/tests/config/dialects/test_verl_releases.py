@@ -184,3 +184,25 @@ def test_a_refusal_names_the_upstream_key_beside_ours():
         "rollout.tensor_parallel_size [verl: actor_rollout_ref.rollout."
         "tensor_model_parallel_size] = 2 is bad; data.max_prompt_length too"
     )
+
+
+def test_the_quickstart_as_a_launch_script_is_the_same_job(tmp_path, monkeypatch, verl_release):
+    """verl's quickstart command in a script, as its docs write it ($HOME paths, verl's
+    built-in config found in the installed verl, a pipe to tee), with rl's own overrides
+    after the script: the same config as the file with the same overrides."""
+    release = verl_release("0.9.1")
+    monkeypatch.syspath_prepend(str(release))  # verl "installed": its configs can be read
+    monkeypatch.setenv("HOME", str(tmp_path))
+    words = [o.replace("/data/", "$HOME/data/") for o in QUICKSTART]
+    script = tmp_path / "quickstart.sh"
+    script.write_text(
+        "PYTHONUNBUFFERED=1 python3 -m verl.trainer.main_ppo \\\n"
+        + "".join(f"  {word} \\\n" for word in words)
+        + "  2>&1 | tee verl_demo.log\n"
+    )
+    ours = ["trainer.total_training_steps=3"]
+    from_script = convert("verl", script, ours)
+    expanded = [o.replace("/data/", f"{tmp_path}/data/") for o in QUICKSTART]
+    direct = convert("verl", release / "verl/trainer/config/ppo_trainer.yaml", [*expanded, *ours])
+    assert from_script.config == direct.config
+    assert from_script.config["data"]["train_files"] == [f"{tmp_path}/data/gsm8k/train.parquet"]
