@@ -161,3 +161,57 @@ def test_verls_grpo_job_trains_with_the_vllm_rollout(
     rows = [r for r in metrics_rows(tmp_path) if "actor/pg_loss" in r]
     assert all("critic/vf_loss" not in r for r in rows)  # GRPO: no critic
     assert all(r["mismatch/abs_logprob_diff"] < 0.1 for r in rows)  # vLLM's bf16 vs fp32
+
+
+@pytest.mark.parametrize(
+    ("shape", "extra", "prompt_start", "prompt_end"),
+    [
+        (
+            "qwen3-0.6b",  # q/k norm; Qwen3's template, thinking switched off as verl users do
+            ["+data.apply_chat_template_kwargs.enable_thinking=False"],
+            "<|im_start|>user\n",
+            "<|im_start|>assistant\n<think>\n\n</think>\n\n",
+        ),
+        (
+            "llama-3.2-1b",  # llama3 rope scaling; one BOS, written by the template
+            [],
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge",
+            "<|start_header_id|>assistant<|end_header_id|>\n\n",
+        ),
+    ],
+    ids=["qwen3-0.6b", "llama-3.2-1b"],
+)
+def test_other_families_train_with_their_own_chat_template(
+    tmp_path,
+    rl_executable,
+    verl_release,
+    gsm8k,
+    model_folder,
+    metrics_rows,
+    shape,
+    extra,
+    prompt_start,
+    prompt_end,
+):
+    """Qwen3 and Llama-3.2 shapes (their real vocabularies, tokenizers and templates; the
+    hidden size cut to 256 to keep the test short): one GRPO step with the HF rollout."""
+    model = model_folder(shape, num_layers=2, hidden_size=256, intermediate_size=512)
+    result = run_verl_job(
+        rl_executable,
+        verl_release("0.9.1"),
+        gsm8k,
+        model,
+        tmp_path,
+        *GRPO,
+        "actor_rollout_ref.rollout.name=hf",
+        "trainer.total_training_steps=1",
+        *extra,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert [r["step"] for r in metrics_rows(tmp_path) if "actor/pg_loss" in r] == [1]
+    lines = (tmp_path / "val_generations.jsonl").read_text().splitlines()
+    for sample in map(json.loads, lines):
+        assert sample["prompt"].startswith(prompt_start), sample["prompt"][:200]
+        assert sample["prompt"].endswith(prompt_end), sample["prompt"][-200:]
+    hf = json.loads((tmp_path / "hf" / "config.json").read_text())
+    assert hf["tie_word_embeddings"] is True
