@@ -134,7 +134,17 @@ def scenario_logprobs(layout: dict, model_type: str = "qwen2") -> dict:
     out["mask"] = batch["response_mask"]
     out["exported"] = dict(mcore.export_weights())
     out["original"] = reference(model_type)[1]
+    out["shared_embedding"] = unwrap_first(mcore).share_embeddings_and_output_weights
+    folder = Path(os.environ["RL_TEST_OUT"]) / "hf-export"
+    mcore.save_hf(str(folder))  # a collective: every rank gathers, rank 0 writes
+    out["hf_folder"] = str(folder)
     return out
+
+
+def unwrap_first(mcore):
+    from rl.megatron.logprobs import unwrap
+
+    return unwrap(mcore.chunks[0])
 
 
 def scenario_train(layout: dict, model_type: str = "qwen2", steps: int = 2) -> dict:
@@ -145,6 +155,9 @@ def scenario_train(layout: dict, model_type: str = "qwen2", steps: int = 2) -> d
     logprobs = mcore.compute_logprobs(batch).logprobs
     metrics = [mcore.train_step(batch, token_mean_loss) for _ in range(steps)]
     out = {"metrics": metrics, "weights": dict(mcore.export_weights()), "logprobs": logprobs}
+    # after the steps: a last pipeline stage's copy of a tied output layer must have moved
+    # with the embedding (the export shows the embedding only)
+    out["logprobs_after"] = mcore.compute_logprobs(batch).logprobs
     import torch.distributed as dist
 
     if dist.get_world_size() == 1:  # the FSDP engine on the same model, loss and optimizer
@@ -161,6 +174,7 @@ def scenario_train(layout: dict, model_type: str = "qwen2", steps: int = 2) -> d
         )
         out["fsdp_metrics"] = [fsdp.train_step(batch, token_mean_loss) for _ in range(steps)]
         out["fsdp_weights"] = dict(fsdp.export_weights())
+        out["fsdp_logprobs_after"] = fsdp.compute_logprobs(batch).logprobs
     return out
 
 
@@ -407,6 +421,9 @@ def main() -> None:
     options = json.loads(layout)
     model_type = options.pop("model_type", "qwen2")
     TINY["num_hidden_layers"] = options.pop("num_hidden_layers", TINY["num_hidden_layers"])
+    for key in ("tie_word_embeddings", "rope_scaling"):  # HF config fields, not layout
+        if key in options:
+            TINY[key] = options.pop(key)
     reference(model_type)
     result = globals()[f"scenario_{scenario}"](options, model_type)
     torch.save(result, Path(out) / f"{rank}.pt")

@@ -48,3 +48,25 @@ def test_auto_spec_is_transformer_engine_only_when_installed():
     installed = importlib.util.find_spec("transformer_engine") is not None
     assert resolve_spec("auto") == ("te" if installed else "local")
     assert resolve_spec("local") == "local"
+
+
+def test_rope_scaling_other_than_llama3_is_refused_by_name():
+    """Llama 3's scaling is applied (test_tied.py checks the log-probs against HF); any
+    other would give other positions than the HF model's, silently."""
+    from rl.megatron.model import check_rope_scaling
+
+    llama3 = dict(
+        rope_type="llama3",
+        factor=8.0,
+        low_freq_factor=1.0,
+        high_freq_factor=4.0,
+        original_max_position_embeddings=32,
+    )
+    config = AutoConfig.for_model("llama", **TINY, rope_scaling=llama3)
+    assert check_rope_scaling(config) == "llama3"
+    assert check_rope_scaling(AutoConfig.for_model("qwen2", **TINY)) == "default"
+    yarn = AutoConfig.for_model(
+        "qwen3", **TINY, rope_scaling=dict(rope_type="yarn", factor=4.0), head_dim=16
+    )
+    with pytest.raises(ValueError, match="rope_scaling of type 'yarn' is not supported"):
+        transformer_config(yarn)

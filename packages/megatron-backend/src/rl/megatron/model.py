@@ -1,8 +1,8 @@
 """A megatron-core `GPTModel` from a Hugging Face config (Llama, Qwen2/2.5, Qwen3, Qwen3-MoE).
 
 `transformer_config` maps the HF config's shapes and choices to megatron-core's
-`TransformerConfig` (RMSNorm, SwiGLU, rotary base, grouped query attention, Qwen2's QKV
-bias, Qwen3's QK norm, the MoE router); `build_gpt_model` builds the model with the
+`TransformerConfig` (RMSNorm, SwiGLU, rotary base and Llama 3's rotary scaling, grouped
+query attention, Qwen2's QKV bias, Qwen3's QK norm, the MoE router, tied embeddings); `build_gpt_model` builds the model with the
 local layer spec or, when TransformerEngine is installed (`rl-megatron[te]`), its spec.
 The weights then come from `rl.core.layouts.converter_for(hf_config, spec=...)`, whose
 names are this model's state-dict names (checked against it in the tests, with the
@@ -22,8 +22,40 @@ Spec = Literal["auto", "local", "te"]
 
 
 def _rope_theta(config: Any) -> float:
-    rope = getattr(config, "rope_parameters", None) or {}
+    rope = _rope_parameters(config)
     return float(rope.get("rope_theta", getattr(config, "rope_theta", 10000.0)))
+
+
+def _rope_parameters(config: Any) -> dict[str, Any]:
+    return dict(
+        getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
+    )
+
+
+def check_rope_scaling(config: Any) -> str:
+    """The HF config's rotary scaling: "default" (none) or "llama3" (Llama 3.1 / 3.2,
+    applied to megatron's frequencies by `build_gpt_model`); any other type is refused,
+    since the model would silently compute other positions than the HF one."""
+    kind = _rope_parameters(config).get("rope_type") or "default"
+    if kind not in ("default", "llama3"):
+        raise ValueError(
+            f"rope_scaling of type {kind!r} is not supported by rl-megatron yet (supported: "
+            "none, llama3); train this model with the FSDP strategy"
+        )
+    return str(kind)
+
+
+def _scale_rotary(model: torch.nn.Module, config: Any) -> None:
+    """Llama 3's frequency scaling, computed by transformers itself (low frequencies slowed
+    by `factor`, a smooth ramp between low_freq_factor and high_freq_factor of the
+    original context), so the positions are exactly the HF model's."""
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    rotary = model.rotary_pos_emb
+    inv_freq, attention_factor = ROPE_INIT_FUNCTIONS["llama3"](config, rotary.inv_freq.device)
+    if attention_factor != 1.0:
+        raise ValueError(f"llama3 rope scaling with attention factor {attention_factor} != 1")
+    rotary.inv_freq = inv_freq.to(rotary.inv_freq.dtype)
 
 
 def _moe(config: Any) -> dict[str, Any]:
@@ -49,6 +81,7 @@ def transformer_config(
             f"model_type {config.model_type!r} is not supported by rl-megatron yet "
             f"(supported: {', '.join(SUPPORTED)})"
         )
+    check_rope_scaling(config)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from megatron.core.transformer import TransformerConfig
@@ -158,11 +191,16 @@ def build_gpt_model(
         max_sequence_length=config.max_position_embeddings,
         position_embedding_type="rope",
         rotary_base=_rope_theta(config),
+        # tie_word_embeddings: one tensor on a single stage; with pipeline stages, the last
+        # one's output layer is a copy megatron keeps equal (its gradient all-reduced with
+        # the embedding's over the embedding group)
         share_embeddings_and_output_weights=config.tie_word_embeddings and not value_head,
         pre_process=pre_process,
         post_process=post_process,
         vp_stage=vp_stage,
     )
+    if check_rope_scaling(config) == "llama3":
+        _scale_rotary(model, config)
     if value_head and post_process:
         model.output_layer = ValueHead(config.hidden_size, params_dtype)
     return model
