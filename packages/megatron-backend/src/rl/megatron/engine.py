@@ -757,12 +757,14 @@ def hf_weights(
 ) -> Iterator[tuple[str, torch.Tensor]]:
     """The tensors of `model.path` loaded whole (the built-in model, or a checkpoint
     without safetensors; `hf_folder` covers the rest), one at a time; for the `critic`
-    the FSDP engine's value model, so both engines start from the same weights."""
+    the FSDP engine's value model, so both engines start from the same weights. A tied
+    tensor comes once, under its first name (as `save_pretrained` writes it)."""
     from rl.core.models import load_causal_lm, load_value_model
+    from rl.core.weight_sync.ties import tied_aliases, without_aliases
 
     load = load_value_model if critic else load_causal_lm
     model = load(config.model, tokenizer, seed=config.trainer.seed)
-    yield from model.state_dict().items()
+    yield from without_aliases(model.state_dict().items(), tied_aliases(model))
 
 
 def _token_classification_class(hf_config: Any) -> str:
