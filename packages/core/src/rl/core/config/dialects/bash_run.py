@@ -1,7 +1,7 @@
 """A bash script read in order, as bash would run it, without running anything: assignments
 (`X=v`, `export`/`declare`/`local`/`readonly`, arrays, `unset`), variables from the
 environment, `cd`/`pushd`, `shift`, `set --`, functions, `if`/`case`/`&&`/`||` decided
-from what is known (`bash_test`), and `$( )` computed from the few commands
+from what is known (`bash_conditions`), and `$( )` computed from the few commands
 `bash_commands` knows. It stops at the first command `is_launch` accepts and gives it
 with its words expanded.
 
@@ -23,6 +23,7 @@ from pathlib import Path
 
 from rl.core.config.dialects import bash_commands
 from rl.core.config.dialects.bash_arith import ArithmeticProblem, evaluate
+from rl.core.config.dialects.bash_conditions import Status, evaluate_double, evaluate_words
 from rl.core.config.dialects.bash_expand import (
     Missing,
     Value,
@@ -47,7 +48,6 @@ from rl.core.config.dialects.bash_parser import (
     Test,
     parse,
 )
-from rl.core.config.dialects.bash_test import Status, test_double, test_words
 from rl.core.config.errors import ConfigError
 
 DECLARE = ("export", "declare", "typeset", "local", "readonly")
@@ -207,7 +207,7 @@ class Shell:
             self.functions[node.name] = node.body
             return True
         if isinstance(node, Test):
-            return test_double(node.raw, lambda raw: expand_text(raw, self), self.cwd)
+            return evaluate_double(node.raw, lambda raw: expand_text(raw, self), self.cwd)
         return self.arith(node)
 
     def child(self, node: Node) -> Status:
@@ -392,7 +392,7 @@ class Shell:
         if name == "false":
             return False
         if name in ("test", "["):
-            return test_words(words[1:], self.cwd)
+            return evaluate_words(words[1:], self.cwd)
         if name in self.functions:
             return self.call(name, words[1:])
         if self.capture is None:  # any other command: its output is not used

@@ -147,7 +147,7 @@ def _quoted(written: str) -> bool:
     return len(written) >= 2 and written[0] == written[-1] and written[0] in "'\""
 
 
-def test_words(words: list[Value], cwd: Value) -> Status:
+def evaluate_words(words: list[Value], cwd: Value) -> Status:
     """`[ WORDS ]` / `test WORDS`, the words expanded (the closing `]` dropped)."""
     if words and words[-1].text == "]" and not words[-1].missing:
         words = words[:-1]
@@ -179,7 +179,7 @@ def split_double(raw: str) -> list[str]:
     return words
 
 
-def test_double(raw: str, expand: Callable[[str], Value], cwd: Value) -> Status:
+def evaluate_double(raw: str, expand: Callable[[str], Value], cwd: Value) -> Status:
     """`[[ raw ]]`; `expand` gives an operand's value (no word splitting in [[ ]])."""
     operators = ("&&", "||", "(", ")", "!", *STRINGS, *INTEGERS, *FILES, "-z", "-n", "-v")
     words = [(w, Value(w) if w in operators else expand(w)) for w in split_double(raw)]
