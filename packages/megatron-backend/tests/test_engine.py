@@ -75,10 +75,12 @@ def trained(run_ranks, cache, world, **layout):
     return cache[key]
 
 
-def same_steps(metrics, ref_metrics, weights, ref_weights, role="actor", weights_atol=5e-5):
+def same_steps(metrics, ref_metrics, weights, ref_weights, role="actor", weights_atol=2e-4):
     """Equal per-step metrics (loss, gradient norm, weight norm, lr) and updated weights.
     Two AdamW steps turn reduction-order rounding (~1e-7) into ~1e-5 differences in the
-    weights at lr 1e-2: the default bound is 0.5 % of one step."""
+    weights at lr 1e-2, more where a gradient entry is near 0 (Adam divides by its root
+    mean square; measured up to 6.7e-5 at TP 2 on an AMD EPYC, 1.4e-4 on the Qwen3 shape):
+    the default bound is 2 % of one step, a wrong gradient moves weights by whole steps."""
     for mine, theirs in zip(metrics, ref_metrics, strict=True):
         for key in (f"{role}/loss", f"{role}/grad_norm", f"{role}/weight_norm", "lr"):
             assert mine[key] == pytest.approx(theirs[key], rel=1e-5), key
@@ -87,7 +89,7 @@ def same_steps(metrics, ref_metrics, weights, ref_weights, role="actor", weights
         assert (weights[name] - tensor).abs().max() < weights_atol, name
 
 
-def same_training(reference, results, weights_atol=5e-5):
+def same_training(reference, results, weights_atol=2e-4):
     """Equal log-probs before training, then `same_steps` for every rank's result."""
     (ref,) = reference
     for result in results:
@@ -127,14 +129,15 @@ def test_qwen3_moe_training_at_ep2_equals_ep1(run_ranks, reference_runs):
 def test_bf16_training_tracks_fp32(run_ranks, reference_runs):
     """`megatron.dtype: bfloat16`: bf16 weights and activations, fp32 master weights in
     the optimizer (megatron's Float16Module and mixed-precision optimizer): the loss and
-    gradient norm stay within 1 % of the fp32 run's, steps are taken, weights are bf16."""
+    gradient norm stay within 2 % of the fp32 run's (measured: 1.0 % on the gradient norm
+    on an AMD EPYC, bf16 keeps 8 bits of mantissa), steps are taken, weights are bf16."""
     (reference,) = trained(run_ranks, reference_runs, 1)
     (bf16,) = trained(run_ranks, reference_runs, 1, dtype="bfloat16")
     assert (bf16["logprobs"] - reference["logprobs"]).abs().max() < 0.02
     for mine, theirs in zip(bf16["metrics"], reference["metrics"], strict=True):
         assert mine["actor/skipped_steps"] == 0.0
         for key in ("actor/loss", "actor/grad_norm", "actor/weight_norm"):
-            assert mine[key] == pytest.approx(theirs[key], rel=0.01), key
+            assert mine[key] == pytest.approx(theirs[key], rel=0.02), key
     assert all(tensor.dtype == torch.bfloat16 for tensor in bf16["weights"].values())
 
 
