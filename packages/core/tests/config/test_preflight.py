@@ -83,7 +83,7 @@ def test_reward_paths(tmp_path):
     message = refused([f"reward.reward_model.path={tmp_path}/rm"])
     assert message == f"reward.reward_model.path = '{tmp_path}/rm' does not exist"
     assert "builtin" in refused(["reward.reward_model.path=builtin:tiny-qwen2"])
-    (tmp_path / "reward.py").write_text("def compute_score(*args):\n    return 0.0\n")
+    (tmp_path / "reward.py").write_text("def compute_score(**kwargs):\n    return 0.0\n")
     hf_folder(tmp_path / "rm")
     preflight(
         load_config(

@@ -106,3 +106,8 @@ def test_verl_evaluation_yaml_layout_is_read_and_bad_keys_named():
         eval_config({"data": {"respone_key": "x"}})
     with pytest.raises(ConfigError, match="each k must be a positive integer"):
         eval_config({"ks": [0]})
+    with pytest.raises(ConfigError, match="unknown key custom_reward_function.kwargs"):
+        eval_config({"custom_reward_function": {"path": "f.py", "kwargs": {}}})
+    options = {"path": "f.py", "reward_kwargs": {"scale": 2}}
+    read = eval_config({"custom_reward_function": options})
+    assert read.custom_reward_function_kwargs == {"scale": 2}

@@ -114,7 +114,7 @@ def test_in_process_scoring_restores_os_exit_and_the_alarm_handler(bad_reward):
 
 @pytest.mark.timeout(30)
 def test_a_child_forked_by_the_reward_function_still_exits_for_real():
-    def forking(data_source, solution, truth, extra_info=None):
+    def forking(data_source, solution_str, ground_truth, extra_info=None):
         pid = os.fork()
         if pid == 0:
             os._exit(7)
@@ -128,11 +128,11 @@ def test_wrong_arity_called_directly_is_a_type_error_text():
     outcomes = score_chunk(requests("x"), 0.0, lambda solution, truth: 1.0)
     assert outcomes[0].status == ERROR
     assert outcomes[0].error.startswith("TypeError: ")
-    assert "takes 2 positional arguments but 4 were given" in outcomes[0].error
+    assert "got an unexpected keyword argument 'data_source'" in outcomes[0].error
 
 
 def test_off_the_main_thread_scoring_runs_without_an_alarm():
-    def slow(data_source, solution, truth, extra_info=None):
+    def slow(data_source, solution_str, ground_truth, extra_info=None):
         time.sleep(0.3)
         return 1.0
 
@@ -148,7 +148,7 @@ def test_numbers_of_other_types_are_scores():
     import torch
 
     returns = iter([np.float32(0.5), torch.tensor(0.25), True, 2, {"score": np.int64(1)}])
-    outcomes = score_chunk(requests(*"abcde"), 0.0, lambda *args: next(returns))
+    outcomes = score_chunk(requests(*"abcde"), 0.0, lambda **kwargs: next(returns))
     assert [(o.score, o.status) for o in outcomes] == [
         (0.5, OK),
         (0.25, OK),

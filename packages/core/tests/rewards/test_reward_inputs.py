@@ -105,7 +105,9 @@ def test_a_null_answer_is_missing_too(tmp_path):
 def test_a_custom_function_or_a_reward_model_needs_no_answer_and_any_data_source(tmp_path):
     rows = [{"prompt": "hi", "data_source": "chat"}]
     custom = tmp_path / "r.py"
-    custom.write_text("def compute_score(a, b, c, d=None):\n    return 1.0\n")
+    custom.write_text(
+        "def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n    return 1.0\n"
+    )
     train = dataset(tmp_path, rows)
     check_reward_inputs(config(f"reward.custom_reward_function.path={custom}"), train, train)
     check_reward_inputs(config("reward.reward_model.path=some/model"), train, train)

@@ -164,9 +164,54 @@ def test_custom_function_with_the_wrong_signature_fails_at_load(tmp_path):
     with pytest.raises(
         ConfigError,
         match=r"two_args.py: compute_score\(solution_str, ground_truth\) cannot be called as "
-        r"compute_score\(data_source, solution_str, ground_truth, extra_info\)",
+        r"compute_score\(data_source=..., solution_str=..., ground_truth=..., extra_info=...\)",
     ):
         load_custom_reward(str(path))
+    with pytest.raises(ConfigError, match=r"extra_info=..., scale=...\) .*reward_kwargs"):
+        load_custom_reward(str(write_reward_file(tmp_path)), reward_kwargs={"scale": 2})
+
+
+KEYWORD_REWARD = """
+import asyncio
+
+def compute_score(solution_str, ground_truth, extra_info, data_source, scale=1.0, bonus=0.0):
+    # verl calls by keyword: the order of the parameters does not matter there
+    return scale * (solution_str == ground_truth) + bonus + extra_info["index"]
+
+async def compute_score_async(data_source, solution_str, ground_truth, extra_info=None, scale=1.0):
+    await asyncio.sleep(0)
+    return scale * (solution_str == ground_truth)
+"""
+
+
+def keyword_requests():
+    return [
+        RewardRequest("custom", "yes", "yes", extra_info={"index": 10}),
+        RewardRequest("custom", "no", "yes", extra_info={"index": 20}),
+    ]
+
+
+@pytest.mark.parametrize("num_workers", [0, 1])
+def test_custom_function_is_called_as_verl_calls_it(tmp_path, num_workers):
+    """By keyword, with reward_kwargs merged in (verl's get_custom_reward_fn); async too."""
+    path = tmp_path / "keywords.py"
+    path.write_text(KEYWORD_REWARD)
+    manager = RewardManager(
+        str(path), reward_kwargs={"scale": 3.0, "bonus": 0.5}, num_workers=num_workers
+    )
+    try:
+        assert manager.score(keyword_requests()).scores == [13.5, 20.5]
+    finally:
+        manager.close()
+    awaited = RewardManager(str(path), "compute_score_async", reward_kwargs={"scale": 2.0})
+    assert awaited.score(keyword_requests()).scores == [2.0, 0.0]
+
+
+def test_reward_kwargs_without_a_function_are_refused():
+    from rl.core.config import load_config
+
+    with pytest.raises(ConfigError, match=r"reward.custom_reward_function.reward_kwargs = .*path"):
+        load_config(None, ["reward.custom_reward_function.reward_kwargs.scale=2"])
 
 
 def test_reward_model_scorer_matches_a_manual_forward():

@@ -40,6 +40,7 @@ class EvalConfig:
     data: EvalColumns = field(default_factory=EvalColumns)
     custom_reward_function_path: str | None = None
     custom_reward_function_name: str = "compute_score"
+    custom_reward_function_kwargs: dict[str, Any] = field(default_factory=dict)
     ks: tuple[int, ...] = (1,)
     correct_score: float = 1.0
     max_error_rate: float = 0.5  # as reward.max_error_rate in training
@@ -164,6 +165,11 @@ def eval_config(values: Mapping[str, Any]) -> EvalConfig:
     if extra:
         raise ConfigError(f"unknown key data.{extra[0]}; known: {', '.join(sorted(fields))}")
     custom = dict(values.get("custom_reward_function") or {})
+    odd = sorted(set(custom) - {"path", "name", "reward_kwargs"})
+    if odd:
+        raise ConfigError(
+            f"unknown key custom_reward_function.{odd[0]}; known: name, path, reward_kwargs"
+        )
     ks = values.get("ks", (1,))
     ks = (ks,) if isinstance(ks, int) else tuple(int(k) for k in ks)
     if not ks or min(ks) < 1:
@@ -172,6 +178,7 @@ def eval_config(values: Mapping[str, Any]) -> EvalConfig:
         data=EvalColumns(**{k: v for k, v in data.items() if k in fields}),
         custom_reward_function_path=custom.get("path"),
         custom_reward_function_name=custom.get("name") or "compute_score",
+        custom_reward_function_kwargs=dict(custom.get("reward_kwargs") or {}),
         ks=ks,
         correct_score=float(values.get("correct_score", 1.0)),
         max_error_rate=float(values.get("max_error_rate", 0.5)),
@@ -188,7 +195,9 @@ def run_eval(config: EvalConfig) -> dict[str, float]:
     scorer: Scorer = default_compute_score
     if config.custom_reward_function_path:
         scorer = load_custom_reward(
-            config.custom_reward_function_path, config.custom_reward_function_name
+            config.custom_reward_function_path,
+            config.custom_reward_function_name,
+            config.custom_reward_function_kwargs,
         )
     rows = read_table(config.data.path)
     return evaluate(

@@ -93,6 +93,17 @@ def test_legacy_reward_keys_move_into_the_reward_section_of_new_releases(verl_re
         assert any("legacy reward keys moved" in note for note in conversion.report.notes)
 
 
+def test_custom_reward_options_reach_the_function(ppo_trainer, converted):
+    """verl merges custom_reward_function.reward_kwargs into every call of the function."""
+    conversion = converted(
+        ppo_trainer,
+        "custom_reward_function.path=/rewards/mine.py",
+        "+custom_reward_function.reward_kwargs.scale=2.0",
+    )
+    config = config_from_mapping(conversion.config, "converted")
+    assert config.reward.custom_reward_function.reward_kwargs == {"scale": 2.0}
+
+
 # (a key inside a section, the overrides that turn its switch on); the key's new value must
 # change nothing while the switch is off, and change the run once it is on
 SWITCHED = [

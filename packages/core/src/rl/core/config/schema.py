@@ -309,9 +309,16 @@ class RefConfig:
 class CustomRewardConfig:
     path: str | None = None
     name: str = "compute_score"
+    reward_kwargs: dict[str, Any] = field(default_factory=dict)  # passed to it by keyword
 
     def __post_init__(self) -> None:
         check(self, path=optional(NOT_EMPTY), name=NOT_EMPTY)
+        _check(
+            self.path is not None or not self.reward_kwargs,
+            "reward_kwargs",
+            self.reward_kwargs,
+            "options of a custom reward function: set reward.custom_reward_function.path too",
+        )
 
 
 @dataclass(frozen=True)

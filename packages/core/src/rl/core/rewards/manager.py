@@ -24,6 +24,7 @@ class RewardManager:
         self,
         custom_path: str | None = None,
         custom_name: str = "compute_score",
+        reward_kwargs: dict[str, Any] | None = None,
         num_workers: int = 0,
         timeout_s: float = 10.0,
         reward_scale: float | None = None,
@@ -33,11 +34,13 @@ class RewardManager:
         self.num_workers, self.timeout_s, self.reward_scale = num_workers, timeout_s, reward_scale
         # Loaded here too, so a missing file or function fails at start-up, not mid-run.
         self.fn = (
-            load_custom_reward(custom_path, custom_name) if custom_path else default_compute_score
+            load_custom_reward(custom_path, custom_name, reward_kwargs)
+            if custom_path
+            else default_compute_score
         )
         self.failures = FailureTracker(max_error_rate, error_rate_window)
         self.pool = (
-            ScoringPool(num_workers, timeout_s, custom_path, custom_name)
+            ScoringPool(num_workers, timeout_s, custom_path, custom_name, reward_kwargs)
             if num_workers > 0
             else None
         )
@@ -84,6 +87,7 @@ def make_reward_manager(config: Any) -> RewardManager:
     return RewardManager(
         custom.path,
         custom.name,
+        custom.reward_kwargs,
         num_workers=config.num_workers,
         timeout_s=config.timeout_s,
         reward_scale=config.reward_scale,

@@ -23,10 +23,16 @@ from rl.core.rewards.worker import init_worker, score_chunk
 
 class ScoringPool:
     def __init__(
-        self, num_workers: int, timeout_s: float, custom_path: str | None, custom_name: str
+        self,
+        num_workers: int,
+        timeout_s: float,
+        custom_path: str | None,
+        custom_name: str,
+        reward_kwargs: dict[str, Any] | None = None,
     ) -> None:
         self.num_workers, self.timeout_s = num_workers, timeout_s
         self.custom_path, self.custom_name = custom_path, custom_name
+        self.reward_kwargs = dict(reward_kwargs or {})
         self.executor: ProcessPoolExecutor | None = None
 
     def _started(self) -> ProcessPoolExecutor:
@@ -35,7 +41,7 @@ class ScoringPool:
                 max_workers=self.num_workers,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=init_worker,
-                initargs=(self.custom_path, self.custom_name),
+                initargs=(self.custom_path, self.custom_name, self.reward_kwargs),
             )
         return self.executor
 

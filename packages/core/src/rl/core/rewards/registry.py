@@ -8,8 +8,10 @@ key of `PREFIXED` (`aime24`, `aime_2025`, ...) has a scorer.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,8 @@ from rl.core.rewards import code, dapo_rule, gsm8k_rule, math_rule, rule_based
 
 ScoreFn = Callable[..., Any]
 Scorer = Callable[[str, Any], Any]  # (solution_str, ground_truth) -> float | {"score": ...}
+# what a score function is called with, by keyword (here: the values a signature check binds)
+SCORE_ARGUMENTS = {"data_source": "", "solution_str": "", "ground_truth": "", "extra_info": None}
 
 MATH_DATA_SOURCES = (
     "lighteval/MATH",
@@ -124,9 +128,15 @@ def default_compute_score(
     return result if isinstance(result, dict) else float(result)
 
 
-def load_custom_reward(path: str, name: str = "compute_score") -> ScoreFn:
+def load_custom_reward(
+    path: str, name: str = "compute_score", reward_kwargs: Mapping[str, Any] | None = None
+) -> ScoreFn:
     """`name` from the Python file `path`: compute_score(data_source, solution_str,
-    ground_truth, extra_info=None) -> float | {"score": float, ...}.
+    ground_truth, extra_info=None, **reward_kwargs) -> float | {"score": float, ...}.
+
+    Called as verl calls it: every argument by keyword, `reward_kwargs`
+    (`reward.custom_reward_function.reward_kwargs`) merged in, so a function whose parameters
+    come in another order, or that takes options of its own, scores as it did in verl.
 
     Everything the user can get wrong here (no file, not Python, an import that fails, no such
     function, a signature that cannot take the four arguments) is a `ConfigError` at start-up,
@@ -151,21 +161,32 @@ def load_custom_reward(path: str, name: str = "compute_score") -> ScoreFn:
             f"{file} has no function {name!r} (reward.custom_reward_function.name); "
             f"functions found: {', '.join(found) or 'none'}"
         )
-    _check_signature(file, name, fn)
-    return fn
+    options = dict(reward_kwargs or {})
+    _check_signature(file, name, fn, options)
+    if inspect.iscoroutinefunction(fn):  # verl awaits an async compute_score
+        fn = functools.partial(_awaited, fn)
+    return functools.partial(fn, **options) if options else fn
 
 
-def _check_signature(file: Path, name: str, fn: ScoreFn) -> None:
-    """Fail now if `fn` cannot take the four positional arguments every call passes."""
+def _awaited(fn: Callable[..., Any], **kwargs: Any) -> Any:
+    """The result of the coroutine function `fn`, run to completion here."""
+    return asyncio.run(fn(**kwargs))
+
+
+def _check_signature(file: Path, name: str, fn: ScoreFn, options: dict[str, Any]) -> None:
+    """Fail now if `fn` cannot take the four keyword arguments every call passes, and the
+    reward_kwargs."""
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):  # a builtin or C callable: its call will tell
         return
     try:
-        signature.bind("data_source", "solution_str", "ground_truth", None)
+        signature.bind(**SCORE_ARGUMENTS, **options)
     except TypeError as error:
+        given = "".join(f", {key}=..." for key in options)
         raise ConfigError(
             f"{file}: {name}{signature} cannot be called as "
-            f"{name}(data_source, solution_str, ground_truth, extra_info) ({error}); "
-            "give it that signature (extra_info may default to None)"
+            f"{name}(data_source=..., solution_str=..., ground_truth=..., extra_info=...{given}) "
+            f"({error}); give it those parameters (extra_info may default to None)"
+            + (", or change reward.custom_reward_function.reward_kwargs" if options else "")
         ) from None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import traceback
 from collections.abc import Sequence
+from typing import Any
 
 from rl.core.rewards.guards import (
     ExitCalled,
@@ -29,11 +30,15 @@ _SCORE_FN: ScoreFn = default_compute_score
 _MAX_TEXT = 300
 
 
-def init_worker(custom_path: str | None, custom_name: str) -> None:
+def init_worker(
+    custom_path: str | None, custom_name: str, reward_kwargs: dict[str, Any] | None = None
+) -> None:
     """Pool initializer: load the user's function inside the worker process."""
     global _SCORE_FN
     _SCORE_FN = (
-        load_custom_reward(custom_path, custom_name) if custom_path else default_compute_score
+        load_custom_reward(custom_path, custom_name, reward_kwargs)
+        if custom_path
+        else default_compute_score
     )
 
 
@@ -57,7 +62,10 @@ def score_one(fn: ScoreFn, request: RewardRequest, timeout_s: float = 0.0) -> Sc
     try:
         with alarm(timeout_s):
             result = fn(
-                request.data_source, request.solution_str, request.ground_truth, request.extra_info
+                data_source=request.data_source,
+                solution_str=request.solution_str,
+                ground_truth=request.ground_truth,
+                extra_info=request.extra_info,
             )
         score, extras = read_reward(result)
     except SampleTimeout:
