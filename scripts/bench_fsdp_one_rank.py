@@ -36,7 +36,7 @@ def main() -> None:
     from rl.core.config import OptimConfig, load_config
     from rl.core.engines import Rollouts
     from rl.core.models import load_causal_lm, load_tokenizer
-    from rl.core.trainer.losses import actor_loss_fn
+    from rl.core.trainer.algorithm_setup import actor_loss_fn
     from rl.core.trainer.rollout_batch import build_batch
     from rl.fsdp.engine import FSDPTrainEngine
 

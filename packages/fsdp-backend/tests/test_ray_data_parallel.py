@@ -16,7 +16,7 @@ from rl.core.config import load_config
 from rl.core.engines import Rollouts
 from rl.core.errors import WorkerError
 from rl.core.models import load_tokenizer
-from rl.core.trainer.losses import actor_loss_fn
+from rl.core.trainer.algorithm_setup import actor_loss_fn
 from rl.core.trainer.rollout_batch import build_batch
 from rl.core.workers import LocalWorkerGroup, TrainRole
 

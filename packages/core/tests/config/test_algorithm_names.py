@@ -6,7 +6,7 @@ import pytest
 
 from rl.core.algorithms import LOSS_AGG_MODES, Registry, check_loss_scale_factor
 from rl.core.config import ConfigError, load_config
-from rl.core.trainer.losses import validate_algorithm_names
+from rl.core.trainer.algorithm_setup import validate_algorithm_names
 
 UNKNOWN_NAMES = [
     (["algorithm.adv_estimator=ppo2"], "algorithm.adv_estimator = 'ppo2' is not a known"),

@@ -45,16 +45,30 @@ def test_memory_is_reported_in_gib():
 
 
 def test_the_engines_say_whether_they_offload():
+    """Only engines that declare `Offloading` are asked, and only theirs `offloads` counts;
+    one with an `offloads` attribute but no declaration is not probed."""
+    from rl.core.engines import Offloading
     from rl.core.workers.worker import offloading_roles
 
-    class Engine:
+    class Engine(Offloading):
         def __init__(self, offloads):
-            self.offloads = offloads
+            self._offloads = offloads
+
+        @property
+        def offloads(self):
+            return self._offloads
+
+        def offload(self): ...
+
+        def onload(self): ...
+
+    class Undeclared:
+        offloads = True
 
     engines = {
         "actor": Engine(True),
         "ref": Engine(False),
-        "critic": object(),
+        "critic": Undeclared(),
         "rollout": Engine(True),
     }
     assert offloading_roles(engines) == {"actor"}  # rollout memory is sleep()/wake()'s

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 import torch
 
@@ -114,9 +114,30 @@ class LogprobOutput:
 LossFn = Callable[..., tuple[torch.Tensor, dict[str, float]]]
 
 
-@runtime_checkable
 class TrainEngine(Protocol):
-    """A trainable model (actor, critic) or a frozen one (reference) on some backend."""
+    """A trainable model (actor, critic) or a frozen one (reference) on some backend.
+
+    An engine class declares this contract, and each optional ability below it supports,
+    by naming them as its bases (`class FSDPTrainEngine(TrainEngine, Offloading, ...)`);
+    the registry checks once, when the class is loaded, that every member of what it
+    declares is defined (`rl.core.engine_contract`), and the callers use only what it
+    declared."""
+
+    @classmethod
+    def from_config(
+        cls,
+        config: Any,
+        role: str,
+        tokenizer: Any,
+        total_steps: int = 1,
+        responses_per_prompt: int = 1,
+        section: Any = None,
+        temperature: float | None = None,
+    ) -> TrainEngine:
+        """The `role` engine ("actor", "ref", "critic") from config (`actor.*` or
+        `critic.*`, or `section` in their place); log-probs use `rollout.temperature`
+        unless `temperature` is given."""
+        ...
 
     def compute_logprobs(
         self, batch: Mapping[str, Any], calculate_entropy: bool = True
@@ -126,7 +147,9 @@ class TrainEngine(Protocol):
         skip the [tokens, vocab] work it costs (the reference's pass, which needs none)."""
         ...
 
-    def compute_values(self, batch: Mapping[str, Any]) -> torch.Tensor: ...
+    def compute_values(self, batch: Mapping[str, Any]) -> torch.Tensor:
+        """The critic's value of each response token: float32 [batch, response_len]."""
+        ...
 
     def train_step(self, batch: Mapping[str, Any], loss_fn: LossFn) -> dict[str, float]:
         """Update on `batch`; the metrics include, under the role's prefix (`actor/`,
@@ -135,7 +158,16 @@ class TrainEngine(Protocol):
         only when one was taken). The controller's health checks read these."""
         ...
 
-    def export_weights(self) -> Iterator[tuple[str, torch.Tensor]]: ...
+    def export_weights(self) -> Iterator[tuple[str, torch.Tensor]]:
+        """The model's weights in Hugging Face names, full tensors, streamed (every rank
+        takes part in gathering them); a tied head is not exported apart."""
+        ...
+
+    def load_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None:
+        """Replace the model's weights with `named_tensors` (what `export_weights` of an
+        engine of the same model yields): the reference starts from the actor, the actor
+        from an SFT warm start."""
+        ...
 
     def save(self, path: str) -> None:
         """Full training state into the folder `path`, via `rl.core.checkpoint_io` (write
@@ -144,18 +176,13 @@ class TrainEngine(Protocol):
 
     def load(self, path: str) -> None: ...
 
-    def offload(self) -> None:
-        """Release device memory while a colocated role works (what the backend's offload
-        keys name); an engine with an `offloads` attribute that is true is offloaded by the
-        worker when another role takes the device (`rl.core.workers.turns`)."""
-        ...
 
-    def onload(self) -> None: ...
-
-
-@runtime_checkable
 class RolloutEngine(Protocol):
-    """A generation engine: token ids in, token ids and their log-probs out."""
+    """A generation engine: token ids in, token ids and their log-probs out; declared as
+    `TrainEngine` is."""
+
+    @classmethod
+    def from_config(cls, config: Any, tokenizer: Any) -> RolloutEngine: ...
 
     def generate(
         self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams
@@ -187,3 +214,84 @@ class RolloutEngine(Protocol):
         ...
 
     def wake(self) -> None: ...
+
+
+# --- optional abilities: an engine class names the ones it has among its bases ----------
+
+
+class Offloading(Protocol):
+    """Steps aside from a device shared with other roles (train engines)."""
+
+    @property
+    def offloads(self) -> bool:
+        """Whether this run asks it to (the backend's offload keys): the worker then
+        offloads it whenever another role takes the device (`rl.core.workers.turns`)."""
+        ...
+
+    def offload(self) -> None:
+        """Release device memory (weights, gradients, optimizer state as configured)."""
+        ...
+
+    def onload(self) -> None: ...
+
+
+class ExportsHF(Protocol):
+    """Writes the model as a Hugging Face folder (train engines; the actor's must)."""
+
+    def save_hf(self, path: str, tokenizer: Any = None) -> None:
+        """A folder `transformers` and vLLM load (config, safetensors, the tokenizer when
+        given), tied embeddings kept tied."""
+        ...
+
+
+class ExportsViews(Protocol):
+    """A train engine whose `export_weights` can yield its live parameters themselves."""
+
+    @property
+    def exports_views(self) -> bool:
+        """True when the tensors exported are the parameters, not copies (one process,
+        unsharded): a colocated rollout engine may then adopt them (`SharesWeights`)."""
+        ...
+
+
+class SharesWeights(Protocol):
+    """A rollout engine that can take a colocated trainer's tensors as its own weights."""
+
+    def share_weights(self, named_tensors: Sequence[tuple[str, torch.Tensor]]) -> bool:
+        """Adopt `named_tensors` (same device and dtype) so that later syncs move nothing;
+        False when it cannot (it then keeps its own weights)."""
+        ...
+
+
+class Closable(Protocol):
+    """A rollout engine holding processes or servers to end at the run's end."""
+
+    def close(self) -> None: ...
+
+
+class Preflighted(Protocol):
+    """An engine class with checks of its own on the config, run before any model loads
+    (a parallel layout against the model's shapes and the devices, the engine's limits)."""
+
+    @classmethod
+    def preflight(cls, config: Any, role: str) -> None:
+        """Raise `ConfigError` naming the key and the fix; `role` is the role it will serve
+        ("actor", "critic", "rollout")."""
+        ...
+
+
+class Replicated(Protocol):
+    """A train engine class whose model copy spans several consecutive ranks."""
+
+    @classmethod
+    def replica_size(cls, config: Any, role: str) -> int:
+        """Ranks that hold one copy of `role`'s model between them and take the same rows
+        (Ulysses' group, megatron's TP x CP x PP); 1 when not declared."""
+        ...
+
+
+CAPABILITIES: dict[str, tuple[type, ...]] = {
+    "train": (Offloading, ExportsHF, ExportsViews, Preflighted, Replicated),
+    "rollout": (SharesWeights, Closable, Preflighted),
+}
+CONTRACTS: dict[str, type] = {"train": TrainEngine, "rollout": RolloutEngine}

@@ -144,7 +144,11 @@ def check_engine(name: str, role: Role, key: str | None = None) -> InstalledEngi
 
 
 def load_engine_class(name: str, role: Role, key: str | None = None) -> Any:
-    """Import and return the class of engine `name`, checking it first (`check_engine`)."""
+    """Import and return the class of engine `name`, checking it first (`check_engine`)
+    and then against the contract it declares (`rl.core.engine_contract.check_contract`:
+    an engine that does not meet it is refused here, once, not mid-run)."""
+    from rl.core.engine_contract import check_contract
+
     engine = check_engine(name, role, key)
     module_name, _, attribute = engine.spec.factory.partition(":")
     try:
@@ -155,4 +159,7 @@ def load_engine_class(name: str, role: Role, key: str | None = None) -> Any:
             f"{role} engine as {engine.spec.factory}, which does not import ({error}); "
             f"upgrade {engine.distribution}"
         ) from error
-    return getattr(module, attribute)
+    cls = getattr(module, attribute)
+    label = f"the {name} {role} engine ({engine.distribution} {engine.version})"
+    check_contract(cls, role, label)
+    return cls

@@ -28,7 +28,15 @@ from rl.core.batch import select, to_device
 from rl.core.checkpoint_io import load_state, save_state
 from rl.core.config import Config, OptimConfig
 from rl.core.config.fsdp import FSDPConfig
-from rl.core.engines import LogprobOutput, LossFn
+from rl.core.engines import (
+    ExportsHF,
+    ExportsViews,
+    LogprobOutput,
+    LossFn,
+    Offloading,
+    Replicated,
+    TrainEngine,
+)
 from rl.core.micro_batches import (
     MicroBatching,
     micro_batch_rows,
@@ -52,7 +60,7 @@ Role = Literal["actor", "ref", "critic"]
 FULL = StateDictOptions(full_state_dict=True, cpu_offload=True)
 
 
-class FSDPTrainEngine:
+class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicated):
     """One model on FSDP2 with (for actor and critic) its AdamW optimizer and LR schedule."""
 
     def __init__(

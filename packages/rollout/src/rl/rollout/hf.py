@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from rl.core.config import Config
-from rl.core.engines import Rollouts, SamplingParams
+from rl.core.engines import RolloutEngine, Rollouts, SamplingParams, SharesWeights
 from rl.core.models import load_causal_lm
 from rl.core.weight_sync.groups import each_tensor
 from rl.core.weight_sync.ties import TieCheck, Ties
@@ -35,7 +35,7 @@ def left_pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, 
     return ids, mask
 
 
-class HFRolloutEngine:
+class HFRolloutEngine(RolloutEngine, SharesWeights):
     """Batched sampling from a transformers causal LM (any device, no server)."""
 
     def __init__(

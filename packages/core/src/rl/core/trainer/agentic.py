@@ -10,11 +10,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rl.core.config import Config
 from rl.core.engines import Rollouts, SamplingParams
 from rl.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rl.core.trainer.context import RunContext
 
 T = TypeVar("T")
 
@@ -75,7 +78,7 @@ def agent_loop(config: Config, engine: Any, tokenizer: Any) -> Any:
 
 
 def generate(
-    ctx: Any, items: list[Any], sampling: SamplingParams, pieces: Any = None
+    ctx: RunContext, items: list[Any], sampling: SamplingParams, pieces: Any = None
 ) -> tuple[Rollouts, dict[str, float]]:
     """The rollouts of prompt `items` (and agent metrics): multi-turn when configured, in
     pieces between which weights may change when `pieces` (a `partial.Interruptible`) is

@@ -100,20 +100,11 @@ def build_context(config: Config, output_dir: Path, with_rl_roles: bool = True) 
         check_reward_inputs(config, train, val)
     sampler = PromptSampler(len(train), data.train_batch_size, shuffle=data.shuffle, seed=data.seed)
     total = total_training_steps(config, sampler.steps_per_epoch)
-    ctx = RunContext(
-        config, output_dir, tokenizer, train, val, sampler, build_reward(config), None, None
-    )
+    ctx = RunContext(config, output_dir, tokenizer, train, val, sampler, build_reward(config))
     if with_rl_roles:  # the engines, on the workers of trainer.launcher
         from rl.core.workers import launch_roles
 
-        launched = launch_roles(config, total)
-        ctx.actor, ctx.rollout, ctx.ref, ctx.critic = (
-            launched.actor,
-            launched.rollout,
-            launched.ref,
-            launched.critic,
-        )
-        ctx.sync_weights, ctx.workers = launched.sync_weights, launched
+        ctx.roles = launch_roles(config, total)
     return ctx
 
 

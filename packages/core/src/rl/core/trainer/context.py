@@ -1,32 +1,61 @@
-"""Everything one run needs, built once from the config: tokenizer, data, engines, rewards."""
+"""Everything one run needs, built once from the config: tokenizer, data, rewards, and the
+roles' handles (whatever launcher runs their engines)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rl.core.config import Config
-from rl.core.registry import load_engine_class
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from rl.core.data import PromptDataset, PromptSampler
+    from rl.core.rewards import RewardManager, RewardModelScorer
+    from rl.core.workers.launch import LaunchedRoles
+    from rl.core.workers.roles import RolloutRole, TrainRole
 
 
 @dataclass
 class RunContext:
     config: Config
     output_dir: Path
-    tokenizer: Any
-    train_data: Any
-    val_data: Any
-    sampler: Any
-    reward: Any
-    actor: Any
-    rollout: Any
-    ref: Any = None
-    critic: Any = None
-    # the actor's weights into the rollout engine(s) -> metrics (rl.core.workers.launch)
-    sync_weights: Callable[[], dict[str, float]] | None = None
-    workers: Any = None  # what launched the roles; `shutdown()` ends them
+    tokenizer: PreTrainedTokenizerBase
+    train_data: PromptDataset
+    val_data: PromptDataset
+    sampler: PromptSampler
+    reward: RewardManager | RewardModelScorer
+    # the roles' `TrainEngine` / `RolloutEngine` handles over their workers (None until
+    # launched: an SFT-only run never launches them)
+    roles: LaunchedRoles | None = None
+
+    @property
+    def launched(self) -> LaunchedRoles:
+        if self.roles is None:
+            raise RuntimeError("the RL roles were not launched (build_context(with_rl_roles))")
+        return self.roles
+
+    @property
+    def actor(self) -> TrainRole:
+        return self.launched.actor
+
+    @property
+    def rollout(self) -> RolloutRole:
+        return self.launched.rollout
+
+    @property
+    def ref(self) -> TrainRole | None:
+        return self.launched.ref
+
+    @property
+    def critic(self) -> TrainRole | None:
+        return self.launched.critic
+
+    def sync_weights(self) -> dict[str, float]:
+        """The actor's weights into the rollout engine(s) -> metrics."""
+        return self.launched.sync_weights()
 
     @property
     def total_steps(self) -> int:
@@ -37,18 +66,3 @@ def total_training_steps(config: Config, steps_per_epoch: int) -> int:
     if config.trainer.total_training_steps is not None:
         return config.trainer.total_training_steps
     return steps_per_epoch * config.trainer.total_epochs
-
-
-def build_train_engine(config: Config, role: str, tokenizer: Any, total_steps: int) -> Any:
-    """An actor/ref/critic engine of `actor.strategy`, found through the engine registry."""
-    section = "critic" if role == "critic" else "actor"
-    strategy = config.critic.strategy if role == "critic" else config.actor.strategy
-    engine_class = load_engine_class(strategy, "train", key=f"{section}.strategy")
-    return engine_class.from_config(
-        config, role, tokenizer, total_steps=total_steps, responses_per_prompt=config.rollout.n
-    )
-
-
-def build_rollout_engine(config: Config, tokenizer: Any) -> Any:
-    engine_class = load_engine_class(config.rollout.name, "rollout", key="rollout.name")
-    return engine_class.from_config(config, tokenizer)

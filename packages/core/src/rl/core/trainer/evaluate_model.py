@@ -74,9 +74,9 @@ def run_online_eval(
 ) -> dict[str, float]:
     """Generate on the validation set with the model of `config` (and `actor_state`), score
     it and return the metrics; every response goes to `generations` (JSON Lines) if set."""
+    from rl.core.rng import seed_everything
     from rl.core.trainer.build import build_context
     from rl.core.trainer.preflight import preflight
-    from rl.core.trainer.rng import seed_everything
     from rl.core.trainer.validate import generate_scored, val_sampling
 
     sampling = val_sampling(config)
@@ -92,11 +92,10 @@ def run_online_eval(
         try:
             if actor_state is not None:
                 ctx.actor.load(str(actor_state))
-            assert ctx.sync_weights is not None  # built with the roles
             ctx.sync_weights()
             items, scores, texts = generate_scored(ctx, sampling)
         finally:
-            ctx.workers.shutdown()
+            ctx.launched.shutdown()
     if generations is not None:
         with generations.open("w") as handle:
             for row, (score, text) in enumerate(zip(scores, texts, strict=True)):

@@ -6,7 +6,7 @@ import logging
 import time
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rl.core.checkpoint_io import load_state, save_state
 from rl.core.config import Config, dump_config
@@ -14,7 +14,8 @@ from rl.core.config.paths import user_path
 from rl.core.errors import ConfigError
 from rl.core.logging import make_tracker
 from rl.core.logging.sinks import trim_metrics_file
-from rl.core.trainer import losses
+from rl.core.rng import rng_state, seed_everything, set_rng_state
+from rl.core.trainer import algorithm_setup
 from rl.core.trainer.build import build_context, build_sft_engine
 from rl.core.trainer.checkpoint import (
     ResumePoint,
@@ -26,10 +27,12 @@ from rl.core.trainer.health import TrainingHealth
 from rl.core.trainer.manifest import new_run_id
 from rl.core.trainer.pipeline import RolloutPipeline
 from rl.core.trainer.preflight import preflight
-from rl.core.trainer.rng import rng_state, seed_everything, set_rng_state
 from rl.core.trainer.sft import run_sft_steps
 from rl.core.trainer.step import rl_step
 from rl.core.trainer.validate import validate
+
+if TYPE_CHECKING:
+    from rl.core.trainer.context import RunContext
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +46,7 @@ def write_run_config(output_dir: Path, config: Config) -> None:
     tmp.replace(output_dir / "config.yaml")
 
 
-def _roles(ctx: Any) -> dict[str, Any]:
+def _roles(ctx: RunContext) -> dict[str, Any]:
     return {
         name: engine
         for name, engine in (("actor", ctx.actor), ("critic", ctx.critic), ("ref", ctx.ref))
@@ -52,7 +55,11 @@ def _roles(ctx: Any) -> dict[str, Any]:
 
 
 def save_run(
-    ctx: Any, step: int, kl_ctrl: Any, run_id: str, sampler_state: dict[str, Any] | None = None
+    ctx: RunContext,
+    step: int,
+    kl_ctrl: Any,
+    run_id: str,
+    sampler_state: dict[str, Any] | None = None,
 ) -> Path:
     def write(folder: Path) -> None:
         for name, engine in _roles(ctx).items():
@@ -63,9 +70,9 @@ def save_run(
             {
                 "step": step,
                 "rng": rng_state(),
-                "worker_rng": ctx.workers.rng_states(),
+                "worker_rng": ctx.launched.rng_states(),
                 "sampler": sampler_state or ctx.sampler.state_dict(),
-                "kl_ctrl": losses.kl_state(kl_ctrl),
+                "kl_ctrl": algorithm_setup.kl_state(kl_ctrl),
             },
             folder / "trainer_state.pt",
         )
@@ -74,16 +81,16 @@ def save_run(
     return save_checkpoint(root, step, write, ctx.config.trainer.max_ckpt_to_keep, run_id)
 
 
-def load_run(ctx: Any, point: ResumePoint, kl_ctrl: Any) -> int:
+def load_run(ctx: RunContext, point: ResumePoint, kl_ctrl: Any) -> int:
     """Restore every role and the trainer state from a verified checkpoint (no pickled code:
     everything loads with `weights_only=True`)."""
     for name, engine in _roles(ctx).items():
         engine.load(str(point.path / name))
     state = load_state(point.path / "trainer_state.pt")
     ctx.sampler.load_state_dict(state["sampler"])
-    losses.load_kl_state(kl_ctrl, state["kl_ctrl"])
+    algorithm_setup.load_kl_state(kl_ctrl, state["kl_ctrl"])
     set_rng_state(state["rng"])
-    if not ctx.workers.set_rng_states(state.get("worker_rng", [])):
+    if not ctx.launched.set_rng_states(state.get("worker_rng", [])):
         log.warning(
             "%s was written by another number of ranks: sampling continues from fresh random "
             "state (the run goes on, but not bit-identically to one that was not resumed)",
@@ -92,7 +99,7 @@ def load_run(ctx: Any, point: ResumePoint, kl_ctrl: Any) -> int:
     return int(state["step"])
 
 
-def warm_start(ctx: Any) -> dict[str, float]:
+def warm_start(ctx: RunContext) -> dict[str, float]:
     """Optional SFT, then the reference starts from the (warm) actor; returns SFT metrics."""
     metrics = {}
     if ctx.config.sft.enable and ctx.config.sft.steps > 0:
@@ -119,12 +126,12 @@ def run_training(config: Config) -> dict[str, float]:
     try:
         return _train(ctx, resume)
     finally:
-        ctx.workers.shutdown()
+        ctx.launched.shutdown()
 
 
-def _train(ctx: Any, resume: ResumePoint | None) -> dict[str, float]:
+def _train(ctx: RunContext, resume: ResumePoint | None) -> dict[str, float]:
     config, output_dir, trainer = ctx.config, ctx.output_dir, ctx.config.trainer
-    kl_ctrl = losses.make_kl_controller(config)
+    kl_ctrl = algorithm_setup.make_kl_controller(config)
     run_id = resume.run_id if resume is not None else new_run_id()
     step = load_run(ctx, resume, kl_ctrl) if resume is not None else 0
     write_run_config(output_dir, config)
@@ -167,7 +174,7 @@ def _train(ctx: Any, resume: ResumePoint | None) -> dict[str, float]:
     return last_val
 
 
-def _pipeline(ctx: Any, step: int) -> RolloutPipeline | None:
+def _pipeline(ctx: RunContext, step: int) -> RolloutPipeline | None:
     """The overlapped generation of `trainer.mode` (None: sync)."""
     trainer = ctx.config.trainer
     if trainer.mode == "sync":
@@ -178,7 +185,11 @@ def _pipeline(ctx: Any, step: int) -> RolloutPipeline | None:
 
 
 def _validate(
-    ctx: Any, tracker: Any, step: int, log: bool = True, extra: dict[str, float] | None = None
+    ctx: RunContext,
+    tracker: Any,
+    step: int,
+    log: bool = True,
+    extra: dict[str, float] | None = None,
 ) -> dict[str, float]:
     metrics, samples = validate(ctx)
     tracker.log_generations(samples, step)

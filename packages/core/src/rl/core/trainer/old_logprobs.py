@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rl.core.trainer.losses import actor_loss_config
+from rl.core.trainer.algorithm_setup import actor_loss_config
 
 
 def from_update(config: Any, rows: int) -> bool:

@@ -25,11 +25,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rl.core.errors import TrainingError
 from rl.core.trainer.partial import Interruptible, version_metrics
 from rl.core.trainer.step import Collected, generate, learn, score, sync
+
+if TYPE_CHECKING:
+    from rl.core.trainer.context import RunContext
 
 
 @dataclass
@@ -42,7 +45,7 @@ class _Ready:
 
 
 class RolloutPipeline:
-    def __init__(self, ctx: Any, start: int, max_staleness: int, sync_every: int) -> None:
+    def __init__(self, ctx: RunContext, start: int, max_staleness: int, sync_every: int) -> None:
         if max_staleness < sync_every - 1:
             raise ValueError("max_staleness must be at least sync_every - 1")
         self.ctx, self.max_staleness, self.sync_every = ctx, max_staleness, sync_every

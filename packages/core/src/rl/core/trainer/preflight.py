@@ -12,16 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rl.core.config import Config, ConfigError
 from rl.core.config.paths import user_path
 from rl.core.data.reader import SUPPORTED
 from rl.core.demo import BUILTIN_DATA, is_builtin
+from rl.core.engine_contract import declares
+from rl.core.engines import ExportsHF, Preflighted
 from rl.core.imports import MissingDependencyError, is_installed
 from rl.core.models.loading import check_model_path
 from rl.core.registry import check_engine
 from rl.core.trainer import agentic, modes
-from rl.core.trainer.losses import validate_algorithm_names
+from rl.core.trainer.algorithm_setup import validate_algorithm_names
 from rl.core.trainer.preflight_limits import (
     check_context_length,
     check_rollout_devices,
@@ -155,19 +158,25 @@ def _resume(config: Config) -> None:
 
 def _train_engines(config: Config) -> None:
     check_engine(config.actor.strategy, "train", "actor.strategy")
-    _engine_checks(config, "actor")
+    engine_class = _engine_checks(config, "actor")
+    if not declares(engine_class, ExportsHF):
+        raise ConfigError(
+            f"actor.strategy = {config.actor.strategy!r}: that engine cannot write the trained "
+            "model as a Hugging Face folder (it does not declare ExportsHF), which every run "
+            "ends with; choose another train engine"
+        )
 
 
-def _engine_checks(config: Config, role: str) -> None:
+def _engine_checks(config: Config, role: str) -> Any:
     """The train engine's own checks of the config (a parallel layout against the model's
-    shapes and the world): `preflight(config, role)`, optional in the contract."""
+    shapes and the world) when its class declares `Preflighted`; returns the class."""
     from rl.core.registry import load_engine_class
 
-    strategy = getattr(config, role).strategy
+    strategy = config.critic.strategy if role == "critic" else config.actor.strategy
     engine_class = load_engine_class(strategy, "train", key=f"{role}.strategy")
-    check = getattr(engine_class, "preflight", None)
-    if check is not None:
-        check(config, role)
+    if declares(engine_class, Preflighted):
+        engine_class.preflight(config, role)
+    return engine_class
 
 
 def _launcher(config: Config) -> None:
@@ -191,6 +200,5 @@ def _rl_engines(config: Config) -> None:
     from rl.core.registry import load_engine_class
 
     engine_class = load_engine_class(config.rollout.name, "rollout", key="rollout.name")
-    check = getattr(engine_class, "preflight", None)  # the engine's own limits, if it has any
-    if check is not None:
-        check(config)
+    if declares(engine_class, Preflighted):  # the engine's own limits
+        engine_class.preflight(config, "rollout")

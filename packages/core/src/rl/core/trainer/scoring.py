@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rl.core.engines import Rollouts
 
+if TYPE_CHECKING:
+    from rl.core.trainer.context import RunContext
+
 
 def score_rollouts(
-    ctx: Any, items: list[Any], rollouts: Rollouts, n: int
+    ctx: RunContext, items: list[Any], rollouts: Rollouts, n: int
 ) -> tuple[list[float], dict[str, float]]:
     """One score per response row (rows i*n .. i*n+n-1 answer prompt item i), from the
     text the model wrote, or an environment's episode return."""

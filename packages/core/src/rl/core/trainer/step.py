@@ -7,17 +7,20 @@ prompts -> generate -> rewards -> old/ref log-probs, values -> advantages
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from rl.core.batch import Batch
 from rl.core.engines import Rollouts, SamplingParams
-from rl.core.trainer import agentic, losses
+from rl.core.trainer import agentic, algorithm_setup
 from rl.core.trainer.old_logprobs import from_update
 from rl.core.trainer.rollout_batch import build_batch, scores_to_token_level
 from rl.core.trainer.scoring import score_rollouts
 from rl.core.trainer.timers import PhaseTimer
+
+if TYPE_CHECKING:
+    from rl.core.trainer.context import RunContext
 
 
 def train_sampling(config: Any) -> SamplingParams:
@@ -47,7 +50,7 @@ class Collected:
     rollouts: Rollouts
 
 
-def generate(ctx: Any, items: list[Any], step: int, pieces: Any = None) -> Collected:
+def generate(ctx: RunContext, items: list[Any], step: int, pieces: Any = None) -> Collected:
     """Generate the rollouts of the prompts `items` (the weights the rollout engine holds
     now decide them: one step old in `trainer.mode: one_step_off`; with `pieces`, partial
     rollouts, the weights of the moment decide each piece)."""
@@ -59,7 +62,7 @@ def generate(ctx: Any, items: list[Any], step: int, pieces: Any = None) -> Colle
     return Collected(items, batch, uids, dict(agent_metrics), timer, rollouts)
 
 
-def score(ctx: Any, collected: Collected) -> Collected:
+def score(ctx: RunContext, collected: Collected) -> Collected:
     """Score the rollouts (in the main thread: reward timeouts use SIGALRM there)."""
     with collected.timer.phase("reward"):
         scores, reward_metrics = score_rollouts(
@@ -72,7 +75,7 @@ def score(ctx: Any, collected: Collected) -> Collected:
 
 
 def learn(
-    ctx: Any, collected: Collected, kl_ctrl: Any, release_rollout: bool = True
+    ctx: RunContext, collected: Collected, kl_ctrl: Any, release_rollout: bool = True
 ) -> dict[str, float]:
     """Old / reference log-probs, values, advantages and the critic and actor updates on
     `collected`; `release_rollout` frees the rollout engine's memory meanwhile (not while
@@ -84,21 +87,21 @@ def learn(
         with timer.phase("greedy_baseline"):
             baselines = greedy_baselines(ctx, collected.items, config.rollout.n)
     with timer.phase("advantages"):
-        reward_kl_metrics = losses.assign_token_rewards(config, batch, kl_ctrl)
-        losses.assign_advantages(config, batch, collected.uids, reward_baselines=baselines)
+        reward_kl_metrics = algorithm_setup.assign_token_rewards(config, batch, kl_ctrl)
+        algorithm_setup.assign_advantages(config, batch, collected.uids, reward_baselines=baselines)
     metrics.update(reward_kl_metrics)
     if release_rollout:
         ctx.rollout.sleep()  # generation is over until the sync: free its memory for updates
     if ctx.critic is not None:
         with timer.phase("update_critic"):
-            metrics.update(ctx.critic.train_step(batch, losses.critic_loss_fn(config)))
+            metrics.update(ctx.critic.train_step(batch, algorithm_setup.critic_loss_fn(config)))
     with timer.phase("update_actor"):
-        metrics.update(ctx.actor.train_step(batch, losses.actor_loss_fn(config)))
+        metrics.update(ctx.actor.train_step(batch, algorithm_setup.actor_loss_fn(config)))
     return metrics
 
 
 def sync(
-    ctx: Any, collected: Collected, metrics: dict[str, float], push_weights: bool = True
+    ctx: RunContext, collected: Collected, metrics: dict[str, float], push_weights: bool = True
 ) -> dict[str, float]:
     """The updated weights into the rollout engine (unless not `push_weights`: async mode
     between its pushes); the step's batch and timing metrics."""
@@ -111,13 +114,13 @@ def sync(
     return metrics
 
 
-def rl_step(ctx: Any, items: list[Any], step: int, kl_ctrl: Any) -> dict[str, float]:
+def rl_step(ctx: RunContext, items: list[Any], step: int, kl_ctrl: Any) -> dict[str, float]:
     """Run one step on the prompts `items`; returns its metrics."""
     collected = score(ctx, generate(ctx, items, step))
     return sync(ctx, collected, learn(ctx, collected, kl_ctrl))
 
 
-def greedy_baselines(ctx: Any, items: list[Any], n: int) -> torch.Tensor:
+def greedy_baselines(ctx: RunContext, items: list[Any], n: int) -> torch.Tensor:
     """ReMax's baseline: the reward of each prompt's greedy response, repeated for its n rows."""
     sampling = train_sampling(ctx.config)
     greedy = replace(sampling, n=1, temperature=0.0, top_p=1.0, top_k=-1)
@@ -126,7 +129,7 @@ def greedy_baselines(ctx: Any, items: list[Any], n: int) -> torch.Tensor:
     return torch.tensor(scores, dtype=torch.float32).repeat_interleave(n)
 
 
-def _prepare(ctx: Any, batch: Batch, timer: PhaseTimer) -> dict[str, float]:
+def _prepare(ctx: RunContext, batch: Batch, timer: PhaseTimer) -> dict[str, float]:
     """Old and reference log-probs and critic values, added to `batch`. The old ones only
     when the update cannot give them itself (`old_logprobs.from_update`); then the actor's
     loss takes them from its forward, and reports the rollout mismatch there."""
@@ -135,7 +138,7 @@ def _prepare(ctx: Any, batch: Batch, timer: PhaseTimer) -> dict[str, float]:
     if not reused:
         with timer.phase("old_logprob"):
             batch["old_logprobs"] = ctx.actor.compute_logprobs(batch, False).logprobs
-        metrics |= losses.rollout_mismatch_metrics(ctx.config, batch)
+        metrics |= algorithm_setup.rollout_mismatch_metrics(ctx.config, batch)
     if ctx.ref is not None:
         with timer.phase("ref"):
             batch["ref_logprobs"] = ctx.ref.compute_logprobs(batch, False).logprobs

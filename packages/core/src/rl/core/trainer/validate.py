@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rl.core.engines import SamplingParams
 from rl.core.trainer import agentic
 from rl.core.trainer.scoring import score_rollouts
+
+if TYPE_CHECKING:
+    from rl.core.trainer.context import RunContext
 
 
 def val_sampling(config: Any) -> SamplingParams:
@@ -23,7 +26,9 @@ def val_sampling(config: Any) -> SamplingParams:
     )
 
 
-def generate_scored(ctx: Any, sampling: SamplingParams) -> tuple[list[Any], list[float], list[str]]:
+def generate_scored(
+    ctx: RunContext, sampling: SamplingParams
+) -> tuple[list[Any], list[float], list[str]]:
     """The validation items, and for each of their `sampling.n` responses (item-major) its
     score and text, generated in chunks of `data.val_batch_size` prompts."""
     items = [ctx.val_data[i] for i in range(len(ctx.val_data))]
@@ -38,7 +43,7 @@ def generate_scored(ctx: Any, sampling: SamplingParams) -> tuple[list[Any], list
     return items, scores, texts
 
 
-def validate(ctx: Any) -> tuple[dict[str, float], list[dict[str, Any]]]:
+def validate(ctx: RunContext) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """`val/reward_mean`, `val/accuracy` (share of responses scored > 0), per data source too;
     and the first `trainer.log_val_generations` samples."""
     config, sampling = ctx.config, val_sampling(ctx.config)

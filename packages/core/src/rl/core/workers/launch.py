@@ -102,15 +102,16 @@ def ray_world(config: Config) -> tuple[int, float]:
 
 def replica_size(config: Config, role: str) -> int:
     """Consecutive ranks that hold one copy of `role`'s model between them and take the
-    same rows (Ulysses' group, megatron's TP × CP × PP): the train engine's answer
-    (`replica_size(config, role)`, optional in the contract; 1 when absent)."""
+    same rows (Ulysses' group, megatron's TP × CP × PP): the train engine's answer when
+    its class declares `Replicated`, else 1."""
+    from rl.core.engine_contract import declares
+    from rl.core.engines import Replicated
     from rl.core.registry import load_engine_class
 
     section = "critic" if role == "critic" else "actor"
-    strategy = getattr(config, section).strategy
+    strategy = config.critic.strategy if section == "critic" else config.actor.strategy
     engine_class = load_engine_class(strategy, "train", key=f"{section}.strategy")
-    size = getattr(engine_class, "replica_size", None)
-    return int(size(config, role)) if size is not None else 1
+    return int(engine_class.replica_size(config, role)) if declares(engine_class, Replicated) else 1
 
 
 def check_divisible(config: Config, world: int) -> None:

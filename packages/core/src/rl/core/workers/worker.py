@@ -16,19 +16,21 @@ from dataclasses import replace
 from typing import Any
 
 from rl.core.config import Config
+from rl.core.engine_contract import EngineContractError, callable_members, declares
+from rl.core.engines import Closable, ExportsViews, Offloading, SharesWeights
 from rl.core.workers.turns import Turns
 
 TRAIN_ROLES = ("actor", "ref", "critic")
 
 
 def offloading_roles(engines: dict[str, Any]) -> set[str]:
-    """The train roles whose engine asks to step aside between phases (its `offloads`:
-    the FSDP engine's `fsdp_config.param_offload` / `optimizer_offload`, the megatron
-    engine's `megatron.*_offload`)."""
+    """The train roles whose engine can step aside (`Offloading`) and is asked to between
+    phases (its `offloads`: the FSDP engine's `fsdp_config.param_offload` /
+    `optimizer_offload`, the megatron engine's `megatron.*_offload`)."""
     return {
         role
         for role, engine in engines.items()
-        if role in TRAIN_ROLES and getattr(engine, "offloads", False)
+        if role in TRAIN_ROLES and declares(engine, Offloading) and engine.offloads
     }
 
 
@@ -77,9 +79,9 @@ class RoleWorker:
         sampling (the global RNG, the rollout seed) is offset by the rank, so replicas
         draw different samples."""
         from rl.core.models import load_tokenizer
-        from rl.core.trainer.context import build_rollout_engine, build_train_engine
-        from rl.core.trainer.rng import seed_everything
+        from rl.core.rng import seed_everything
         from rl.core.weight_sync import WeightSender
+        from rl.core.workers.build import build_rollout_engine, build_train_engine
 
         if self.world_size > 1:
             seed_everything(config.trainer.seed + self.rank)
@@ -105,9 +107,15 @@ class RoleWorker:
         """`engines[role].method(*args)` after `role` takes its turn on the device; an
         iterator result is materialised (it crosses a process boundary)."""
         assert self.turns is not None, "build() first"
+        engine = self.engines[role]
+        if method not in callable_members(type(engine)):
+            raise EngineContractError(
+                f"{role}: {type(engine).__qualname__} does not declare {method!r} (declared: "
+                f"{', '.join(sorted(callable_members(type(engine))))})"
+            )
         if method not in ("sleep", "wake", "offload", "onload"):
             self.turns.enter(role)
-        result = getattr(self.engines[role], method)(*args)
+        result = getattr(engine, method)(*args)
         if isinstance(result, Iterator):
             result = list(result)
         if method == "train_step":
@@ -132,21 +140,20 @@ class RoleWorker:
         actor, rollout = self.engines["actor"], self.engines["rollout"]
         rollout.wake()
         weights = actor.export_weights()
-        if self.may_share_weights and getattr(actor, "exports_views", False):
+        if self.may_share_weights and declares(actor, ExportsViews) and actor.exports_views:
             weights = list(weights)  # views: no copies
-            share = getattr(rollout, "share_weights", None)
-            if share is not None and share(weights):
+            if declares(rollout, SharesWeights) and rollout.share_weights(weights):
                 return shared_sync_metrics(weights)
         return dict(self.sender.sync(weights, rollout))
 
     def rng_state(self) -> dict[str, Any]:
         """This process's RNG state (sampling draws from it): checkpoints carry one per rank."""
-        from rl.core.trainer.rng import rng_state
+        from rl.core.rng import rng_state
 
         return rng_state()
 
     def set_rng_state(self, state: dict[str, Any]) -> None:
-        from rl.core.trainer.rng import set_rng_state
+        from rl.core.rng import set_rng_state
 
         set_rng_state(state)
 
@@ -155,9 +162,9 @@ class RoleWorker:
 
     def close_engines(self) -> None:
         """Close the rollout engine (if it can be closed) and drop every engine."""
-        close = getattr(self.engines.get("rollout"), "close", None)
-        if close is not None:
-            close()
+        rollout = self.engines.get("rollout")
+        if rollout is not None and declares(rollout, Closable):
+            rollout.close()
         self.engines.clear()
 
     def shutdown(self) -> None:

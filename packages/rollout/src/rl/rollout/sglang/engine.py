@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from rl.core.config import Config
-from rl.core.engines import Rollouts, SamplingParams
+from rl.core.engines import Closable, RolloutEngine, Rollouts, SamplingParams
 from rl.core.weight_sync.groups import fused_module
 from rl.core.weight_sync.ties import TieCheck, Ties
 from rl.rollout.sglang import outputs, payload
@@ -44,7 +44,7 @@ def _supports_sampling_seed() -> bool:
     return hasattr(SGLangSamplingParams(), "sampling_seed")
 
 
-class SGLangRolloutEngine:
+class SGLangRolloutEngine(RolloutEngine, Closable):
     """Generation on an in-process SGLang `Engine` (its scheduler runs in child processes)."""
 
     def __init__(

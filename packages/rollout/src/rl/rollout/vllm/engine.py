@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from rl.core.config import Config
-from rl.core.engines import Rollouts, SamplingParams
+from rl.core.engines import Closable, Preflighted, RolloutEngine, Rollouts, SamplingParams
 from rl.core.models import load_model_config, model_source
 from rl.core.weight_sync.groups import fused_module
 from rl.rollout.vllm.driver import EngineLoop
@@ -39,7 +39,7 @@ from rl.rollout.vllm.weights import WeightTable, refresh_tied_layers
 log = logging.getLogger(__name__)
 
 
-class VLLMRolloutEngine:
+class VLLMRolloutEngine(RolloutEngine, Closable, Preflighted):
     """Token ids in, token ids and their log-probs out, from an in-process vLLM engine."""
 
     def __init__(
@@ -61,8 +61,8 @@ class VLLMRolloutEngine:
         self._scratch_dir = scratch_dir
         self._sleeping = False
 
-    @staticmethod
-    def preflight(config: Config) -> None:
+    @classmethod
+    def preflight(cls, config: Config, role: str = "rollout") -> None:
         """What this engine cannot run, refused before any model loads (ConfigError)."""
         check_tensor_parallel(config)
 

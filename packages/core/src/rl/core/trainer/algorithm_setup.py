@@ -1,4 +1,5 @@
-"""Config -> the algorithm functions the step uses (rl.core.algorithms does the math)."""
+"""Config -> the algorithm functions the step uses: which estimator, loss and KL control
+the config names, with their settings (rl.core.algorithms does the math)."""
 
 from __future__ import annotations
 
