@@ -228,6 +228,13 @@ class Offloading(Protocol):
         offloads it whenever another role takes the device (`rl.core.workers.turns`)."""
         ...
 
+    @classmethod
+    def offload_keys(cls, config: Any, role: str) -> tuple[str, ...]:
+        """The config keys (dotted, e.g. `actor.fsdp_config.param_offload`) that ask the
+        `role` engine to offload in this config: empty when none does. Read before any
+        engine is built (a mode that overlaps roles refuses them by name)."""
+        ...
+
     def offload(self) -> None:
         """Release device memory (weights, gradients, optimizer state as configured)."""
         ...

@@ -457,6 +457,15 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
         if self.world_size > 1:
             dist.barrier()
 
+    @classmethod
+    def offload_keys(cls, config: Config, role: str) -> tuple[str, ...]:
+        """`<section>.fsdp_config.param_offload` / `optimizer_offload` where they are on
+        (the reference uses the actor's section)."""
+        section = "critic" if role == "critic" else "actor"
+        fsdp = config.critic.fsdp_config if section == "critic" else config.actor.fsdp_config
+        keys = ("param_offload", "optimizer_offload")
+        return tuple(f"{section}.fsdp_config.{key}" for key in keys if getattr(fsdp, key))
+
     @property
     def offloads(self) -> bool:
         """Whether this engine steps aside for colocated roles (`fsdp_config.param_offload`

@@ -1,16 +1,15 @@
 """What `trainer.mode: one_step_off` needs from the rest of the config: generation and
 training overlap, so nothing may generate inside the update (ReMax's greedy baseline) and
-the roles cannot take turns on a device by offloading each other (the offload keys of the
-backend each role trains on); and what partial rollouts need."""
+the roles cannot take turns on a device by offloading each other (the keys each role's
+engine names, `Offloading.offload_keys`); and what partial rollouts need."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from rl.core.config import Config
+from rl.core.engine_contract import declares
+from rl.core.engines import Offloading
 from rl.core.errors import ConfigError
-
-_OFFLOAD_KEYS = ("param_offload", "optimizer_offload", "grad_offload")
+from rl.core.registry import load_engine_class
 
 
 def check(config: Config) -> None:
@@ -30,18 +29,18 @@ def check(config: Config) -> None:
             f"algorithm.adv_estimator = 'remax' with trainer.mode: {trainer.mode}: ReMax's "
             "greedy baseline would generate while the next step's rollouts are generating"
         )
-    roles: list[tuple[str, Any]] = [("actor", config.actor)]
+    roles = [("actor", config.actor.strategy)]
     if config.uses_critic:
-        roles.append(("critic", config.critic))
-    for name, section in roles:
-        backend = "megatron" if section.strategy == "megatron" else "fsdp_config"
-        for key in _OFFLOAD_KEYS:
-            if getattr(getattr(section, backend), key, False):
-                raise ConfigError(
-                    f"{name}.{backend}.{key} with trainer.mode: {trainer.mode}: the rollout "
-                    "generates while the actor trains, so they cannot take turns on a device "
-                    "by offloading; turn offloading off or use trainer.mode: sync"
-                )
+        roles.append(("critic", config.critic.strategy))
+    for role, strategy in roles:
+        engine_class = load_engine_class(strategy, "train", key=f"{role}.strategy")
+        keys = engine_class.offload_keys(config, role) if declares(engine_class, Offloading) else ()
+        if keys:
+            raise ConfigError(
+                f"{keys[0]} with trainer.mode: {trainer.mode}: the rollout generates while "
+                "the actor trains, so they cannot take turns on a device by offloading; turn "
+                "offloading off or use trainer.mode: sync"
+            )
 
 
 def _check_partial(config: Config) -> None:
