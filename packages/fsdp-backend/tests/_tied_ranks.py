@@ -18,9 +18,9 @@ import torch
 import transformers
 
 from rl.core.config import OptimConfig
-from rl.core.config.fsdp import FSDPConfig
 from rl.core.engines import Rollouts
 from rl.core.trainer.rollout_batch import build_batch
+from rl.fsdp.config import FSDPConfig
 
 SHAPE = dict(
     vocab_size=96,

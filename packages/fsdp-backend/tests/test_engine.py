@@ -182,7 +182,7 @@ def test_a_skipped_update_leaves_weights_and_lr_schedule_alone(tokenizer):
 
 
 def test_bf16_mixed_precision_stays_close_to_fp32_and_trains(tokenizer):
-    from rl.core.config.fsdp import FSDPConfig, MixedPrecisionConfig
+    from rl.fsdp.config import FSDPConfig, MixedPrecisionConfig
 
     batch = make_batch(tokenizer)
     mask = batch["response_mask"].bool()
@@ -204,7 +204,7 @@ def test_bf16_mixed_precision_stays_close_to_fp32_and_trains(tokenizer):
 
 def test_the_cpu_offload_policy_is_refused_on_cpu_with_what_to_do(tokenizer):
     from rl.core.config import ConfigError
-    from rl.core.config.fsdp import FSDPConfig
+    from rl.fsdp.config import FSDPConfig
 
     with pytest.raises(ConfigError, match="offload_policy = true needs trainer.device=cuda"):
         FSDPTrainEngine(make_model(tokenizer), "ref", fsdp=FSDPConfig(offload_policy=True))

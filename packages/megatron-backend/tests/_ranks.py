@@ -24,10 +24,10 @@ _cpu_shims.install()
 import torch  # noqa: E402
 
 from rl.core.config import OptimConfig  # noqa: E402
-from rl.core.config.megatron import MegatronConfig  # noqa: E402
 from rl.core.engines import Rollouts  # noqa: E402
 from rl.core.micro_batches import MicroBatching  # noqa: E402
 from rl.core.trainer.rollout_batch import build_batch  # noqa: E402
+from rl.megatron.config import MegatronConfig  # noqa: E402
 
 TINY = dict(
     hidden_size=64,

@@ -6,7 +6,7 @@ import pytest
 from transformers import AutoConfig
 
 from rl.core.config import ConfigError
-from rl.core.config.megatron import MegatronConfig
+from rl.megatron.config import MegatronConfig
 from rl.megatron.parallel import check_layout
 
 pytestmark = pytest.mark.megatron

@@ -31,6 +31,8 @@ KNOWN_ENGINES: dict[str, str] = {
     "vllm": "rl-rollout[vllm]",
     "sglang": "rl-rollout[sglang]",
 }
+# the config sections those backends contribute, for the "not installed" message
+KNOWN_SECTIONS: dict[str, str] = {"fsdp_config": "rl-fsdp", "megatron": "rl-megatron"}
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,11 @@ class EngineSpec:
     requires: tuple[str, ...] = ()
     install: str = ""
     description: str = ""
+    # the config section the backend contributes under actor/critic (its key, and the
+    # "module:Class" of its frozen dataclass, which imports none of `requires`): the
+    # backend owns and validates it; rl-core only routes the key (rl.core.config.sections)
+    config_key: str = ""
+    config_section: str = ""
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,6 @@ from torch.distributed.checkpoint.state_dict import (
 from rl.core.batch import select, to_device
 from rl.core.checkpoint_io import load_state, save_state
 from rl.core.config import Config, OptimConfig
-from rl.core.config.fsdp import FSDPConfig
 from rl.core.engines import (
     ExportsHF,
     ExportsViews,
@@ -48,6 +47,7 @@ from rl.core.optim import make_lr_scheduler
 from rl.core.sharded_io import load_sharded, save_sharded
 from rl.core.weight_sync.ties import tied_aliases, with_aliases, without_aliases
 from rl.core.workers.dispatch import data_parallel_rows
+from rl.fsdp.config import FSDPConfig
 from rl.fsdp.distributed import ensure_process_group, fsdp_mesh
 from rl.fsdp.forward import fused_logprobs_and_entropy, response_logprobs, response_values
 from rl.fsdp.packing import prefix_grouping, shared_prompt_fraction

@@ -9,4 +9,6 @@ FSDP_ENGINE = EngineSpec(
     requires=("torch", "transformers"),
     install="rl-fsdp",
     description="PyTorch FSDP2 (fully_shard) over Hugging Face causal LMs; gloo on CPU, NCCL on GPU",
+    config_key="fsdp_config",
+    config_section="rl.fsdp.config:FSDPConfig",
 )

@@ -8,7 +8,7 @@ import torch
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
 
-from rl.core.config.fsdp import FSDPConfig
+from rl.fsdp.config import FSDPConfig
 
 
 def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:

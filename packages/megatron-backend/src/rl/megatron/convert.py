@@ -24,8 +24,8 @@ def _single_process_model(hf_config: Any) -> torch.nn.Module:
     """The whole model in this process (a world of one; megatron's groups at size 1)."""
     import torch.distributed as dist
 
-    from rl.core.config.megatron import MegatronConfig
     from rl.core.distributed import ensure_process_group
+    from rl.megatron.config import MegatronConfig
     from rl.megatron.model import build_gpt_model, resolve_spec
     from rl.megatron.parallel import init_model_parallel
 

@@ -28,7 +28,6 @@ import torch.distributed as dist
 from rl.core.batch import select, to_device
 from rl.core.checkpoint_io import load_state, save_state
 from rl.core.config import Config, ConfigError, OptimConfig
-from rl.core.config.megatron import MegatronConfig
 from rl.core.distributed import ensure_process_group
 from rl.core.engines import LogprobOutput, LossFn
 from rl.core.errors import CheckpointError
@@ -41,6 +40,7 @@ from rl.core.micro_batches import (
 )
 from rl.core.optim import warmup_steps
 from rl.core.workers.dispatch import data_parallel_rows
+from rl.megatron.config import MegatronConfig
 from rl.megatron.convert import load_dist_model
 from rl.megatron.inputs import model_inputs
 from rl.megatron.logprobs import response_logprobs, response_values, run_model, unwrap

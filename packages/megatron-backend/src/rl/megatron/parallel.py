@@ -15,7 +15,7 @@ from typing import Any
 import torch.distributed as dist
 
 from rl.core.config import ConfigError
-from rl.core.config.megatron import MegatronConfig
+from rl.megatron.config import MegatronConfig
 
 ORDER = "tp-cp-ep-pp-dp"
 

@@ -9,4 +9,6 @@ MEGATRON_ENGINE = EngineSpec(
     requires=("megatron.core",),
     install="rl-megatron",
     description="megatron-core GPT models with tensor/pipeline/expert/context parallelism",
+    config_key="megatron",
+    config_section="rl.megatron.config:MegatronConfig",
 )

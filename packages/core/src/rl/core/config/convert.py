@@ -13,6 +13,7 @@ import math
 import types
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
+from rl.core.config import sections as sections_module
 from rl.core.config.errors import ConfigError, FieldError
 
 T = TypeVar("T")
@@ -25,10 +26,17 @@ def from_dict(cls: type[T], data: dict[str, Any] | None, prefix: str = "") -> T:
         raise ConfigError(f"{prefix.rstrip('.') or 'config'} must be a mapping, got {data!r}")
     hints = get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    sections = None
+    if sections_module.FIELD in names:  # the backends' own sections, routed by their keys
+        data, sections = sections_module.read_sections(data, prefix)
+        names = [n for n in names if n != sections_module.FIELD]
+        names += list(sections_module.section_classes())
     for key in data:
         if key not in names:
             raise ConfigError(_unknown_key_message(prefix, str(key), names))
     values = {key: _convert(hints[key], value, prefix + key) for key, value in data.items()}
+    if sections is not None:
+        values[sections_module.FIELD] = sections
     try:
         return cls(**values)
     except FieldError as error:
@@ -133,7 +141,9 @@ def _name(annotation: Any) -> str:
 def to_dict(instance: Any) -> Any:
     """Plain nested dict/list of a config dataclass (for YAML and logging)."""
     if dataclasses.is_dataclass(instance) and not isinstance(instance, type):
-        return {f.name: to_dict(getattr(instance, f.name)) for f in dataclasses.fields(instance)}
+        plain = {f.name: to_dict(getattr(instance, f.name)) for f in dataclasses.fields(instance)}
+        plain.update(plain.pop(sections_module.FIELD, None) or {})  # under their own keys
+        return plain
     if isinstance(instance, (list, tuple)):
         return [to_dict(item) for item in instance]
     if isinstance(instance, dict):

@@ -17,8 +17,6 @@ from typing import Any, Literal
 from rl.core.algorithms.rollout_correction import RolloutCorrectionConfig
 from rl.core.config.cluster import ClusterConfig
 from rl.core.config.errors import FieldError
-from rl.core.config.fsdp import FSDPConfig
-from rl.core.config.megatron import MegatronConfig
 from rl.core.config.rollout import LOG_PROB_RULES, RolloutConfig
 from rl.core.config.rules import (
     FILES,
@@ -36,6 +34,7 @@ from rl.core.config.rules import (
     off_or_at_least_one,
     optional,
 )
+from rl.core.config.sections import HasBackendSections, default_sections
 
 
 def _check(condition: bool, key: str, value: object, allowed: str) -> None:
@@ -202,7 +201,7 @@ PPO_UPDATE_RULES = {
 
 
 @dataclass(frozen=True)
-class ActorConfig:
+class ActorConfig(HasBackendSections):
     strategy: str = "fsdp"  # the train engine, found through the rl.engines registry
     optim: OptimConfig = field(default_factory=OptimConfig)
     ppo_mini_batch_size: int = 8  # prompts per optimizer step (× rollout.n responses)
@@ -241,8 +240,9 @@ class ActorConfig:
     use_prefix_grouper: bool | None = None
     use_dynamic_bsz: bool = False
     ppo_max_token_len_per_gpu: int = 16384
-    fsdp_config: FSDPConfig = field(default_factory=FSDPConfig)  # also the reference's
-    megatron: MegatronConfig = field(default_factory=MegatronConfig)  # also the reference's
+    # the train backends' own sections, by their keys (`actor.fsdp_config`, `actor.megatron`;
+    # also the reference's): rl.core.config.sections
+    backends: dict[str, Any] = field(default_factory=default_sections)
     # Ulysses: ranks that split each packed row (attention heads over an all-to-all)
     ulysses_sequence_parallel_size: int = 1
 
@@ -265,7 +265,7 @@ class ActorConfig:
 
 
 @dataclass(frozen=True)
-class CriticConfig:
+class CriticConfig(HasBackendSections):
     strategy: str = "fsdp"
     optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-4))
     ppo_mini_batch_size: int = 8
@@ -279,8 +279,7 @@ class CriticConfig:
     use_dynamic_bsz: bool = False
     ppo_max_token_len_per_gpu: int = 32768
     forward_max_token_len_per_gpu: int = 32768  # compute_values (no gradients)
-    fsdp_config: FSDPConfig = field(default_factory=FSDPConfig)
-    megatron: MegatronConfig = field(default_factory=MegatronConfig)
+    backends: dict[str, Any] = field(default_factory=default_sections)  # as the actor's
     ulysses_sequence_parallel_size: int = 1
 
     def __post_init__(self) -> None:

@@ -8,6 +8,7 @@ import dataclasses
 from functools import cache
 from typing import Any
 
+from rl.core.config import sections
 from rl.core.config.schema import Config
 
 
@@ -19,7 +20,10 @@ def leaves() -> dict[str, Any]:
     def walk(obj: Any, prefix: str) -> None:
         for spec in dataclasses.fields(obj):
             value = getattr(obj, spec.name)
-            if dataclasses.is_dataclass(value):
+            if spec.name == sections.FIELD:  # the backends' sections, under their own keys
+                for key, section in value.items():
+                    walk(section, f"{prefix}{key}.")
+            elif dataclasses.is_dataclass(value):
                 walk(value, f"{prefix}{spec.name}.")
             else:
                 out[f"{prefix}{spec.name}"] = value
