@@ -1,8 +1,7 @@
-#!/usr/bin/env python
 """Wall time of RL steps in each `trainer.mode` on the same workload, side by side.
 
-    python scripts/bench_modes.py                    # 8 steps, 3 interleaved rounds
-    python scripts/bench_modes.py --steps 6 --rounds 2 -- data.max_response_length=32
+    python -m rl.bench modes                    # 8 steps, 3 interleaved rounds
+    python -m rl.bench modes --steps 6 --rounds 2 -- data.max_response_length=32
 
 The workload is the tiny demo model *without* its SFT warm-start: its random weights end a
 response at EOS with a small, constant chance per token, so response lengths are long-tailed
@@ -64,13 +63,13 @@ def run(mode: str, steps: int, out: Path, overrides: list[str]) -> list[dict]:
     return [row for row in rows if "timing/step" in row]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m rl.bench modes", description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path("outputs/bench_modes"))
     parser.add_argument("overrides", nargs="*")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.steps < 2:
         parser.error("--steps must be at least 2 (the first step of each run is warm-up)")
     args.out.mkdir(parents=True, exist_ok=True)
