@@ -51,3 +51,25 @@ def test_every_rl_kernels_module_imports_without_our_other_packages():
     # the walk really covered the package: ops, benchmarks and the harness
     names = set(result["imported"])
     assert {"rl.kernels.ops.logprob", "rl.kernels.bench.harness", "rl.kernels.bench.reshard"} <= names
+
+
+def test_no_rl_kernels_source_names_a_sibling_even_lazily():
+    """Imports inside functions (an optional `try: import rl.core...`) do not run above;
+    every import statement of the package's sources is checked here."""
+    import ast
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "src" / "rl" / "kernels"
+    offenders = {}
+    for path in sorted(src.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "rl" and len(parts) > 1 and parts[1] != "kernels":
+                    offenders.setdefault(str(path.relative_to(src)), []).append(name)
+    assert not offenders, f"rl.kernels sources importing our other packages: {offenders}"
