@@ -50,7 +50,11 @@ def test_every_rl_kernels_module_imports_without_our_other_packages():
     assert not result["failed"], result["failed"]
     # the walk really covered the package: ops, benchmarks and the harness
     names = set(result["imported"])
-    assert {"rl.kernels.ops.logprob", "rl.kernels.bench.harness", "rl.kernels.bench.reshard"} <= names
+    assert {
+        "rl.kernels.ops.logprob",
+        "rl.kernels.bench.harness",
+        "rl.kernels.bench.reshard",
+    } <= names
 
 
 def test_no_rl_kernels_source_names_a_sibling_even_lazily():

@@ -64,7 +64,9 @@ def run(mode: str, steps: int, out: Path, overrides: list[str]) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m rl.bench modes", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m rl.bench modes", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path("outputs/bench_modes"))

@@ -35,8 +35,9 @@ def journey(repo: Path) -> SimpleNamespace:
     if not (tests / "test_verl_journey.py").is_file():
         raise SystemExit(f"{tests}/test_verl_journey.py not found: pass --repo <checkout>")
     sys.path[:0] = [str(repo), str(tests)]
-    from conftest import verl_quickstart_overrides
     from test_verl_journey import GRPO, journey_command
+
+    from conftest import verl_quickstart_overrides
 
     release = repo / ".upstream" / "verl-0.9.1"
     return SimpleNamespace(
@@ -61,7 +62,13 @@ def prepare(out: Path, layers: int) -> tuple[Path, Path]:
 
 
 def run_case(
-    job: SimpleNamespace, name: str, extra: list[str], model: Path, data: Path, out: Path, steps: int
+    job: SimpleNamespace,
+    name: str,
+    extra: list[str],
+    model: Path,
+    data: Path,
+    out: Path,
+    steps: int,
 ) -> dict:
     run_dir = out / name
     quickstart = job.quickstart(str(model), str(data / "train.parquet"), str(data / "test.parquet"))
