@@ -146,8 +146,7 @@ def _merge_across_ranks(stats: torch.Tensor, group: dist.ProcessGroup) -> torch.
     """Combine per-rank statistics of vocabulary slices into those of the whole vocabulary."""
     global_max = stats[0].clone()
     dist.all_reduce(global_max, op=dist.ReduceOp.MAX, group=group)
-    factor = torch.exp(stats[0] - global_max)
-    sums = torch.stack([stats[1] * factor, stats[2] * factor, stats[3]])
+    sums = torch.cat([tiles.rebased_sums(stats, global_max), stats[3:]])
     dist.all_reduce(sums, op=dist.ReduceOp.SUM, group=group)
     return torch.cat([global_max[None], sums])
 

@@ -44,6 +44,13 @@ DlogitsFn = Callable[
 ]
 
 
+def rebased_sums(stats: torch.Tensor, top: torch.Tensor) -> torch.Tensor:
+    """(sum exp, sum exp * x) [..., 2, T] of statistics [..., 4, T] taken relative to the
+    larger max `top` [T]: how partial statistics (vocabulary slices of one kernel launch,
+    or of tensor-parallel ranks) are brought to a common max before they are added."""
+    return stats[..., 1:3, :] * torch.exp(stats[..., 0, :] - top)[..., None, :]
+
+
 def chunks(total: int, size: int) -> Iterator[slice]:
     """Consecutive slices of at most `size` covering range(total): the tiling of both passes."""
     for start in range(0, total, size):

@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-from rl.kernels.ops.logprob_tiles import RowGrads
+from rl.kernels.ops.logprob_tiles import RowGrads, rebased_sums
 
 # Untuned starting points (H100/A100 shared memory fits 3 stages of 128×64 + 128×64
 # 16-bit operands); the GPU benchmark is where these get tuned.
@@ -238,8 +238,7 @@ def _operands(hidden: torch.Tensor, weight: torch.Tensor) -> tuple[torch.Tensor,
 def _merge_slices(partial: torch.Tensor) -> torch.Tensor:
     """[S, 4, T] statistics of S disjoint vocabulary slices -> [4, T] of their union."""
     top = partial[:, 0].amax(dim=0)
-    factor = torch.exp(partial[:, 0] - top)
-    sums = (partial[:, 1:3] * factor[:, None]).sum(dim=0)
+    sums = rebased_sums(partial, top).sum(dim=0)
     return torch.cat([top[None], sums, partial[:, 3].sum(dim=0)[None]])
 
 
