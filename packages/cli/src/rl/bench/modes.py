@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from rl.kernels.bench.harness import header
 
 MODES = {  # name -> overrides
     "sync": ["trainer.mode=sync"],
@@ -93,10 +93,8 @@ def main(argv: list[str] | None = None) -> None:
                     if "rollout/staleness" in row:
                         staleness.setdefault(mode, []).append(row["rollout/staleness"])
     medians = {mode: statistics.median(values) for mode, values in times.items()}
-    print(
-        f"# trainer.mode benchmark, {time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, "
-        f"python {sys.version.split()[0]}"
-    )
+    where = header("cpu", ["transformers", "rl-core", "rl-cli"])
+    print(f"# trainer.mode benchmark, {', '.join(f'{k} {v}' for k, v in where.items() if v)}")
     print(
         f"# workload: {' '.join(WORKLOAD + args.overrides)}; {args.steps} steps x {args.rounds} rounds"
     )
