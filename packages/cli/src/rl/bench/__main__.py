@@ -1,10 +1,14 @@
-"""`python -m rl.bench <benchmark> [options]`; benchmarks: grpo-step."""
+"""`python -m rl.bench <benchmark> [options]`; benchmarks: grpo-step, modes, verl-journey."""
 
 from __future__ import annotations
 
 import sys
 
-BENCHMARKS = {"grpo-step": "rl.bench.grpo_step"}
+BENCHMARKS = {
+    "grpo-step": "rl.bench.grpo_step",
+    "modes": "rl.bench.modes",
+    "verl-journey": "rl.bench.verl_journey",
+}
 
 
 def main() -> None:

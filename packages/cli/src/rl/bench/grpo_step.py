@@ -11,7 +11,6 @@ exactly 0 expected).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import importlib.util
 import json
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from rl.bench import workload as w
 from rl.core.machine import cpu_model
+from rl.kernels.bench.harness import package_versions
 
 RESULT_TAG = "RL_BENCH_RESULT "
 
@@ -61,13 +61,8 @@ def trl_available() -> bool:
 
 
 def versions() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    found = []
-    for name in ("torch", "transformers", "trl", "accelerate", "rl-core", "rl-fsdp"):
-        with contextlib.suppress(PackageNotFoundError):
-            found.append(f"{name} {version(name)}")
-    return ", ".join(found)
+    names = ("torch", "transformers", "trl", "accelerate", "rl-core", "rl-fsdp")
+    return ", ".join(f"{name} {version}" for name, version in package_versions(names).items())
 
 
 def report(results: list[w.RunResult], warmup: int, args_line: str, threads: int) -> str:

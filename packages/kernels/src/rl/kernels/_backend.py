@@ -56,6 +56,17 @@ def triton_usable() -> bool:
     return torch.cuda.is_available()
 
 
+def compiled_impls(device_type: str) -> set[str]:
+    """The torch reference plus the compiled implementations built for `device_type`
+    (`cpp` on CPU, `cuda` on GPU): what an op with C++/CUDA kernels can run."""
+    impls = {"reference"}
+    if device_type == "cpu" and compiled_module("_C") is not None:
+        impls.add("cpp")
+    if device_type == "cuda" and compiled_module("_C_cuda") is not None:
+        impls.add("cuda")
+    return impls
+
+
 def forced_impl() -> str | None:
     value = os.environ.get(ENV_VAR, "").strip().lower()
     if not value:

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from rl.kernels import _backend
-from rl.kernels.bench._common import append_csv, environment_tags, print_table, time_fn
+from rl.kernels.bench.harness import append_csv, environment_tags, print_table, time_fn
 from rl.kernels.ops.bucket import available_impls, bucket_pack, pack_reference
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}

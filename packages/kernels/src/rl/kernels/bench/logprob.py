@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from rl.kernels.bench._common import append_csv, environment_tags, print_table, synchronize, time_fn
+from rl.kernels.bench.harness import append_csv, environment_tags, print_table, synchronize, time_fn
 from rl.kernels.ops.logprob import fused_logprob_entropy
 
 CPU_SHAPES = [(1024, 512, 16384)]  # the shapes take hours on a CPU

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from rl.kernels import partition
-from rl.kernels.bench._common import append_csv, environment_tags, print_table, time_fn
+from rl.kernels.bench.harness import append_csv, environment_tags, print_table, time_fn
 
 COLUMNS = [
     "section",

@@ -14,20 +14,21 @@ Stages, per bucket size:
   what a transport's sender does; moves 2N bytes (read + write) like copy_.
 - `pack+deliver`: the same, then `unpack_bucket_into` the receiver's
   parameters: two copies, 4N bytes moved; compared with two copy_'s.
-And the delta check (rl.core's `ContentFingerprints`, when rl-core is
-installed): the time to fingerprint every tensor once the content is known.
+rl.core's delta check (`ContentFingerprints`) is timed on the same parameter set
+by `python -m rl.core.bench.reshard`, which adds its row to this benchmark's:
+rl-kernels depends on nothing of ours.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
-from rl.kernels.bench._common import append_csv, environment_tags, print_table, synchronize
+from rl.kernels.bench.harness import append_csv, elapsed, environment_tags, print_table
 from rl.kernels.bucket_plan import group_stream
 from rl.kernels.buckets import BucketPool, pack_into, unpack_bucket_into
 
@@ -91,34 +92,11 @@ def reshard(source, receiver, bucket_bytes: int, deliver: bool, pool: BucketPool
     return count
 
 
-def timed(fn, device: torch.device) -> float:
-    synchronize(device)
-    start = time.perf_counter()
-    fn()
-    synchronize(device)
-    return time.perf_counter() - start
+# (source [(name, tensor)], tags, weight bytes) -> more rows, timed on the same tensors
+ExtraStages = Callable[[list, dict, int], list[dict]]
 
 
-def delta_check_seconds(source, repeats: int) -> tuple[str, float] | None:
-    """Median time of rl.core's delta check over every tensor (content unchanged), if installed."""
-    try:  # optional: rl-kernels depends on nothing of ours; the check lives in rl-core
-        from rl.core.weight_sync.delta import ContentFingerprints, hash_name
-    except ImportError:
-        return None
-    prints = ContentFingerprints()
-    for name, tensor in source:
-        prints.changed(name, tensor)
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        changed = [prints.changed(name, tensor) for name, tensor in source]
-        samples.append(time.perf_counter() - start)
-        assert not any(changed)
-    where = "device copy compare" if source[0][1].device.type != "cpu" else hash_name()
-    return where, statistics.median(samples)
-
-
-def run(args: argparse.Namespace) -> list[dict]:
+def run(args: argparse.Namespace, extra_stages: ExtraStages | None = None) -> list[dict]:
     device = torch.device(args.device)
     shapes = model_shapes(args.model, args.layers, args.width_scale)
     numel = sum(_numel(shape) for _, shape in shapes)
@@ -143,26 +121,25 @@ def run(args: argparse.Namespace) -> list[dict]:
     samples: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(args.repeats):  # interleaved: drifts of a shared machine hit all alike
         for name, fn in cases.items():
-            samples[name].append(timed(fn, device))
+            samples[name].append(elapsed(fn, device))
     assert torch.equal(receiver_flat, source_flat)
     median = {name: statistics.median(values) for name, values in samples.items()}
     tags = {**environment_tags(device), "model": args.model, "layers": args.layers}
     tags |= {"width_scale": args.width_scale, "weight_mb": round(weight_bytes / 2**20, 1)}
-    rows = [_row(tags, "copy", 0, 1, 2 * weight_bytes, median["copy"], median["copy"])]
+    rows = [row(tags, "copy", 0, 1, 2 * weight_bytes, median["copy"], median["copy"])]
     for size in sizes:
         buckets = reshard(source, receiver, size, False, pool)
         pack, deliver = median[f"pack@{size}"], median[f"pack+deliver@{size}"]
-        rows.append(_row(tags, "pack", size, buckets, 2 * weight_bytes, pack, median["copy"]))
+        rows.append(row(tags, "pack", size, buckets, 2 * weight_bytes, pack, median["copy"]))
         rows.append(
-            _row(tags, "pack+deliver", size, buckets, 4 * weight_bytes, deliver, 2 * median["copy"])
+            row(tags, "pack+deliver", size, buckets, 4 * weight_bytes, deliver, 2 * median["copy"])
         )
-    check = delta_check_seconds(source, args.repeats)
-    if check is not None:
-        rows.append(_row(tags, f"delta-check ({check[0]})", 0, 0, weight_bytes, check[1], None))
+    if extra_stages is not None:
+        rows += extra_stages(source, tags, weight_bytes)
     return rows
 
 
-def _row(tags, stage, bucket_bytes, buckets, moved, seconds, reference) -> dict:
+def row(tags, stage, bucket_bytes, buckets, moved, seconds, reference) -> dict:
     return {
         **tags,
         "op": "reshard",
@@ -183,8 +160,8 @@ def _numel(shape: tuple[int, ...]) -> int:
     return count
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rl.kernels.bench reshard")
+def make_parser(prog: str = "python -m rl.kernels.bench reshard") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--model", choices=MODELS, default="llama2-7b")
     parser.add_argument("--layers", type=int, default=6, help="decoder layers kept")
@@ -193,8 +170,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bucket-mb", type=int, nargs="+", default=list(BUCKET_MB))
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--csv", type=Path, default=Path("benchmarks/results/reshard.csv"))
-    args = parser.parse_args(argv)
-    rows = run(args)
+    return parser
+
+
+def main(
+    argv: list[str] | None = None,
+    extra_stages: ExtraStages | None = None,
+    prog: str = "python -m rl.kernels.bench reshard",
+) -> int:
+    args = make_parser(prog).parse_args(argv)
+    rows = run(args, extra_stages)
     columns = ["device", "stage", "bucket_mb", "buckets", "moved_mb", "median_ms", "gb_per_s"]
     print_table(rows, [*columns, "pct_of_copy"])
     append_csv(args.csv, rows)

@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from rl.kernels.bench._common import append_csv, environment_tags, print_table
+from rl.kernels.bench.harness import append_csv, environment_tags, print_table
 
 VARIANTS = ("padded", "packed", "packed-rows", "packed-budget")
 

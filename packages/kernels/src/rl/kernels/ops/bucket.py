@@ -133,12 +133,7 @@ def _run_cuda(
 
 def available_impls(device_type: str) -> set[str]:
     """Implementations of this op usable on `device_type` in this process."""
-    impls = {"reference"}
-    if device_type == "cpu" and _backend.compiled_module("_C") is not None:
-        impls.add("cpp")
-    if device_type == "cuda" and _backend.compiled_module("_C_cuda") is not None:
-        impls.add("cuda")
-    return impls
+    return _backend.compiled_impls(device_type)
 
 
 def _dispatch(

@@ -41,11 +41,7 @@ _PREFERENCE = {"cuda": ("triton", "cuda", "reference")}
 
 def available_impls(device_type: str) -> set[str]:
     """Implementations of this op usable on `device_type` in this process."""
-    impls = {"reference"}
-    if device_type == "cpu" and _backend.compiled_module("_C") is not None:
-        impls.add("cpp")
-    if device_type == "cuda" and _backend.compiled_module("_C_cuda") is not None:
-        impls.add("cuda")
+    impls = _backend.compiled_impls(device_type)
     if _backend.triton_usable() and (device_type == "cuda" or _backend.triton_interpreted()):
         impls.add("triton")
     return impls
@@ -104,7 +100,7 @@ def logprob_stats(
 
 
 @logprob_stats.register_fake
-def _(hidden, weight, labels, scale, vocab_start, token_chunk, vocab_chunk):
+def _(hidden, *_):
     return hidden.new_empty((4, hidden.shape[0]), dtype=torch.float32)
 
 
@@ -134,37 +130,15 @@ def logprob_grads(
         # CPU GEMMs run in fp32, so there it stays fp32 and is overwritten in place.
         dlogits = tiles.dlogits_from_tiles(EPILOGUES[impl][1])
         dtype = weight.dtype if weight.is_cuda else torch.float32
+    tiling = (scale, vocab_start, token_chunk, vocab_chunk)
+    per_row = (t.float().contiguous() for t in (lse, mean_x, grad_logprob, grad_entropy))
     return tiles.chunked_grads(
-        hidden,
-        weight,
-        labels.contiguous(),
-        scale,
-        vocab_start,
-        token_chunk,
-        vocab_chunk,
-        lse.float().contiguous(),
-        mean_x.float().contiguous(),
-        grad_logprob.float().contiguous(),
-        grad_entropy.float().contiguous(),
-        dlogits,
-        dtype,
+        hidden, weight, labels.contiguous(), *tiling, *per_row, dlogits, dtype
     )
 
 
 @logprob_grads.register_fake
-def _(
-    hidden,
-    weight,
-    labels,
-    scale,
-    vocab_start,
-    token_chunk,
-    vocab_chunk,
-    lse,
-    mean_x,
-    grad_logprob,
-    grad_entropy,
-):
+def _(hidden, weight, *_):
     return torch.empty_like(hidden), torch.empty_like(weight)
 
 
@@ -172,8 +146,7 @@ def _merge_across_ranks(stats: torch.Tensor, group: dist.ProcessGroup) -> torch.
     """Combine per-rank statistics of vocabulary slices into those of the whole vocabulary."""
     global_max = stats[0].clone()
     dist.all_reduce(global_max, op=dist.ReduceOp.MAX, group=group)
-    factor = torch.exp(stats[0] - global_max)
-    sums = torch.stack([stats[1] * factor, stats[2] * factor, stats[3]])
+    sums = torch.cat([tiles.rebased_sums(stats, global_max), stats[3:]])
     dist.all_reduce(sums, op=dist.ReduceOp.SUM, group=group)
     return torch.cat([global_max[None], sums])
 
@@ -186,10 +159,10 @@ class _FusedLogprobEntropy(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, hidden, weight, labels, temperature, tp_group, token_chunk, vocab_chunk):
-        scale = 1.0 / temperature
         rank = dist.get_rank(tp_group) if tp_group is not None else 0
-        vocab_start = rank * weight.shape[0]
-        stats = logprob_stats(hidden, weight, labels, scale, vocab_start, token_chunk, vocab_chunk)
+        # (scale, vocab_start, token_chunk, vocab_chunk): the arguments both ops share
+        tiling = (1.0 / temperature, rank * weight.shape[0], token_chunk, vocab_chunk)
+        stats = logprob_stats(hidden, weight, labels, *tiling)
         vocab_size = weight.shape[0]
         if tp_group is not None:
             stats = _merge_across_ranks(stats, tp_group)
@@ -200,30 +173,19 @@ class _FusedLogprobEntropy(torch.autograd.Function):
         logprob = (stats[3] - lse).clamp(max=0.0)
         entropy = (lse - mean_x).clamp(min=0.0, max=math.log(vocab_size))
         ctx.save_for_backward(hidden, weight, labels, lse, mean_x)
-        ctx.config = (scale, vocab_start, token_chunk, vocab_chunk, tp_group)
+        ctx.tiling, ctx.tp_group = tiling, tp_group
         return logprob, entropy
 
     @staticmethod
     def backward(ctx, grad_logprob, grad_entropy):
         hidden, weight, labels, lse, mean_x = ctx.saved_tensors
-        scale, vocab_start, token_chunk, vocab_chunk, tp_group = ctx.config
         grad_logprob = torch.zeros_like(lse) if grad_logprob is None else grad_logprob
         grad_entropy = torch.zeros_like(lse) if grad_entropy is None else grad_entropy
         grad_hidden, grad_weight = logprob_grads(
-            hidden,
-            weight,
-            labels,
-            scale,
-            vocab_start,
-            token_chunk,
-            vocab_chunk,
-            lse,
-            mean_x,
-            grad_logprob,
-            grad_entropy,
+            hidden, weight, labels, *ctx.tiling, lse, mean_x, grad_logprob, grad_entropy
         )
-        if tp_group is not None:  # hidden is replicated: its gradient sums over the slices
-            dist.all_reduce(grad_hidden, group=tp_group)
+        if ctx.tp_group is not None:  # hidden is replicated: its gradient sums over the slices
+            dist.all_reduce(grad_hidden, group=ctx.tp_group)
         return grad_hidden, grad_weight, None, None, None, None, None
 
 

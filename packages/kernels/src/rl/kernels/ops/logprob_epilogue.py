@@ -19,6 +19,14 @@ from rl.kernels._dtypes import dtype_code
 from rl.kernels.ops.logprob_tiles import BackwardEpilogue, ForwardEpilogue
 
 
+def _label_columns(
+    labels: torch.Tensor, col_start: int, cols: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(each row's label as a column of this tile [rows], whether it falls inside [rows])."""
+    local = labels - col_start
+    return local, (local >= 0) & (local < cols)
+
+
 def forward_reference(
     tile: torch.Tensor, labels: torch.Tensor, col_start: int, scale: float, stats: torch.Tensor
 ) -> None:
@@ -31,8 +39,7 @@ def forward_reference(
     stats[1] = stats[1] * rescale + e.sum(1)
     stats[2] = stats[2] * rescale + (e * x).sum(1)
     stats[0] = new_max
-    local = labels - col_start
-    inside = (local >= 0) & (local < tile.shape[1])
+    local, inside = _label_columns(labels, col_start, tile.shape[1])
     picked = x.gather(1, local.clamp(0, tile.shape[1] - 1)[:, None])[:, 0]
     stats[3] = torch.where(inside, picked, stats[3])
 
@@ -52,8 +59,7 @@ def backward_reference(
     x = tile * scale
     p = torch.exp(x - lse[:, None])
     grad = -grad_logprob[:, None] * p - grad_entropy[:, None] * p * (x - mean_x[:, None])
-    local = labels - col_start
-    inside = (local >= 0) & (local < tile.shape[1])
+    local, inside = _label_columns(labels, col_start, tile.shape[1])
     rows = torch.nonzero(inside)[:, 0]
     grad[rows, local[rows]] += grad_logprob[rows]
     out.copy_(grad * scale)
@@ -65,19 +71,23 @@ def _module(name: str) -> ModuleType:
     return module
 
 
+def _tile_args(tile: torch.Tensor, labels: torch.Tensor, col_start: int, scale: float) -> tuple:
+    """The leading arguments of every compiled epilogue (logprob.h): the tile, its rows,
+    columns and row stride, the labels, the tile's first vocabulary id and the scale."""
+    rows, cols = tile.shape
+    return (tile.data_ptr(), rows, cols, tile.stride(0), labels.data_ptr(), col_start, scale)
+
+
+def _pointers(*tensors: torch.Tensor) -> tuple[int, ...]:
+    return tuple(tensor.data_ptr() for tensor in tensors)
+
+
 def forward_cpp(
     tile: torch.Tensor, labels: torch.Tensor, col_start: int, scale: float, stats: torch.Tensor
 ) -> None:
-    rows, cols = tile.shape
     _module("_C").logprob_tile_forward(
-        tile.data_ptr(),
-        rows,
-        cols,
-        tile.stride(0),
-        labels.data_ptr(),
-        col_start,
-        scale,
-        *(stats[i].data_ptr() for i in range(4)),
+        *_tile_args(tile, labels, col_start, scale),
+        *_pointers(*stats[:4]),
         torch.get_num_threads(),
     )
 
@@ -94,19 +104,9 @@ def backward_cpp(
     out: torch.Tensor,
 ) -> None:
     """The C++ epilogue works in place on the fp32 tile; `out` gets a copy if it is not the tile."""
-    rows, cols = tile.shape
     _module("_C").logprob_tile_backward(
-        tile.data_ptr(),
-        rows,
-        cols,
-        tile.stride(0),
-        labels.data_ptr(),
-        col_start,
-        scale,
-        lse.data_ptr(),
-        mean_x.data_ptr(),
-        grad_logprob.data_ptr(),
-        grad_entropy.data_ptr(),
+        *_tile_args(tile, labels, col_start, scale),
+        *_pointers(lse, mean_x, grad_logprob, grad_entropy),
         torch.get_num_threads(),
     )
     if out.data_ptr() != tile.data_ptr():
@@ -120,16 +120,9 @@ def _stream(tensor: torch.Tensor) -> int:
 def forward_cuda(
     tile: torch.Tensor, labels: torch.Tensor, col_start: int, scale: float, stats: torch.Tensor
 ) -> None:
-    rows, cols = tile.shape
     _module("_C_cuda").logprob_tile_forward(
-        tile.data_ptr(),
-        rows,
-        cols,
-        tile.stride(0),
-        labels.data_ptr(),
-        col_start,
-        scale,
-        *(stats[i].data_ptr() for i in range(4)),
+        *_tile_args(tile, labels, col_start, scale),
+        *_pointers(*stats[:4]),
         _stream(tile),
     )
 
@@ -145,20 +138,9 @@ def backward_cuda(
     grad_entropy: torch.Tensor,
     out: torch.Tensor,
 ) -> None:
-    rows, cols = tile.shape
     _module("_C_cuda").logprob_tile_backward(
-        tile.data_ptr(),
-        rows,
-        cols,
-        tile.stride(0),
-        labels.data_ptr(),
-        col_start,
-        scale,
-        lse.data_ptr(),
-        mean_x.data_ptr(),
-        grad_logprob.data_ptr(),
-        grad_entropy.data_ptr(),
-        out.data_ptr(),
+        *_tile_args(tile, labels, col_start, scale),
+        *_pointers(lse, mean_x, grad_logprob, grad_entropy, out),
         dtype_code(out.dtype, "logits gradient"),
         out.stride(0),
         _stream(tile),

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import torch
 
@@ -21,9 +22,39 @@ HALF_DTYPES = (torch.bfloat16, torch.float16)
 ForwardEpilogue = Callable[[torch.Tensor, torch.Tensor, int, float, torch.Tensor], None]
 # (tile, labels, col_start, scale, lse, mean_x, grad_logprob, grad_entropy, out) -> None.
 BackwardEpilogue = Callable[..., None]
-# (hidden [t, H], weight [v, H], labels [t], col_start, scale, lse, mean_x, g_lp, g_h, dtype)
+
+
+class RowGrads(NamedTuple):
+    """What the backward needs per token row, each [T] float32: the forward's lse and
+    mean_x, and the upstream gradients of logprob and entropy (the epilogues' order)."""
+
+    lse: torch.Tensor
+    mean_x: torch.Tensor
+    grad_logprob: torch.Tensor
+    grad_entropy: torch.Tensor
+
+    def rows(self, rows: slice) -> RowGrads:
+        return RowGrads(*(tensor[rows] for tensor in self))
+
+
+# (hidden [t, H], weight [v, H], labels [t], col_start, scale, RowGrads of [t], dtype)
 #   -> d loss / d logits [t, v] in `dtype`.
-DlogitsFn = Callable[..., torch.Tensor]
+DlogitsFn = Callable[
+    [torch.Tensor, torch.Tensor, torch.Tensor, int, float, RowGrads, torch.dtype], torch.Tensor
+]
+
+
+def rebased_sums(stats: torch.Tensor, top: torch.Tensor) -> torch.Tensor:
+    """(sum exp, sum exp * x) [..., 2, T] of statistics [..., 4, T] taken relative to the
+    larger max `top` [T]: how partial statistics (vocabulary slices of one kernel launch,
+    or of tensor-parallel ranks) are brought to a common max before they are added."""
+    return stats[..., 1:3, :] * torch.exp(stats[..., 0, :] - top)[..., None, :]
+
+
+def chunks(total: int, size: int) -> Iterator[slice]:
+    """Consecutive slices of at most `size` covering range(total): the tiling of both passes."""
+    for start in range(0, total, size):
+        yield slice(start, min(start + size, total))
 
 
 @functools.cache
@@ -98,11 +129,10 @@ def tiled_stats(
     tokens = hidden.shape[0]
     stats = torch.zeros(4, tokens, dtype=torch.float32, device=hidden.device)
     stats[0] = -math.inf
-    for t0 in range(0, tokens, token_chunk):
-        t1 = min(t0 + token_chunk, tokens)
-        for v0 in range(0, weight.shape[0], vocab_chunk):
-            tile = mm_fp32(hidden[t0:t1], weight[v0 : v0 + vocab_chunk].t()).contiguous()
-            epilogue(tile, labels[t0:t1], vocab_start + v0, scale, stats[:, t0:t1])
+    for rows in chunks(tokens, token_chunk):
+        for cols in chunks(weight.shape[0], vocab_chunk):
+            tile = mm_fp32(hidden[rows], weight[cols].t()).contiguous()
+            epilogue(tile, labels[rows], vocab_start + cols.start, scale, stats[:, rows])
     return stats
 
 
@@ -115,16 +145,13 @@ def dlogits_from_tiles(epilogue: BackwardEpilogue) -> DlogitsFn:
         labels: torch.Tensor,
         col_start: int,
         scale: float,
-        lse: torch.Tensor,
-        mean_x: torch.Tensor,
-        grad_logprob: torch.Tensor,
-        grad_entropy: torch.Tensor,
+        per_row: RowGrads,
         dtype: torch.dtype,
     ) -> torch.Tensor:
         tile = mm_fp32(hidden, weight.t()).contiguous()
         # fp32: overwrite the tile in place; 16-bit: one write in the GEMMs' dtype.
         out = tile if dtype == torch.float32 else torch.empty_like(tile, dtype=dtype)
-        epilogue(tile, labels, col_start, scale, lse, mean_x, grad_logprob, grad_entropy, out)
+        epilogue(tile, labels, col_start, scale, *per_row, out)
         return out
 
     return dlogits
@@ -150,27 +177,23 @@ def chunked_grads(
     Vocabulary-outer loop: each weight-gradient slice is finished (and cast) before
     the next starts, so the only full-size fp32 buffer is the hidden gradient's.
     """
-    tokens = hidden.shape[0]
+    per_row = RowGrads(lse, mean_x, grad_logprob, grad_entropy)
     grad_hidden = torch.zeros(hidden.shape, dtype=torch.float32, device=hidden.device)
     grad_weight = torch.empty_like(weight)
-    for v0 in range(0, weight.shape[0], vocab_chunk):
-        w_chunk = weight[v0 : v0 + vocab_chunk]
+    for cols in chunks(weight.shape[0], vocab_chunk):
+        w_chunk = weight[cols]
         grad_w_chunk = torch.zeros(w_chunk.shape, dtype=torch.float32, device=weight.device)
-        for t0 in range(0, tokens, token_chunk):
-            rows = slice(t0, min(t0 + token_chunk, tokens))
+        for rows in chunks(hidden.shape[0], token_chunk):
             d_logits = dlogits(
                 hidden[rows],
                 w_chunk,
                 labels[rows],
-                vocab_start + v0,
+                vocab_start + cols.start,
                 scale,
-                lse[rows],
-                mean_x[rows],
-                grad_logprob[rows],
-                grad_entropy[rows],
+                per_row.rows(rows),
                 dlogits_dtype,
             )
             addmm_fp32_(grad_hidden[rows], d_logits, w_chunk)
             addmm_fp32_(grad_w_chunk, d_logits.t(), hidden[rows])
-        grad_weight[v0 : v0 + vocab_chunk] = grad_w_chunk
+        grad_weight[cols] = grad_w_chunk
     return grad_hidden.to(hidden.dtype), grad_weight

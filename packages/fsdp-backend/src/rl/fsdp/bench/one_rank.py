@@ -1,9 +1,8 @@
-#!/usr/bin/env python
 """The FSDP engine at one rank: FSDP2-wrapped (DTensor parameters, torch's default AdamW)
 against the plain model it now keeps there (fused AdamW), side by side in one process.
 
-    python scripts/bench_fsdp_one_rank.py              # 30 rounds
-    python scripts/bench_fsdp_one_rank.py --rounds 60 --rows 64
+    python -m rl.fsdp.bench.one_rank              # 30 rounds
+    python -m rl.fsdp.bench.one_rank --rounds 60 --rows 64
 
 Workload: the demo's tiny Qwen2 (random init), `--rows` rows of 8 prompt + 8 response
 tokens, an actor update (one mini-batch, the PPO loss with constant advantages) and a
@@ -16,7 +15,6 @@ wrapped. Raw rows go to `--out` (jsonl); `benchmarks/fsdp_one_rank/` keeps commi
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import time
@@ -24,13 +22,17 @@ from pathlib import Path
 
 import torch
 
+from rl.kernels.bench.harness import alternating, write_jsonl
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m rl.fsdp.bench.one_rank", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--rows", type=int, default=32)
     parser.add_argument("--out", default="outputs/bench_fsdp_one_rank.jsonl")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     import rl.fsdp.wrap
     from rl.core.config import OptimConfig, load_config
@@ -68,8 +70,7 @@ def main() -> None:
     engines = {"fsdp2_wrapped": engine(True), "plain": engine(False)}
     rows = []
     for round_ in range(args.rounds + 2):  # two warm-up rounds, not reported
-        order = list(engines) if round_ % 2 == 0 else list(reversed(engines))
-        for name in order:
+        for name in alternating(engines, round_):
             started = time.perf_counter()
             engines[name].train_step(batch, loss)
             trained = time.perf_counter()
@@ -84,9 +85,7 @@ def main() -> None:
                         "compute_logprobs_s": done - trained,
                     }
                 )
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    write_jsonl(Path(args.out), rows)
 
     def median(name: str, key: str) -> float:
         return statistics.median(r[key] for r in rows if r["engine"] == name)

@@ -1,7 +1,7 @@
 """Step time at 1 rank (local launcher) against 2 Ray ranks, side by side, and the
 communication each rank does per step.
 
-    python -m rl.core.workers.bench [--steps 12] [--repeats 2] [--out benchmarks/scaling]
+    python -m rl.core.bench.scaling [--steps 12] [--repeats 2] [--out benchmarks/scaling]
 
 Runs `rl train` on the embedded demo (plus `--extra` overrides) alternately with
 `trainer.launcher=local` and with `trainer.launcher=ray cluster.n_gpus_per_node=2`,
@@ -100,27 +100,11 @@ def run_once(rl: str, launcher: list[str], steps: int, extra: list[str]) -> dict
 
 
 def machine() -> dict[str, Any]:
-    """Where it ran: CPU model and count, versions, date."""
-    import platform
-
-    import torch
-
-    try:
-        import ray
-
-        ray_version = ray.__version__
-    except ImportError:
-        ray_version = None
+    """Where it ran: CPU model and count, then the harness header (date, python, torch, ray)."""
     from rl.core.machine import cpu_model
+    from rl.kernels.bench.harness import header
 
-    return {
-        "cpu": cpu_model(),
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "ray": ray_version,
-        "date": time.strftime("%Y-%m-%d"),
-    }
+    return {"cpu": cpu_model(), "cpus": os.cpu_count(), **header("cpu", ["ray"])}
 
 
 def main(argv: list[str] | None = None) -> int:
