@@ -22,6 +22,7 @@ from rl.cli.dialects.mapping import Rule, Unsupported, as_list
 from rl.cli.dialects.switches import value_at
 from rl.cli.dialects.verl_reasons import REASONS
 from rl.cli.dialects.verl_sections import SWITCHES, move_legacy_reward_keys
+from rl.cli.dialects.vocabulary import DATACLASS_PATH, ENGINE_INTERNAL, PROFILING
 from rl.core.config.errors import ConfigError
 
 # what verl does to its config before reading it, and what it does not read (verl_sections)
@@ -62,11 +63,8 @@ DOCUMENTED = (
     "every key of verl's `_generated_ppo_trainer.yaml` and `_generated_ppo_megatron_trainer.yaml`"
 )
 
-_PROFILING = "profiling is not configured in rl's config (use the torch profiler directly)"
 _AGENT = "an option of verl's agent loop that rl's (rollout.multi_turn) does not have"
-_ENGINE = "an engine-internal setting rl chooses itself"
 _REF_LAYOUT = "the reference model runs with the actor's layout in rl"
-_MBRIDGE = "rl converts HF <-> megatron weights itself (rl.megatron.layouts)"
 _SANDBOX_FUSION = (
     "verl's SandboxFusion service is not called: rl's code reward runs in its own sandbox "
     "(data sources in rl.core.rewards.code)"
@@ -74,16 +72,16 @@ _SANDBOX_FUSION = (
 
 RULES: list[Rule] = [
     # ignored: verl's own plumbing
-    Rule("**._target_", reason="verl's dataclass class path", status="ignored"),
-    Rule("global_profiler.", reason=_PROFILING),
-    Rule("**.profiler.", reason=_PROFILING),
+    Rule("**._target_", reason=DATACLASS_PATH, status="ignored"),
+    Rule("global_profiler.", reason=PROFILING),
+    Rule("**.profiler.", reason=PROFILING),
     Rule(
         "ray_kwargs.",
         reason="Ray's start-up options: rl starts Ray with its defaults, or "
         "joins trainer.ray_address",
     ),
     Rule("transfer_queue.", reason="verl's transfer queue: rl's controller moves batches itself"),
-    Rule("actor_rollout_ref.nccl_timeout", reason=_ENGINE, status="ignored"),
+    Rule("actor_rollout_ref.nccl_timeout", reason=ENGINE_INTERNAL, status="ignored"),
     Rule(
         "model_engine",
         reason="which actor/critic files verl composes; their strategy keys map",
@@ -99,7 +97,7 @@ RULES: list[Rule] = [
         "rollout.multi_turn (actor_rollout_ref.rollout.multi_turn.enable)",
         convert=lambda value: None if value in (None, "single_turn_agent") else value,
     ),
-    Rule("actor_rollout_ref.rollout.agent.num_workers", reason=_ENGINE, status="ignored"),
+    Rule("actor_rollout_ref.rollout.agent.num_workers", reason=ENGINE_INTERNAL, status="ignored"),
     Rule("actor_rollout_ref.rollout.agent.", reason=_AGENT),
     Rule("actor_rollout_ref.rollout.multi_turn.enable", "rollout.multi_turn.enable"),
     Rule(

@@ -12,15 +12,23 @@ from __future__ import annotations
 from typing import Any
 
 from rl.cli.dialects.mapping import Rule
+from rl.cli.dialects.vocabulary import (
+    CRITIC_WARMUP,
+    ENGINE_INTERNAL,
+    LORA,
+    MBRIDGE,
+    MODEL_FROM_DISK,
+    MTP,
+    ROUTER_REPLAY,
+    SEEDED_BY_TRAINER,
+    TOKENIZER_FROM_MODEL,
+)
 
-_ENGINE = "an engine-internal setting rl chooses itself"
-_MBRIDGE = "rl converts HF <-> megatron weights itself (rl.megatron.layouts)"
 _FSDP = (
     "an FSDP2 detail rl sets itself (wrapping per decoder layer, prefetch, dtypes from "
     "fsdp_config.mixed_precision)"
 )
 _MULTI_MODAL = "multi-modal data is not in rl yet (an image/video/audio column is not read)"
-_LORA = "LoRA is not in rl yet (full-parameter only)"
 
 
 def _equal_to(*ours: Any) -> Any:
@@ -32,7 +40,7 @@ REASONS: list[Rule] = [
     Rule("*.*.fsdp_config.", reason=_FSDP, status="ignored"),
     Rule("critic.model.fsdp_config.", reason=_FSDP, status="ignored"),
     Rule("critic.fsdp.", reason=_FSDP, status="ignored"),
-    Rule("*.*.mtp.", reason="multi-token prediction is not in rl"),
+    Rule("*.*.mtp.", reason=MTP),
     Rule("*.*.tiled_mlp.", reason="tiled MLP is not in rl"),
     Rule(
         "actor_rollout_ref.actor.policy_loss.",
@@ -75,7 +83,7 @@ REASONS: list[Rule] = [
     Rule(
         "actor_rollout_ref.rollout.prometheus.", reason="rl logs rollout metrics to its own sinks"
     ),
-    Rule("actor_rollout_ref.rollout.checkpoint_engine.", reason=_ENGINE, status="ignored"),
+    Rule("actor_rollout_ref.rollout.checkpoint_engine.", reason=ENGINE_INTERNAL, status="ignored"),
     Rule(
         "actor_rollout_ref.*.use_torch_compile",
         reason="rl does not torch.compile the model (its fused kernels cover the hot path)",
@@ -83,10 +91,10 @@ REASONS: list[Rule] = [
     ),
     Rule(
         "actor_rollout_ref.*.router_replay.mode",
-        reason="MoE router replay is not in rl",
+        reason=ROUTER_REPLAY,
         convert=_equal_to(None, "disabled"),
     ),
-    Rule("actor_rollout_ref.*.router_replay.", reason="MoE router replay is not in rl"),
+    Rule("actor_rollout_ref.*.router_replay.", reason=ROUTER_REPLAY),
     Rule("**.rollout_n", reason="verl-internal copy of rollout.n", status="ignored"),
     Rule(
         "actor_rollout_ref.actor.tau_*",
@@ -97,20 +105,20 @@ REASONS: list[Rule] = [
         reason="rl picks its fused kernels itself (actor.use_fused_kernels)",
         status="ignored",
     ),
-    Rule("**.megatron.use_mbridge", reason=_MBRIDGE, status="ignored"),
-    Rule("**.megatron.vanilla_mbridge", reason=_MBRIDGE, status="ignored"),
+    Rule("**.megatron.use_mbridge", reason=MBRIDGE, status="ignored"),
+    Rule("**.megatron.vanilla_mbridge", reason=MBRIDGE, status="ignored"),
     Rule("*.*.megatron.use_remove_padding", reason="set actor.use_remove_padding"),
     Rule("critic.megatron.use_remove_padding", reason="set critic.use_remove_padding"),
     Rule("**.load_weight", reason="rl always starts from model.path's weights"),
-    Rule("critic.nccl_timeout", reason=_ENGINE, status="ignored"),
-    Rule("actor_rollout_ref.model.lora.", reason=_LORA),
+    Rule("critic.nccl_timeout", reason=ENGINE_INTERNAL, status="ignored"),
+    Rule("actor_rollout_ref.model.lora.", reason=LORA),
     Rule(
         "**.data_loader_seed",
-        reason="rl seeds every role from trainer.seed",
+        reason=SEEDED_BY_TRAINER,
         status="ignored",
     ),
-    Rule("actor_rollout_ref.model.lora_*", reason=_LORA, convert=lambda v: v or None),
-    Rule("actor_rollout_ref.model.target_modules", reason=_LORA),
+    Rule("actor_rollout_ref.model.lora_*", reason=LORA, convert=lambda v: v or None),
+    Rule("actor_rollout_ref.model.target_modules", reason=LORA),
     Rule(
         "actor_rollout_ref.rollout.mode",
         reason="rl's rollout engines run in the trainer's process (verl's sync and async "
@@ -170,7 +178,7 @@ REASONS: list[Rule] = [
     Rule("data.", reason="a data-loading option rl does not have (see data.* in rl config show)"),
     Rule(
         "trainer.critic_warmup",
-        reason="critic warm-up steps are not in rl yet",
+        reason=CRITIC_WARMUP,
         convert=_equal_to(0, None),
     ),
     Rule(
@@ -195,7 +203,7 @@ REASONS: list[Rule] = [
     ),
     Rule("actor_rollout_ref.actor.freeze_vision_tower", reason="multi-modal models are not in rl"),
     Rule("**.megatron.dist_checkpointing_prefix", reason="rl's dist checkpoints use mcore names"),
-    Rule("**.megatron.forward_only", reason=_ENGINE, status="ignored"),
+    Rule("**.megatron.forward_only", reason=ENGINE_INTERNAL, status="ignored"),
     Rule(
         "**.megatron.override_mcore_model_config",
         reason="use *.megatron.override_transformer_config",
@@ -221,7 +229,7 @@ REASONS: list[Rule] = [
         reason="activation offload is not in rl (model.gradient_checkpointing is)",
         status="ignored",
     ),
-    Rule("actor_rollout_ref.model.exclude_modules", reason=_LORA),
+    Rule("actor_rollout_ref.model.exclude_modules", reason=LORA),
     Rule(
         "actor_rollout_ref.model.external_lib",
         reason="rl imports custom models through the registry (rl.core.registry), not a module name",
@@ -232,7 +240,7 @@ REASONS: list[Rule] = [
     ),
     Rule(
         "actor_rollout_ref.model.tokenizer_path",
-        reason="rl reads the tokenizer from model.path",
+        reason=TOKENIZER_FROM_MODEL,
     ),
     Rule(
         "actor_rollout_ref.model.override_config",
@@ -248,9 +256,7 @@ REASONS: list[Rule] = [
         reason="Liger kernels are not in rl (its own fused kernels are)",
         status="ignored",
     ),
-    Rule(
-        "actor_rollout_ref.model.use_shm", reason="rl reads model.path from disk", status="ignored"
-    ),
+    Rule("actor_rollout_ref.model.use_shm", reason=MODEL_FROM_DISK, status="ignored"),
     Rule("critic.enable", reason="rl runs a critic when algorithm.adv_estimator needs one (gae)"),
     Rule("critic.shuffle", reason="rl's critic takes the actor's mini-batch order"),
     Rule(
@@ -273,8 +279,8 @@ REASONS: list[Rule] = [
         reason="elastic-server instance timing: rl saves on trainer.save_freq",
         status="ignored",
     ),
-    Rule("trainer.ray_wait_register_center_timeout", reason=_ENGINE, status="ignored"),
-    Rule("trainer.use_legacy_worker_impl", reason=_ENGINE, status="ignored"),
+    Rule("trainer.ray_wait_register_center_timeout", reason=ENGINE_INTERNAL, status="ignored"),
+    Rule("trainer.use_legacy_worker_impl", reason=ENGINE_INTERNAL, status="ignored"),
     Rule("trainer.", reason="a verl trainer/driver option with no counterpart in rl"),
     Rule("algorithm.", reason="an algorithm variant rl does not implement"),
 ]

@@ -11,6 +11,7 @@ from typing import Any
 
 from rl.cli.dialects.mapping import Rule, Unsupported, as_list
 from rl.cli.dialects.verl import loggers as verl_loggers
+from rl.cli.dialects.vocabulary import DATACLASS_PATH, DECODER_LAYER_WRAP, LORA, MODEL_FROM_DISK
 
 DESCRIPTION = """
 verl's SFT trainer config (`sft_trainer.yaml`), recognised by `model.partial_pretrain`,
@@ -28,7 +29,6 @@ _MULTITURN = (
     "verl's multi-turn SFT reads whole `messages` conversations; rl's reads the turns after "
     "the prompt from a `demonstration` column"
 )
-_LORA = "LoRA is not in rl yet (full-parameter only)"
 
 
 def _dtype(value: Any) -> Any:
@@ -52,7 +52,7 @@ def _steps(value: Any) -> Any:
 
 
 RULES: list[Rule] = [
-    Rule("**._target_", reason="verl's dataclass class path", status="ignored"),
+    Rule("**._target_", reason=DATACLASS_PATH, status="ignored"),
     Rule("data.train_batch_size", "sft.batch_size"),
     Rule("data.micro_batch_size_per_gpu", "actor.ppo_micro_batch_size_per_gpu"),
     Rule(
@@ -99,7 +99,7 @@ RULES: list[Rule] = [
     Rule("model.fsdp_config.offload_params", "actor.fsdp_config.param_offload"),
     Rule(
         "model.fsdp_config.wrap_policy.",
-        reason="rl wraps each decoder layer itself",
+        reason=DECODER_LAYER_WRAP,
         status="ignored",
     ),
     Rule(
@@ -111,11 +111,11 @@ RULES: list[Rule] = [
             else Unsupported(f"strategy {v!r}: rl's SFT runs on FSDP2")
         ),
     ),
-    Rule("model.lora_rank", reason=_LORA, convert=_off_when(0)),
+    Rule("model.lora_rank", reason=LORA, convert=_off_when(0)),
     Rule("model.lora_alpha", reason="read with lora_rank", status="ignored"),
     Rule("model.target_modules", reason="read with lora_rank", status="ignored"),
     Rule("model.use_liger", reason="Liger kernels are not in rl", convert=_off_when(False)),
-    Rule("model.use_shm", reason="rl reads model.path from disk", convert=_off_when(False)),
+    Rule("model.use_shm", reason=MODEL_FROM_DISK, convert=_off_when(False)),
     Rule(
         "model.external_lib",
         reason="rl imports custom models through its registry",

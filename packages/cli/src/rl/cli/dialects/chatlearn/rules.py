@@ -5,6 +5,12 @@ from __future__ import annotations
 from rl.cli.dialects.chatlearn import values
 from rl.cli.dialects.chatlearn.values import POLICY, TRAINER
 from rl.cli.dialects.mapping import Rule
+from rl.cli.dialects.vocabulary import (
+    REF_LAYOUT,
+    ROLLOUT_TP_ONLY,
+    SEEDED_BY_TRAINER,
+    WEIGHT_SYNC_EVERY_UPDATE,
+)
 
 _ASYNC = (
     "ChatLearn's rollout managers and agentic task types are not mapped; rl's are "
@@ -12,7 +18,6 @@ _ASYNC = (
 )
 _DERIVED = "ChatLearn derives it (prompt + response length, replicas from the parallel sizes)"
 _INFRA = "ChatLearn's Ray/process setup; rl's launcher decides it"
-_REF = "rl runs the reference with the actor's model, dtype and parallel layout"
 _REWARD = (
     "ChatLearn's reward is its rule-based math scorer; rl scores rows by data source "
     "(reward.*), with the reward process pool sized by reward.num_workers"
@@ -162,8 +167,8 @@ RULES: list[Rule] = [
     ),
     Rule(POLICY + "enable_thinking", reason="rl applies the chat template without template kwargs"),
     Rule(POLICY + "vllm_*", reason="rl feeds token ids to the engine itself"),
-    Rule(POLICY + "pipeline_model_parallel_size", reason="rl's rollout is tensor-parallel only"),
-    Rule(POLICY + "expert_model_parallel_size", reason="rl's rollout is tensor-parallel only"),
+    Rule(POLICY + "pipeline_model_parallel_size", reason=ROLLOUT_TP_ONLY),
+    Rule(POLICY + "expert_model_parallel_size", reason=ROLLOUT_TP_ONLY),
     Rule(
         POLICY + "free_gpu_memory.",
         reason="rl frees the rollout's KV cache between phases (rollout.free_cache_engine)",
@@ -280,7 +285,7 @@ RULES: list[Rule] = [
     Rule("models.ref_policy.generation_batch_size", "ref.log_prob_micro_batch_size_per_gpu"),
     Rule("models.ref_policy.packing", "ref.log_prob_use_dynamic_bsz"),
     Rule("models.ref_policy.max_token_in_packing", "ref.log_prob_max_token_len_per_gpu"),
-    Rule("models.ref_policy.", reason=_REF, status="ignored"),
+    Rule("models.ref_policy.", reason=REF_LAYOUT, status="ignored"),
     # models.reward and the rollout managers
     Rule("models.reward.num_cpu", "reward.num_workers"),
     Rule("models.reward.", reason=_REWARD),
@@ -297,7 +302,7 @@ RULES: list[Rule] = [
     Rule("models.*.cpu_per_process", reason=_INFRA),
     Rule("models.*.replica_dp_size", reason=_DERIVED, status="ignored"),
     Rule("models.*.num_replica", reason=_DERIVED, status="ignored"),
-    Rule("models.*.sync_frequency", reason="rl syncs the rollout weights after every update"),
+    Rule("models.*.sync_frequency", reason=WEIGHT_SYNC_EVERY_UPDATE),
     Rule("models.*.generation_batch_size", reason="rl's rollout engine batches a step's prompts"),
     Rule("models.*.trainable", reason="rl knows which roles train", status="ignored"),
     Rule("models.*.packing", reason="rl packs sequences whenever use_remove_padding is on"),
@@ -307,7 +312,7 @@ RULES: list[Rule] = [
     Rule("models.*.num_inference_per_prompt", reason="rl reads the policy's", status="ignored"),
     Rule("models.*.enable_thinking", reason=_NOT_READ, status="ignored"),
     Rule("models.*.load", reason="rl starts every role from model.path", status="ignored"),
-    Rule("models.*.seed", reason="rl seeds every role from trainer.seed", status="ignored"),
+    Rule("models.*.seed", reason=SEEDED_BY_TRAINER, status="ignored"),
     Rule("models.*.trust_remote_code", reason="rl reads the policy's", status="ignored"),
     Rule(TRAINER + "*", reason="a ChatLearn trainer option rl does not have"),
 ]

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 from rl.cli.dialects.mapping import Rule
 from rl.cli.dialects.rlinf import values
+from rl.cli.dialects.vocabulary import (
+    CRITIC_WARMUP,
+    LORA,
+    OUTPUT_DIR_LOGS,
+    PROFILING,
+    ROLLOUT_TP_ONLY,
+    SEEDED_BY_TRAINER,
+    TOKENIZER_FROM_MODEL,
+    VAL_GENERATIONS,
+    ddp_overlap_rules,
+)
 
 _ARCH = "rl reads the architecture from model.path's config (RLinf: from its config.json)"
 _DERIVED = "RLinf derives it (validate_cfg)"
 _INFRA = "RLinf's Ray/process setup; rl's launcher decides it"
-_PROFILING = "profiling is not configured in rl's config (use the torch profiler directly)"
 _DEAD = "not read by RLinf's reasoning runner"
 _CKPT = "RLinf's HF -> megatron conversion; rl converts HF weights itself (rl.megatron.layouts)"
 _ENGINE = "an engine option rl does not expose"
@@ -67,7 +77,7 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
             reason="rl reads the model type from model.path's config",
             status="ignored",
         ),
-        Rule(model + "is_lora", reason="LoRA is not in rl yet (full-parameter only)"),
+        Rule(model + "is_lora", reason=LORA),
         Rule(model + "use_cpu_initialization", reason="rl initialises on the device (or meta)"),
         Rule(model + "*", reason=_ARCH, status="ignored"),
         Rule(optim + "lr", f"{ours}.optim.lr"),
@@ -85,14 +95,7 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
         ),
         Rule(optim + "lr_warmup_steps_ratio", f"{ours}.optim.lr_warmup_ratio"),
         Rule(optim + "use_distributed_optimizer", f"{ours}.megatron.use_distributed_optimizer"),
-        Rule(
-            optim + "overlap_grad_reduce",
-            f"{ours}.megatron.override_ddp_config.overlap_grad_reduce",
-        ),
-        Rule(
-            optim + "overlap_param_gather",
-            f"{ours}.megatron.override_ddp_config.overlap_param_gather",
-        ),
+        *ddp_overlap_rules(optim, ours),
         Rule(
             optim + "optimizer", reason="rl's optimizer is AdamW (RLinf's adam)", status="ignored"
         ),
@@ -124,8 +127,8 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
         Rule(f"{section}.megatron.ckpt_convertor.", reason=_CKPT, status="ignored"),
         Rule(f"{section}.megatron.use_hf_ckpt", reason=_CKPT, status="ignored"),
         Rule(f"{section}.megatron.mbridge", reason=_CKPT, status="ignored"),
-        Rule(f"{section}.megatron.profiler.", reason=_PROFILING, status="ignored"),
-        Rule(f"{section}.megatron.use_profiler", reason=_PROFILING),
+        Rule(f"{section}.megatron.profiler.", reason=PROFILING, status="ignored"),
+        Rule(f"{section}.megatron.use_profiler", reason=PROFILING),
         Rule(
             f"{section}.megatron.ddp_bucket_size",
             f"{ours}.megatron.override_ddp_config.bucket_size",
@@ -166,7 +169,7 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
         Rule(f"{section}.tokenizer.trust_remote_code", "model.trust_remote_code"),
         Rule(
             f"{section}.tokenizer.",
-            reason="rl reads the tokenizer from model.path",
+            reason=TOKENIZER_FROM_MODEL,
             status="ignored",
         ),
         Rule(f"{section}.micro_batch_size", reason=_DERIVED, status="ignored"),
@@ -190,7 +193,7 @@ RULES: list[Rule] = [
     Rule("runner.logger.logger_backends", "trainer.logger", convert=values.loggers),
     Rule("runner.logger.project_name", "trainer.project_name"),
     Rule("runner.logger.experiment_name", "trainer.experiment_name"),
-    Rule("runner.logger.log_path", reason="rl logs under trainer.output_dir", status="ignored"),
+    Rule("runner.logger.log_path", reason=OUTPUT_DIR_LOGS, status="ignored"),
     Rule("runner.output_dir", "trainer.output_dir", derive=values.output_dir),
     Rule("runner.experiment_name", "trainer.experiment_name"),
     Rule("runner.max_epochs", "trainer.total_epochs"),
@@ -263,7 +266,7 @@ RULES: list[Rule] = [
     Rule("algorithm.gamma", "algorithm.gamma"),
     Rule("algorithm.gae_lambda", "algorithm.lam"),
     Rule("algorithm.value_cliprange", "critic.cliprange_value"),
-    Rule("algorithm.critic_warmup_steps", reason="critic warm-up steps are not in rl yet"),
+    Rule("algorithm.critic_warmup_steps", reason=CRITIC_WARMUP),
     Rule("algorithm.sampling_params.temperature", "rollout.temperature", derive=values.temperature),
     Rule("algorithm.sampling_params.do_sample", "rollout.temperature", derive=values.temperature),
     Rule("algorithm.sampling_params.top_k", "rollout.top_k", convert=values.top_k),
@@ -296,12 +299,10 @@ RULES: list[Rule] = [
         reason="rl's engines return log-probs when asked",
         status="ignored",
     ),
-    Rule("rollout.pipeline_parallel_size", reason="rl's rollout is tensor-parallel only"),
+    Rule("rollout.pipeline_parallel_size", reason=ROLLOUT_TP_ONLY),
     Rule("rollout.custom_chat_template", "model.custom_chat_template"),
     Rule("rollout.group_name", reason=_INFRA, status="ignored"),
-    Rule(
-        "rollout.print_outputs", reason="rl keeps validation generations in val_generations.jsonl"
-    ),
+    Rule("rollout.print_outputs", reason=VAL_GENERATIONS),
     Rule("rollout.validate_save_dir", reason=_DEAD, status="ignored"),
     Rule("rollout.weight_reload", reason="rl syncs the weights after every update"),
     Rule("rollout.", reason=_ENGINE),
@@ -362,7 +363,7 @@ RULES: list[Rule] = [
         reason="rl balances rows over data-parallel ranks by tokens",
         status="ignored",
     ),
-    Rule("actor.calculate_flops", reason=_PROFILING),
+    Rule("actor.calculate_flops", reason=PROFILING),
     # critic (PPO)
     Rule(
         "critic.use_critic_model", reason="rl runs a critic when adv_type is gae", status="ignored"
@@ -374,7 +375,7 @@ RULES: list[Rule] = [
         reason="the critic starts from model.path in rl",
         status="ignored",
     ),
-    Rule("critic.seed", reason="rl seeds every role from trainer.seed", status="ignored"),
+    Rule("critic.seed", reason=SEEDED_BY_TRAINER, status="ignored"),
     Rule("critic.offload_*", reason="set critic.megatron / fsdp_config offload keys"),
     Rule("critic.enable_offload", reason="set critic.fsdp_config offload keys"),
     *_trainer_rules("critic", "critic"),
@@ -389,7 +390,7 @@ RULES: list[Rule] = [
     Rule(
         "reward.use_reward_model", reason="RLinf's reward model is not implemented upstream either"
     ),
-    Rule("reward.tokenizer.", reason="rl reads the tokenizer from model.path", status="ignored"),
+    Rule("reward.tokenizer.", reason=TOKENIZER_FROM_MODEL, status="ignored"),
     Rule("reward.group_name", reason=_INFRA, status="ignored"),
     Rule("reward.", reason="a reward option rl does not have"),
     Rule("inference.", reason=_INFERENCE, status="ignored"),

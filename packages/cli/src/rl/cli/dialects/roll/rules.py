@@ -4,19 +4,29 @@ from __future__ import annotations
 
 from rl.cli.dialects.mapping import Rule, Unsupported, as_list
 from rl.cli.dialects.roll import batch, values
+from rl.cli.dialects.vocabulary import (
+    CRITIC_WARMUP,
+    DECODER_LAYER_WRAP,
+    LORA,
+    MTP,
+    OUTPUT_DIR_LOGS,
+    PROFILING,
+    REF_LAYOUT,
+    ROUTER_REPLAY,
+    VAL_GENERATIONS,
+    WEIGHT_SYNC_EVERY_UPDATE,
+    ddp_overlap_rules,
+)
 
 _INFRA = "ROLL's scheduling/infrastructure setting; rl's launcher decides it"
 _MASKS = "ROLL's sample masks and loss weights are not in rl"
 _DISTILL = "on-policy distillation is not in rl"
-_REF = "rl runs the reference with the actor's model, dtype and parallel layout"
 _REWARDS = (
     "rl scores each row by its data source with one reward (reward.custom_reward_function, "
     "or the built-in rule scorers); ROLL's per-domain reward workers are not converted: "
     "point reward.custom_reward_function at a scorer"
 )
-_LORA = "LoRA is not in rl yet (full-parameter only)"
 _SCHEDULER = "ROLL's rollout scheduler; rl's engine generates each step's prompts in one batch"
-_PROFILING = "profiling is not configured in rl's config (use the torch profiler directly)"
 _UNUSED = "defined by ROLL but not read by its RLVR pipeline"
 _ENVS = (
     "ROLL's environments and env managers do not load in rl: write the environment as a "
@@ -27,14 +37,14 @@ _NO_TRAINING = "an inference role: ROLL does not train it"
 
 # WorkerConfig fields without a counterpart, under any role
 WORKER_OPTIONS = {
-    "model_update_frequency": "rl syncs the rollout weights after every update",
+    "model_update_frequency": WEIGHT_SYNC_EVERY_UPDATE,
     "backend_timeout": _INFRA,
     "max_concurrency": _INFRA,
     "offload_nccl": _INFRA,
     "logits_in_fp32": "rl computes log-probs in float32 always (its fused kernel)",
     "apply_loss_scale": _INFRA,
-    "router_replay.": "MoE router replay is not in rl",
-    "mtp_training_mode": "multi-token prediction is not in rl",
+    "router_replay.": ROUTER_REPLAY,
+    "mtp_training_mode": MTP,
     "topr_*": "ROLL's TOPR loss is not in rl",
     "opd_kl_coef": _DISTILL,
     "tag_included": _REWARDS,
@@ -57,11 +67,11 @@ PIPELINE_OPTIONS = {
     "user_defined_rollout_loop_cls": _SCHEDULER,
     "rollout_mock.": _SCHEDULER,
     "model_download_type": "rl reads model.path from disk (no model hub download)",
-    "profiler_*": _PROFILING,
-    "otlp_output_dir": _PROFILING,
-    "report_length_and_rewards": _PROFILING,
-    "length_profiler_dir": _PROFILING,
-    "rollout_dump_dir": "rl keeps validation generations in val_generations.jsonl",
+    "profiler_*": PROFILING,
+    "otlp_output_dir": PROFILING,
+    "report_length_and_rewards": PROFILING,
+    "length_profiler_dir": PROFILING,
+    "rollout_dump_dir": VAL_GENERATIONS,
     "transfer_backend.": "rl's weight sync picks its transport (rl.core.weight_sync)",
     "is_offload_states": "set actor.fsdp_config / megatron offload keys",
     "is_offload_optimizer_states_in_train_step": "set *.optimizer_offload",
@@ -134,14 +144,7 @@ def _megatron_rules(role: str, ours: str) -> list[Rule]:
     rules += [
         Rule(block + "bf16", reason="the dtype comes from model_args.dtype", status="ignored"),
         Rule(block + "fp16", reason="the dtype comes from model_args.dtype", status="ignored"),
-        Rule(
-            block + "overlap_grad_reduce",
-            f"{ours}.megatron.override_ddp_config.overlap_grad_reduce",
-        ),
-        Rule(
-            block + "overlap_param_gather",
-            f"{ours}.megatron.override_ddp_config.overlap_param_gather",
-        ),
+        *ddp_overlap_rules(block, ours),
         Rule(
             block + "optimizer_cpu_offload",
             reason="megatron's hybrid CPU Adam is not in rl (megatron.optimizer_offload moves "
@@ -189,7 +192,7 @@ def _fsdp_rules(role: str, ours: str) -> list[Rule]:
             block + "efsdp_size",
             reason="expert parallelism under FSDP is not in rl (megatron's is)",
         ),
-        Rule(block + "wrap_policy.", reason="rl wraps each decoder layer itself"),
+        Rule(block + "wrap_policy.", reason=DECODER_LAYER_WRAP),
         Rule(block + "*", reason="an FSDP2 detail rl sets itself"),
     ]
 
@@ -255,7 +258,7 @@ RULES: list[Rule] = [
     Rule("**.worker_cls", reason="ROLL's worker class path", status="ignored"),
     Rule("system_envs.", reason="set environment variables in the shell that runs rl"),
     Rule("**.system_envs.", reason="set environment variables in the shell that runs rl"),
-    Rule("logging_dir", reason="rl logs under trainer.output_dir", status="ignored"),
+    Rule("logging_dir", reason=OUTPUT_DIR_LOGS, status="ignored"),
     Rule("logging_steps", reason="rl logs every step", status="ignored"),
     Rule("checkpoint_config.", reason="rl checkpoints under trainer.output_dir/checkpoints"),
     Rule("rpc_timeout", "trainer.worker_timeout_s"),
@@ -395,7 +398,7 @@ RULES: list[Rule] = [
     Rule("whiten_rewards", reason="batch whitening of rewards is not in rl"),
     Rule("reward_clip", reason="reward clipping is not in rl"),
     Rule("advantage_clip", reason="advantage clipping is not in rl"),
-    Rule("critic_warmup", reason="critic warm-up steps are not in rl yet"),
+    Rule("critic_warmup", reason=CRITIC_WARMUP),
     Rule(
         "train_infer_correction.is_weight.enabled",
         "algorithm.rollout_correction.rollout_is",
@@ -441,8 +444,8 @@ RULES: list[Rule] = [
     Rule("teacher.", reason=_DISTILL),
     Rule("student_*", reason=_DISTILL),
     Rule("*_opd*", reason=_DISTILL),
-    Rule("lora_*", reason=_LORA),
-    Rule("**.lora_*", reason=_LORA),
+    Rule("lora_*", reason=LORA),
+    Rule("**.lora_*", reason=LORA),
     Rule("rewards.", reason=_REWARDS),
     Rule("reward_model.", reason=_REWARDS),
     Rule("reward.", reason=_REWARDS),
@@ -517,9 +520,9 @@ RULES: list[Rule] = [
     Rule(
         "reference.strategy_args.strategy_name", "actor.strategy", derive=values.reference_strategy
     ),
-    Rule("reference.strategy_args.", reason=_REF, status="ignored"),
-    Rule("reference.model_args.", reason=_REF, status="ignored"),
-    Rule("reference.", reason=_REF),
+    Rule("reference.strategy_args.", reason=REF_LAYOUT, status="ignored"),
+    Rule("reference.model_args.", reason=REF_LAYOUT, status="ignored"),
+    Rule("reference.", reason=REF_LAYOUT),
     Rule("*.model_args.", reason="a model option rl does not have (it reads model.path's config)"),
     Rule("*.world_size", reason="ROLL derives it from device_mapping", status="ignored"),
     Rule("*.num_gpus_per_worker", reason="ROLL derives it from the strategy", status="ignored"),
