@@ -81,11 +81,12 @@ def _install_without_index(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff check + ruff format --check over the repo, mypy on rl.core."""
+    """ruff check + ruff format --check over the repo, mypy on rl.core and the config
+    dialects (rl.cli.dialects, type-checked with rl.core before they moved to rl-cli)."""
     session.install("ruff>=0.6", "mypy>=1.10", "types-PyYAML")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
-    session.run("mypy", "packages/core/src/rl/core")
+    session.run("mypy", "packages/core/src/rl/core", "packages/cli/src/rl/cli/dialects")
 
 
 @nox.session

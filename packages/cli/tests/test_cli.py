@@ -28,6 +28,12 @@ def test_doctor_json_reports_kernels_and_engines(rl_executable):
     assert {"engine: train/fsdp", "engine: train/megatron", "engine: rollout/vllm"} <= engines
     third_party = {c["name"]: c for c in report["third-party"]}
     assert {"vLLM", "megatron-core", "Ray", "Triton", "SGLang"} <= set(third_party)
+    # rl-cli adds the config dialects (rl-core has no Hydra), before the third-party packages
+    assert list(report)[-2:] == ["config dialects", "third-party"]
+    from rl.cli.dialects import DIALECTS, IMPLEMENTED
+
+    dialects = {c["name"]: c["ok"] for c in report["config dialects"]}
+    assert dialects == {f"dialect: {name}": name in IMPLEMENTED for name in DIALECTS}
 
 
 def test_doctor_table_escapes_extras_in_brackets():

@@ -10,7 +10,7 @@ from pathlib import Path
 from rl.core.config import load_config
 
 ROOT = Path(__file__).resolve().parents[3]
-VERL = ROOT / "packages" / "core" / "tests" / "config" / "dialects" / "verl" / "grpo.yaml"
+VERL = ROOT / "packages" / "cli" / "tests" / "dialects" / "verl" / "grpo.yaml"
 
 
 def test_rl_convert_detects_verl_and_writes_our_yaml(tmp_path, rl_executable):

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[3]
-FIXTURES = ROOT / "packages" / "core" / "tests" / "config" / "dialects"
+FIXTURES = ROOT / "packages" / "cli" / "tests" / "dialects"
 
 CASES = {
     "roll": (FIXTURES / "roll" / "rlvr" / "rlvr_fsdp2_gae.yaml", []),

@@ -8,19 +8,19 @@ def test_report_lists_the_six_packages_and_the_cpu_kernel():
         "rl packages",
         "compiled kernels",
         "engines",
-        "config dialects",
         "third-party",
-    }
-    from rl.core.config.dialects import DIALECTS, IMPLEMENTED
-
-    dialects = {check.name: check.ok for check in report["config dialects"]}
-    assert {name: dialects[f"dialect: {name}"] for name in DIALECTS} == {
-        name: name in IMPLEMENTED for name in DIALECTS
     }
     packages = {check.name for check in report["rl packages"]}
     assert packages >= {"rl-core", "rl-kernels", "rl-fsdp", "rl-megatron", "rl-rollout", "rl-cli"}
     kernels = {check.name: check.ok for check in report["compiled kernels"]}
     assert kernels["kernels: reference"] and kernels["kernels: cpp"]
+
+
+def test_sections_a_caller_adds_stand_before_the_third_party_packages():
+    added = [doctor.Check("dialect: verl", True, "config files")]
+    report = doctor.collect({"config dialects": added})
+    assert list(report)[-2:] == ["config dialects", "third-party"]
+    assert report["config dialects"] == added
 
 
 def test_missing_third_party_package_says_how_to_install(monkeypatch):

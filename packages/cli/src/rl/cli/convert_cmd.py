@@ -12,8 +12,8 @@ import typer
 from rl.cli.errors import exit_on_error
 
 if TYPE_CHECKING:
+    from rl.cli.dialects.report import Report
     from rl.core.config import Config
-    from rl.core.config.dialects.report import Report
 
 FROM_OPTION = typer.Option(
     None,
@@ -28,8 +28,8 @@ def convert_config(
 ) -> tuple[Config, Report]:
     """Our validated Config and the conversion report for an upstream file and overrides;
     with `job` ("train", "sft"), a ConfigError when the file is for the other command."""
+    from rl.cli.dialects import convert, detect
     from rl.core.config import ConfigError, config_from_mapping
-    from rl.core.config.dialects import convert, detect
 
     note = None
     if dialect is None:

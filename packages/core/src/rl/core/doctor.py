@@ -120,27 +120,9 @@ def engine_checks() -> list[Check]:
     return checks
 
 
-def dialect_checks() -> list[Check]:
-    """Which other systems' configs `rl convert` / `rl train --from` take here."""
-    import importlib.util
-
-    from rl.core.config.dialects import DIALECTS, IMPLEMENTED
-
-    checks = []
-    for dialect in DIALECTS:
-        if dialect not in IMPLEMENTED:
-            checks.append(Check(f"dialect: {dialect}", False, "detected, not converted yet"))
-            continue
-        hydra = importlib.util.find_spec("hydra") is not None
-        detail = "config files and launch scripts" if hydra else "needs hydra-core"
-        if dialect == "verl" and importlib.util.find_spec("verl") is None:
-            detail += "; verl's built-in configs need verl installed (files read only)"
-        checks.append(Check(f"dialect: {dialect}", hydra, detail))
-    return checks
-
-
-def collect() -> dict[str, list[Check]]:
-    """The whole report, by section."""
+def collect(sections: dict[str, list[Check]] | None = None) -> dict[str, list[Check]]:
+    """The whole report, by section; `sections` (what a caller adds, such as rl-cli's
+    config dialects) stand after the engines, before the third-party packages."""
     python = Check(
         "Python",
         sys.version_info >= (3, 11),
@@ -152,6 +134,6 @@ def collect() -> dict[str, list[Check]]:
         "rl packages": packages,
         "compiled kernels": kernel_checks(),
         "engines": engine_checks(),
-        "config dialects": dialect_checks(),
+        **(sections or {}),
         "third-party": third_party_checks(),
     }

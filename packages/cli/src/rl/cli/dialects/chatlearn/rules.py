@@ -1,0 +1,320 @@
+"""The ChatLearn key table: each upstream key to ours, or why not (first match wins)."""
+
+from __future__ import annotations
+
+from rl.cli.dialects.chatlearn import values
+from rl.cli.dialects.chatlearn.values import POLICY, TRAINER
+from rl.cli.dialects.mapping import Rule
+from rl.cli.dialects.vocabulary import (
+    REF_LAYOUT,
+    ROLLOUT_TP_ONLY,
+    SEEDED_BY_TRAINER,
+    WEIGHT_SYNC_EVERY_UPDATE,
+)
+
+_ASYNC = (
+    "ChatLearn's rollout managers and agentic task types are not mapped; rl's are "
+    "trainer.mode, trainer.partial_rollout and rollout.multi_turn (set them by hand)"
+)
+_DERIVED = "ChatLearn derives it (prompt + response length, replicas from the parallel sizes)"
+_INFRA = "ChatLearn's Ray/process setup; rl's launcher decides it"
+_REWARD = (
+    "ChatLearn's reward is its rule-based math scorer; rl scores rows by data source "
+    "(reward.*), with the reward process pool sized by reward.num_workers"
+)
+_NOT_READ = "ChatLearn's GRPO does not read it"
+_FSDP = values.only_for("fsdp")
+_MEGATRON = values.only_for("megatron")
+_MEGATRON_KEYS = (
+    "tensor_model_parallel_size",
+    "pipeline_model_parallel_size",
+    "context_parallel_size",
+    "expert_model_parallel_size",
+    "expert_tensor_parallel_size",
+    "virtual_pipeline_model_parallel_size",
+    "sequence_parallel",
+    "use_distributed_optimizer",
+)
+_TRANSFORMER_KEYS = (
+    "recompute_granularity",
+    "recompute_method",
+    "recompute_num_layers",
+    "recompute_modules",
+    "pipeline_model_parallel_layout",
+    "decoder_first_pipeline_num_layers",
+    "decoder_last_pipeline_num_layers",
+)
+
+RULES: list[Rule] = [
+    Rule("env_args.", reason="Ray's runtime environment for ChatLearn's job", status="ignored"),
+    # an agent config (template/agent/*.yaml, named per data row by agent_cfg_path)
+    Rule("max_ai_message_turn", "rollout.multi_turn.max_assistant_turns"),
+    Rule("max_total_token_length", "rollout.multi_turn.max_total_tokens"),
+    # runtime_args
+    Rule(
+        "runtime_args.train_backend",
+        "actor.strategy",
+        convert=values.train_backend,
+        also=(
+            # ChatLearn's fixed choices, written out: GRPO advantages (std-normalised),
+            # token-mean loss, bf16 (FSDP: always; megatron: `bf16`), k3 KL loss
+            ("algorithm.adv_estimator", lambda flat: "grpo"),
+            ("algorithm.norm_adv_by_std_in_grpo", lambda flat: True),
+            ("actor.loss_agg_mode", lambda flat: "token-mean"),
+            ("actor.kl_loss_type", lambda flat: "low_var_kl"),
+            ("model.dtype", values.dtype),
+            (
+                "actor.fsdp_config.mixed_precision.param_dtype",
+                lambda flat: "bfloat16" if values.backend(flat) == "fsdp" else None,
+            ),
+            (
+                "actor.optim.lr_scheduler",  # FSDP: a constant learning rate
+                lambda flat: "constant" if values.backend(flat) == "fsdp" else None,
+            ),
+        ),
+    ),
+    Rule("runtime_args.rollout_backend", "rollout.name", convert=values.rollout_backend),
+    Rule("runtime_args.exp_name", "trainer.experiment_name"),
+    Rule("runtime_args.colocation", "cluster.colocation", convert=values.colocation),
+    Rule("runtime_args.output_dir", "trainer.output_dir"),
+    Rule("runtime_args.data_path", "data.train_files", convert=values.files),
+    Rule("runtime_args.eval_data_path", "data.val_files", convert=values.files),
+    Rule("runtime_args.num_episode", "trainer.total_training_steps"),
+    Rule(
+        "runtime_args.sample_per_episode",
+        "data.train_batch_size",
+        derive=values.prompts("runtime_args.sample_per_episode"),
+    ),
+    Rule("runtime_args.num_training_epoch", "actor.ppo_epochs"),
+    Rule("runtime_args.train_micro_batch_size", "actor.ppo_micro_batch_size_per_gpu"),
+    Rule(
+        "runtime_args.train_global_batch_size",
+        "actor.ppo_mini_batch_size",
+        derive=values.prompts("runtime_args.train_global_batch_size"),
+    ),
+    Rule(
+        "runtime_args.num_inference_per_prompt",
+        reason="ChatLearn samples models.policy.num_inference_per_prompt responses",
+        status="ignored",
+    ),
+    Rule("runtime_args.save_episode_interval", "trainer.save_freq"),
+    Rule("runtime_args.enable_resume_training", "trainer.resume_mode", convert=values.resume_mode),
+    Rule("runtime_args.data_shuffle", "data.shuffle"),
+    Rule("runtime_args.data_rerank", "rollout.data_rerank"),
+    Rule("runtime_args.max_data_ckpt_nums", "trainer.max_ckpt_to_keep"),
+    Rule("runtime_args.eval_episode_interval", "trainer.test_freq", convert=values.test_freq),
+    Rule("runtime_args.enable_eval_before_training", "trainer.val_before_train"),
+    Rule(
+        "runtime_args.bucket_size_mb_in_memory_manager",
+        "rollout.update_weights_bucket_megabytes",
+    ),
+    Rule("runtime_args.log_args_dict.enable_tensorboard", "trainer.logger", derive=values.loggers),
+    Rule("runtime_args.log_args_dict.enable_wandb", "trainer.logger", derive=values.loggers),
+    Rule("runtime_args.log_args_dict.wandb_project", "trainer.project_name"),
+    Rule(
+        "runtime_args.log_args_dict.wandb_name",
+        reason="rl names the run trainer.experiment_name (runtime_args.exp_name)",
+    ),
+    Rule(
+        "runtime_args.log_args_dict.",
+        reason="rl writes its logs under trainer.output_dir (tensorboard/, wandb/)",
+        status="ignored",
+    ),
+    Rule("runtime_args.task_type", reason=_ASYNC),
+    Rule("runtime_args.use_rollout_manager", reason=_ASYNC),
+    Rule("runtime_args.use_partial_rollout", reason=_ASYNC),
+    Rule("runtime_args.model_type", reason="vision-language models are not in rl yet"),
+    Rule("runtime_args.raw_chat", reason="rl applies data.chat_template itself"),
+    Rule("runtime_args.data_ratio", reason="per-file data mixing is not in rl"),
+    Rule("runtime_args.data_checkpoint_path", reason="rl resumes from trainer.output_dir"),
+    Rule("runtime_args.load_data_checkpoint_iteration", reason="set trainer.resume_from_path"),
+    Rule("runtime_args.consumed_samples", reason="rl's checkpoints hold the sampler state"),
+    Rule("runtime_args.max_replay_episode", reason="episode replay is not in rl"),
+    Rule("runtime_args.replay_episode_offset", reason="episode replay is not in rl"),
+    Rule("runtime_args.max_relay_episode", reason="episode replay is not in rl"),
+    Rule("runtime_args.stream_data_loader_type", reason=_INFRA),
+    Rule("runtime_args.concurrent_setup", reason=_INFRA),
+    Rule("runtime_args.cpu_schedule_strategy", reason=_INFRA),
+    Rule("runtime_args.policy_to_regroup_queue", reason=_INFRA),
+    Rule("runtime_args.debug", reason="rl logs with Python's logging levels"),
+    Rule("runtime_args.nsys", reason="profiling is not configured in rl's config"),
+    Rule("runtime_args.profiler_dir", reason="profiling is not configured in rl's config"),
+    # models.policy: the rollout engine
+    Rule(POLICY + "num_inference_per_prompt", "rollout.n"),
+    Rule(POLICY + "max_prompt_tokens_length", "data.max_prompt_length"),
+    Rule(POLICY + "max_response_tokens_length", "data.max_response_length"),
+    Rule(POLICY + "tensor_model_parallel_size", "rollout.tensor_parallel_size"),
+    Rule(POLICY + "temperature", "rollout.temperature"),
+    Rule(POLICY + "top_p", "rollout.top_p"),
+    Rule(POLICY + "top_k", "rollout.top_k"),
+    Rule(POLICY + "repetition_penalty", "rollout.repetition_penalty"),
+    Rule(POLICY + "eval_temperature", "rollout.val_kwargs.temperature"),
+    Rule(POLICY + "eval_top_p", "rollout.val_kwargs.top_p"),
+    Rule(POLICY + "eval_top_k", "rollout.val_kwargs.top_k"),
+    Rule(POLICY + "max_num_batched_tokens", "rollout.max_num_batched_tokens"),
+    Rule(POLICY + "gpu_memory_utilization", "rollout.gpu_memory_utilization"),
+    Rule(POLICY + "enforce_eager", "rollout.enforce_eager"),
+    Rule(POLICY + "load", "model.path", derive=values.model_path),
+    Rule(POLICY + "seed", "rollout.seed"),
+    Rule(POLICY + "trust_remote_code", "model.trust_remote_code"),
+    Rule(POLICY + "seq_length", reason=_DERIVED, status="ignored"),
+    Rule(POLICY + "max_seq_len_to_capture", reason=_DERIVED, status="ignored"),
+    Rule(POLICY + "is_sync_mode", reason=_ASYNC),
+    Rule(POLICY + "*_penalty", reason="rl samples with repetition_penalty only"),
+    Rule(
+        POLICY + "eval_*",
+        reason="rl validates with rollout.val_kwargs (n, temperature, top_p, top_k)",
+    ),
+    Rule(POLICY + "enable_thinking", reason="rl applies the chat template without template kwargs"),
+    Rule(POLICY + "vllm_*", reason="rl feeds token ids to the engine itself"),
+    Rule(POLICY + "pipeline_model_parallel_size", reason=ROLLOUT_TP_ONLY),
+    Rule(POLICY + "expert_model_parallel_size", reason=ROLLOUT_TP_ONLY),
+    Rule(
+        POLICY + "free_gpu_memory.",
+        reason="rl frees the rollout's KV cache between phases (rollout.free_cache_engine)",
+        status="ignored",
+    ),
+    Rule(POLICY + "enable_stage_resume", reason=_ASYNC),
+    # models.policy_trainer: the actor
+    Rule(TRAINER + "optimizer.lr", "actor.optim.lr"),
+    Rule(TRAINER + "optimizer.min_lr", "actor.optim.min_lr_ratio", derive=values.min_lr_ratio),
+    Rule(TRAINER + "optimizer.weight_decay", "actor.optim.weight_decay"),
+    Rule(TRAINER + "optimizer.adam_beta1", "actor.optim.betas", derive=values.betas),
+    Rule(TRAINER + "optimizer.adam_beta2", "actor.optim.betas", derive=values.betas),
+    Rule(TRAINER + "optimizer.clip_grad", "actor.optim.grad_clip"),
+    Rule(TRAINER + "entropy_coef", "actor.entropy_coeff"),
+    Rule(
+        TRAINER + "kl_coef",
+        "actor.kl_loss_coef",
+        also=(("actor.use_kl_loss", lambda flat: float(flat[TRAINER + "kl_coef"]) > 0),),
+    ),
+    Rule(TRAINER + "pos_clip_ratio", "actor.clip_ratio_high"),
+    Rule(TRAINER + "neg_clip_ratio", "actor.clip_ratio_low"),
+    Rule(
+        TRAINER + "diff_clip_ratio",
+        reason="ChatLearn clamps the log-ratio before exp; rl does not",
+    ),
+    Rule(
+        TRAINER + "final_clip_ratio",
+        reason="ChatLearn caps the per-token loss at this value for either sign of the "
+        "advantage; rl's dual clip (actor.clip_ratio_c) bounds negative advantages only",
+    ),
+    Rule(TRAINER + "use_group_sequence_policy", "actor.policy_loss", convert=values.gspo),
+    Rule(TRAINER + "train_micro_batch_size", "actor.ppo_micro_batch_size_per_gpu"),
+    Rule(TRAINER + "gradient_checkpointing", "model.gradient_checkpointing"),
+    Rule(TRAINER + "save_hf", "trainer.save_hf"),
+    Rule(TRAINER + "trust_remote_code", "model.trust_remote_code"),
+    Rule(TRAINER + "seed", "trainer.seed"),
+    Rule(TRAINER + "num_gpu", "cluster.n_gpus_per_node"),
+    Rule(
+        TRAINER + "load",  # FSDP: the HF folder; megatron: an mcore checkpoint to start from
+        "model.path",
+        derive=values.model_path,
+        also=(
+            ("actor.megatron.dist_checkpointing_path", _MEGATRON(TRAINER + "load")),
+            (
+                "actor.megatron.use_dist_checkpointing",
+                lambda flat: (
+                    values.backend(flat) == "megatron" and bool(flat.get(TRAINER + "load"))
+                ),
+            ),
+        ),
+    ),
+    Rule(TRAINER + "packing", "actor.use_dynamic_bsz"),
+    Rule(
+        TRAINER + "max_token_in_packing",
+        "actor.ppo_max_token_len_per_gpu",
+        also=(("rollout.log_prob_max_token_len_per_gpu", None),),
+    ),
+    Rule(TRAINER + "generation_batch_size", "rollout.log_prob_micro_batch_size_per_gpu"),
+    Rule(
+        TRAINER + "free_gpu_memory.offload_weights",
+        "actor.fsdp_config.param_offload",
+        derive=_FSDP(TRAINER + "free_gpu_memory.offload_weights"),
+        also=(
+            (
+                "actor.megatron.param_offload",
+                _MEGATRON(TRAINER + "free_gpu_memory.offload_weights"),
+            ),
+        ),
+    ),
+    Rule(
+        TRAINER + "free_gpu_memory.offload_optimizer_states",
+        "actor.fsdp_config.optimizer_offload",
+        derive=_FSDP(TRAINER + "free_gpu_memory.offload_optimizer_states"),
+        also=(
+            (
+                "actor.megatron.optimizer_offload",
+                _MEGATRON(TRAINER + "free_gpu_memory.offload_optimizer_states"),
+            ),
+        ),
+    ),
+    Rule(
+        TRAINER + "free_gpu_memory.free_grad_buffers",
+        "actor.megatron.grad_offload",
+        derive=_MEGATRON(TRAINER + "free_gpu_memory.free_grad_buffers"),
+    ),
+    Rule(
+        TRAINER + "fsdp_size",
+        reason="ChatLearn sets it to num_gpu (full shard, our -1)",
+        status="ignored",
+    ),
+    Rule(TRAINER + "ulysses_sequence_parallel_size", "actor.ulysses_sequence_parallel_size"),
+    Rule(TRAINER + "meta_init", "actor.fsdp_config.meta_init"),
+    *[Rule(TRAINER + key, f"actor.megatron.{key}") for key in _MEGATRON_KEYS],
+    *[
+        Rule(TRAINER + key, f"actor.megatron.override_transformer_config.{key}")
+        for key in _TRANSFORMER_KEYS
+    ],
+    Rule(TRAINER + "bf16", reason="read with train_backend (model.dtype)", status="ignored"),
+    Rule(
+        TRAINER + "use_checkpoint_opt_param_scheduler",
+        "actor.optim.use_checkpoint_opt_param_scheduler",
+    ),
+    Rule(
+        TRAINER + "calculate_per_token_loss",
+        reason="rl's token-mean is per token",
+        status="ignored",
+    ),
+    Rule(TRAINER + "seq_length", reason=_DERIVED, status="ignored"),
+    Rule(
+        TRAINER + "megatron_model_cfg.", reason="rl reads the architecture from model.path's config"
+    ),
+    Rule(TRAINER + "trainable", reason="the trainer is trainable", status="ignored"),
+    # models.ref_policy
+    Rule("models.ref_policy.generation_batch_size", "ref.log_prob_micro_batch_size_per_gpu"),
+    Rule("models.ref_policy.packing", "ref.log_prob_use_dynamic_bsz"),
+    Rule("models.ref_policy.max_token_in_packing", "ref.log_prob_max_token_len_per_gpu"),
+    Rule("models.ref_policy.", reason=REF_LAYOUT, status="ignored"),
+    # models.reward and the rollout managers
+    Rule("models.reward.num_cpu", "reward.num_workers"),
+    Rule("models.reward.", reason=_REWARD),
+    Rule("models.rollout_manager.", reason=_ASYNC),
+    Rule("models.partial_rollout_manager.", reason=_ASYNC),
+    # what every model section has and rl sets elsewhere
+    Rule(
+        "models.*.num_gpu",
+        reason="rl places roles by cluster.colocation / placement",
+        status="ignored",
+    ),
+    Rule("models.*.num_cpu", reason=_INFRA),
+    Rule("models.*.gpu_per_process", reason=_INFRA),
+    Rule("models.*.cpu_per_process", reason=_INFRA),
+    Rule("models.*.replica_dp_size", reason=_DERIVED, status="ignored"),
+    Rule("models.*.num_replica", reason=_DERIVED, status="ignored"),
+    Rule("models.*.sync_frequency", reason=WEIGHT_SYNC_EVERY_UPDATE),
+    Rule("models.*.generation_batch_size", reason="rl's rollout engine batches a step's prompts"),
+    Rule("models.*.trainable", reason="rl knows which roles train", status="ignored"),
+    Rule("models.*.packing", reason="rl packs sequences whenever use_remove_padding is on"),
+    Rule("models.*.max_token_in_packing", reason="set rollout.max_num_batched_tokens"),
+    Rule("models.*.free_gpu_memory.", reason=_INFRA),
+    Rule("models.*.max_*_tokens_length", reason="rl reads the policy's lengths", status="ignored"),
+    Rule("models.*.num_inference_per_prompt", reason="rl reads the policy's", status="ignored"),
+    Rule("models.*.enable_thinking", reason=_NOT_READ, status="ignored"),
+    Rule("models.*.load", reason="rl starts every role from model.path", status="ignored"),
+    Rule("models.*.seed", reason=SEEDED_BY_TRAINER, status="ignored"),
+    Rule("models.*.trust_remote_code", reason="rl reads the policy's", status="ignored"),
+    Rule(TRAINER + "*", reason="a ChatLearn trainer option rl does not have"),
+]
+
+REASONS: list[Rule] = []

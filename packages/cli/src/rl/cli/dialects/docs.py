@@ -1,0 +1,114 @@
+"""`docs/config-dialects.md` from the dialect tables themselves (a test keeps the file in
+sync): `python -m rl.cli.dialects.docs > docs/config-dialects.md`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from types import ModuleType
+from typing import Any
+
+from rl.cli.dialects import coverage
+from rl.cli.dialects.mapping import NO_SETTING, Rule
+
+HEADER = """# Config dialects: running verl, ROLL, ChatLearn and RLinf configs
+
+Generated from the importers' tables (`rl.cli.dialects`) by
+`python -m rl.cli.dialects.docs`; a test fails when this file is stale.
+
+`rl convert [--from DIALECT] FILE [OVERRIDES...] [-o OUT.yaml]` prints our config and a
+report of every upstream key: **mapped** (written to ours), **default** (equal to our
+default, or unset upstream), **ignored** (upstream plumbing) or **unsupported** (with the
+reason). `rl train --from DIALECT FILE [OVERRIDES...]` converts and runs. The dialect is
+detected from the file when `--from` is left out. A key no rule names is moved as it is
+and kept if our schema has it, else reported unsupported ("{no_setting}").
+
+The report lists one by one what would change training (unsupported: the run is not
+verl's), and in one line per reason the keys rl handles itself (ignored: engine internals,
+memory and speed options). A refusal names the upstream key beside ours.
+
+A section the system does not read while its switch is off (verl: a disabled reward
+model, the critic GRPO never builds, the reference model without a KL, profilers, LoRA at
+rank 0, ...) is neither validated nor mapped: its `???` keys and paths never matter, and
+the report says in one line per switch what it left unread (table per dialect below).
+
+A launch script works too (`rl train --from verl run_qwen2-7b_math.sh [OVERRIDES]`): it
+is read as bash would run it, never executed: variables from the script, then the
+environment (`${{X:-default}}` and the other operators), `$(pwd)`, `$(date +FMT)`,
+`basename` / `dirname` / `realpath` and `$((...))` computed in Python, `if` / `case`
+decided from known values, and rl's overrides placed where the script says `"$@"` (else
+appended). The config is found as Hydra finds it for the module the script runs
+(`verl.trainer.main_ppo`, verl's experimental and recipe entry modules, read with `ast`
+from an installed verl or the checkout holding the script): a relative `--config-path` is
+read against that module's folder, and without `--config-name` its `@hydra.main` default
+applies. A value that cannot be known is reported by name with the override to pass.
+"""
+
+
+def _rows(rules: list[Rule]) -> list[str]:
+    lines = ["| upstream key | rl key | note |", "|---|---|---|"]
+    for rule in rules:
+        target = f"`{rule.target}`" if rule.target else "—"
+        note = rule.reason or ("value converted" if rule.convert else "")
+        if not rule.target:
+            note = f"{rule.status}: {note}"
+        lines.append(f"| `{rule.source}` | {target} | {note} |")
+    return lines
+
+
+def _coverage(dialect: str, importer: ModuleType) -> list[str]:
+    rows = coverage.table(dialect, importer)
+    counts = Counter(row.status for row in rows)
+    lines = [
+        f"\n### Coverage of {dialect}'s documented keys\n",
+        f"{len(rows)} keys ({importer.DOCUMENTED}): "
+        + ", ".join(f"{counts[s]} {s}" for s in ("mapped", "unsupported", "ignored"))
+        + ". A mapped key whose value equals our default is reported as default.\n",
+        "| upstream key | rl key | status / reason |",
+        "|---|---|---|",
+    ]
+    for row in rows:
+        target = f"`{row.target}`" if row.status == "mapped" else "—"
+        note = row.status if row.status == "mapped" else f"{row.status}: {row.reason}"
+        lines.append(f"| `{row.key}` | {target} | {note} |")
+    return lines
+
+
+def _switches(switches: list[Any]) -> list[str]:
+    if not switches:
+        return []
+    lines = [
+        "\nSections read only while their switch is on (off: neither validated nor mapped):\n",
+        "| sections | switch | read whatever the switch says |",
+        "|---|---|---|",
+    ]
+    for switch in switches:
+        sections = ", ".join(f"`{section}`" for section in switch.sections)
+        kept = ", ".join(f"`{key}`" for key in switch.always_read) or "—"
+        lines.append(f"| {sections} | {switch.switch} | {kept} |")
+    return lines
+
+
+def render() -> str:
+    lines = [HEADER.format(no_setting=NO_SETTING)]
+    for dialect in coverage.TABLES:
+        importer = coverage.tables(dialect)
+        title = "verl's SFT trainer" if dialect == "verl_sft" else dialect
+        lines.append(f"\n## {title}\n")
+        lines.append(importer.DESCRIPTION.strip() + "\n")
+        lines.append(
+            "Rules, first match wins (`.` ends a prefix, `*` is the rest of one segment, "
+            "`**` one or more segments):\n"
+        )
+        lines += _rows(importer.RULES)
+        lines.append(
+            "\nWhy a key that would move to a name our schema lacks is not supported (first "
+            'match; otherwise "' + NO_SETTING + '"):\n'
+        )
+        lines += _rows(importer.REASONS)
+        lines += _switches(getattr(importer, "SWITCHES", []))
+        lines += _coverage(dialect, importer)
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(render(), end="")

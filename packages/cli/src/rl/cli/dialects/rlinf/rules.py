@@ -1,0 +1,399 @@
+"""The RLinf key table: each upstream key to ours, or why not (first match wins)."""
+
+from __future__ import annotations
+
+from rl.cli.dialects.mapping import Rule
+from rl.cli.dialects.rlinf import values
+from rl.cli.dialects.vocabulary import (
+    CRITIC_WARMUP,
+    LORA,
+    OUTPUT_DIR_LOGS,
+    PROFILING,
+    ROLLOUT_TP_ONLY,
+    SEEDED_BY_TRAINER,
+    TOKENIZER_FROM_MODEL,
+    VAL_GENERATIONS,
+    ddp_overlap_rules,
+)
+
+_ARCH = "rl reads the architecture from model.path's config (RLinf: from its config.json)"
+_DERIVED = "RLinf derives it (validate_cfg)"
+_INFRA = "RLinf's Ray/process setup; rl's launcher decides it"
+_DEAD = "not read by RLinf's reasoning runner"
+_CKPT = "RLinf's HF -> megatron conversion; rl converts HF weights itself (rl.megatron.layouts)"
+_ENGINE = "an engine option rl does not expose"
+_DYNAMIC = "RLinf's dynamic scheduler is not in rl"
+_INFERENCE = (
+    "RLinf's disaggregated inference workers run the reference (and old) log-probs; rl's "
+    "reference runs with the actor's layout (placement: cluster.component_placement.inference)"
+)
+# megatron TransformerConfig fields in RLinf's actor.model that tune kernels, not shapes
+_TRANSFORMER_KEYS = (
+    "recompute_granularity",
+    "recompute_method",
+    "recompute_num_layers",
+    "apply_rope_fusion",
+    "bias_activation_fusion",
+    "bias_dropout_fusion",
+    "persist_layer_norm",
+    "moe_token_dispatcher_type",
+    "moe_grouped_gemm",
+    "moe_aux_loss_coeff",
+    "moe_router_load_balancing_type",
+    "moe_router_bias_update_rate",
+    "gradient_accumulation_fusion",
+    "batch_p2p_comm",
+)
+_PARALLEL_KEYS = (
+    "tensor_model_parallel_size",
+    "pipeline_model_parallel_size",
+    "virtual_pipeline_model_parallel_size",
+    "context_parallel_size",
+    "expert_model_parallel_size",
+    "expert_tensor_parallel_size",
+    "sequence_parallel",
+)
+
+
+def _trainer_rules(section: str, ours: str) -> list[Rule]:
+    """What the actor and the critic share: the megatron or FSDP model, optimizer, schedule."""
+    model, optim, sched = f"{section}.model.", f"{section}.optim.", f"{section}.lr_sched."
+    return [
+        *[Rule(model + key, f"{ours}.megatron.{key}") for key in _PARALLEL_KEYS],
+        *[
+            Rule(model + key, f"{ours}.megatron.override_transformer_config.{key}")
+            for key in _TRANSFORMER_KEYS
+        ],
+        Rule(model + "megatron_checkpoint", f"{ours}.megatron.dist_checkpointing_path"),
+        Rule(model + "seq_length", reason=_DERIVED + " from runner.seq_length", status="ignored"),
+        Rule(model + "encoder_seq_length", reason=_DERIVED, status="ignored"),
+        Rule(
+            model + "variable_seq_lengths",
+            reason="rl packs variable lengths always",
+            status="ignored",
+        ),
+        Rule(
+            model + "model_type",
+            reason="rl reads the model type from model.path's config",
+            status="ignored",
+        ),
+        Rule(model + "is_lora", reason=LORA),
+        Rule(model + "use_cpu_initialization", reason="rl initialises on the device (or meta)"),
+        Rule(model + "*", reason=_ARCH, status="ignored"),
+        Rule(optim + "lr", f"{ours}.optim.lr"),
+        Rule(optim + "weight_decay", f"{ours}.optim.weight_decay"),
+        Rule(optim + "adam_beta1", f"{ours}.optim.betas", derive=values.betas(section)),
+        Rule(optim + "adam_beta2", f"{ours}.optim.betas", derive=values.betas(section)),
+        Rule(optim + "clip_grad", f"{ours}.optim.grad_clip"),
+        Rule(optim + "min_lr", f"{ours}.optim.min_lr_ratio", derive=values.min_lr_ratio(section)),
+        Rule(
+            optim + "min_lr_rate", f"{ours}.optim.min_lr_ratio", derive=values.min_lr_ratio(section)
+        ),
+        Rule(optim + "lr_scheduler", f"{ours}.optim.lr_scheduler", convert=values.scheduler),
+        Rule(
+            optim + "lr_warmup_steps", f"{ours}.optim.lr_warmup_steps", convert=values.warmup_steps
+        ),
+        Rule(optim + "lr_warmup_steps_ratio", f"{ours}.optim.lr_warmup_ratio"),
+        Rule(optim + "use_distributed_optimizer", f"{ours}.megatron.use_distributed_optimizer"),
+        *ddp_overlap_rules(optim, ours),
+        Rule(
+            optim + "optimizer", reason="rl's optimizer is AdamW (RLinf's adam)", status="ignored"
+        ),
+        Rule(optim + "fp16", reason="from the precision (model.dtype)", status="ignored"),
+        Rule(optim + "bf16", reason="from the precision (model.dtype)", status="ignored"),
+        Rule(optim + "loss_scale*", reason="rl's fp16 loss scaling is megatron's own"),
+        Rule(optim + "adam_eps", reason="rl's AdamW uses eps 1e-8"),
+        Rule(
+            optim + "total_training_steps",
+            reason="rl takes it from trainer.total_training_steps",
+            status="ignored",
+        ),
+        Rule(optim + "*", reason="a megatron optimizer option rl does not expose"),
+        Rule(sched + "lr_decay_style", f"{ours}.optim.lr_scheduler", convert=values.scheduler),
+        Rule(sched + "lr_warmup_fraction", f"{ours}.optim.lr_warmup_ratio"),
+        Rule(sched + "lr_warmup_iters", f"{ours}.optim.lr_warmup_steps"),
+        Rule(sched + "lr_warmup_init", f"{ours}.optim.lr_warmup_init"),
+        Rule(sched + "lr_decay_iters", f"{ours}.optim.lr_decay_steps"),
+        Rule(sched + "min_lr", f"{ours}.optim.min_lr_ratio", derive=values.min_lr_ratio(section)),
+        Rule(sched + "max_lr", reason="RLinf sets it to optim.lr", status="ignored"),
+        Rule(sched + "weight_decay_incr_style", f"{ours}.optim.weight_decay_incr_style"),
+        Rule(sched + "lr_wsd_decay_style", f"{ours}.optim.lr_wsd_decay_style"),
+        Rule(
+            sched + "use_checkpoint_opt_param_scheduler",
+            f"{ours}.optim.use_checkpoint_opt_param_scheduler",
+        ),
+        Rule(sched + "*", reason="a megatron scheduler option rl does not expose"),
+        Rule(f"{section}.megatron.use_dist_ckpt", f"{ours}.megatron.use_dist_checkpointing"),
+        Rule(f"{section}.megatron.ckpt_convertor.", reason=_CKPT, status="ignored"),
+        Rule(f"{section}.megatron.use_hf_ckpt", reason=_CKPT, status="ignored"),
+        Rule(f"{section}.megatron.mbridge", reason=_CKPT, status="ignored"),
+        Rule(f"{section}.megatron.profiler.", reason=PROFILING, status="ignored"),
+        Rule(f"{section}.megatron.use_profiler", reason=PROFILING),
+        Rule(
+            f"{section}.megatron.ddp_bucket_size",
+            f"{ours}.megatron.override_ddp_config.bucket_size",
+        ),
+        Rule(
+            f"{section}.megatron.*",
+            reason="a megatron runtime option rl sets itself",
+            status="ignored",
+        ),
+        Rule(
+            f"{section}.fsdp_config.reshard_after_forward",
+            f"{ours}.fsdp_config.reshard_after_forward",
+        ),
+        Rule(f"{section}.fsdp_config.cpu_offload", f"{ours}.fsdp_config.offload_policy"),
+        Rule(
+            f"{section}.fsdp_config.mixed_precision.param_dtype",
+            f"{ours}.fsdp_config.mixed_precision.param_dtype",
+            convert=values.mixed_precision,
+        ),
+        Rule(
+            f"{section}.fsdp_config.mixed_precision.reduce_dtype",
+            f"{ours}.fsdp_config.mixed_precision.reduce_dtype",
+            convert=values.mixed_precision,
+        ),
+        Rule(f"{section}.fsdp_config.gradient_checkpointing", "model.gradient_checkpointing"),
+        Rule(f"{section}.fsdp_config.strategy", reason="rl's FSDP is FSDP2", status="ignored"),
+        Rule(
+            f"{section}.fsdp_config.sharding_strategy",
+            f"{ours}.fsdp_config.fsdp_size",
+            convert=values.sharding,
+        ),
+        Rule(
+            f"{section}.fsdp_config.mixed_precision.buffer_dtype",
+            reason="rl keeps buffers in the parameters' dtype",
+            status="ignored",
+        ),
+        Rule(f"{section}.fsdp_config.", reason="an FSDP detail rl sets itself"),
+        Rule(f"{section}.tokenizer.trust_remote_code", "model.trust_remote_code"),
+        Rule(
+            f"{section}.tokenizer.",
+            reason=TOKENIZER_FROM_MODEL,
+            status="ignored",
+        ),
+        Rule(f"{section}.micro_batch_size", reason=_DERIVED, status="ignored"),
+        Rule(f"{section}.global_batch_size", reason=_DERIVED, status="ignored"),
+        Rule(f"{section}.group_name", reason=_INFRA, status="ignored"),
+    ]
+
+
+RULES: list[Rule] = [
+    Rule("hydra.", reason="Hydra's own run settings", status="ignored"),
+    # cluster and runner
+    Rule("cluster.num_nodes", "cluster.nnodes"),
+    Rule("cluster.num_gpus_per_node", "cluster.n_gpus_per_node"),
+    Rule("cluster.component_placement.", "cluster.component_placement."),
+    Rule("cluster.auto_scheduler", reason=_DYNAMIC),
+    Rule("cluster.use_*_policy", reason=_DYNAMIC),
+    Rule("cluster.recreate_nccl_groups", reason=_DYNAMIC),
+    Rule("cluster.node_groups.", reason="heterogeneous node groups are not in rl"),
+    Rule("cluster.", reason=_INFRA),
+    Rule("runner.task_type", reason="checked: reasoning", status="ignored"),
+    Rule("runner.logger.logger_backends", "trainer.logger", convert=values.loggers),
+    Rule("runner.logger.project_name", "trainer.project_name"),
+    Rule("runner.logger.experiment_name", "trainer.experiment_name"),
+    Rule("runner.logger.log_path", reason=OUTPUT_DIR_LOGS, status="ignored"),
+    Rule("runner.output_dir", "trainer.output_dir", derive=values.output_dir),
+    Rule("runner.experiment_name", "trainer.experiment_name"),
+    Rule("runner.max_epochs", "trainer.total_epochs"),
+    Rule("runner.max_steps", "trainer.total_training_steps", convert=values.steps),
+    Rule("runner.val_check_interval", "trainer.test_freq", convert=values.freq),
+    Rule("runner.save_interval", "trainer.save_freq", convert=values.freq),
+    Rule(
+        "runner.resume_dir",
+        "trainer.resume_mode",
+        convert=values.resume_mode,
+        also=(("trainer.resume_from_path", values.resume_path),),
+    ),
+    Rule("runner.seq_length", "rollout.max_model_len"),
+    Rule("runner.enable_dynamic_batch_size", "actor.use_dynamic_bsz"),
+    Rule("runner.max_tokens_per_mbs", "actor.ppo_max_token_len_per_gpu"),
+    Rule("runner.per_worker_log*", reason=_INFRA),
+    # algorithm
+    Rule("algorithm.group_size", "rollout.n"),
+    Rule("algorithm.n_minibatches", "actor.ppo_mini_batch_size", derive=values.mini_batch),
+    Rule("algorithm.training_batch_size_per_gpu", "actor.ppo_micro_batch_size_per_gpu"),
+    Rule(
+        "algorithm.logprob_forward_micro_batch_size",
+        "rollout.log_prob_micro_batch_size_per_gpu",
+        also=(("ref.log_prob_micro_batch_size_per_gpu", None),),
+    ),
+    Rule("algorithm.*_rollout_batch_size_per_gpu", reason=_DEAD, status="ignored"),
+    Rule("algorithm.rollout_batch_size_per_gpu", reason=_DEAD, status="ignored"),
+    Rule(
+        "algorithm.recompute_logprobs",
+        reason="rl recomputes the old log-probs with the trainer when the update needs them",
+        status="ignored",
+    ),
+    Rule("algorithm.shuffle_rollout", "actor.shuffle"),
+    Rule("algorithm.max_num_gen_batches", reason="rl generates one batch of prompts per step"),
+    Rule("algorithm.loss_type", "actor.policy_loss", convert=values.policy_loss),
+    Rule("algorithm.loss_agg_func", "actor.loss_agg_mode"),
+    Rule(
+        "algorithm.kl_beta",
+        "actor.kl_loss_coef",
+        also=(("actor.use_kl_loss", values.kl_loss),),
+    ),
+    Rule("algorithm.kl_penalty_type", "actor.kl_loss_type", also=(("algorithm.kl_penalty", None),)),
+    Rule("algorithm.ratio_clip_eps", "actor.clip_ratio"),
+    Rule("algorithm.clip_ratio_low", "actor.clip_ratio_low"),
+    Rule("algorithm.clip_ratio_high", "actor.clip_ratio_high"),
+    Rule("algorithm.clip_ratio_c", "actor.clip_ratio_c", convert=values.clip_ratio_c),
+    Rule("algorithm.entropy_bonus", "actor.entropy_coeff", derive=values.entropy),
+    Rule("algorithm.calculate_entropy", reason="rl always logs the entropy", status="ignored"),
+    Rule(
+        "algorithm.adv_type",
+        "algorithm.adv_estimator",
+        derive=values.estimator,
+        also=(("algorithm.norm_adv_by_std_in_grpo", lambda flat: True),),
+    ),
+    Rule("algorithm.use_reinpp_baseline", reason="read with adv_type", status="ignored"),
+    Rule(
+        "algorithm.reinpp_kl_beta",
+        "algorithm.kl_ctrl.kl_coef",
+        derive=values.in_reward_kl,
+        also=(("algorithm.use_kl_in_reward", lambda flat: bool(values.in_reward_kl(flat) or 0)),),
+    ),
+    Rule(
+        "algorithm.normalize_advantages",
+        reason="RLinf whitens the advantages over the batch after computing them; rl does not",
+    ),
+    Rule("algorithm.early_stop_imp_ratio", "actor.early_stop_imp_ratio"),
+    Rule("algorithm.use_valid_token_scale", "actor.use_valid_token_scale"),
+    Rule("algorithm.importance_sampling_fix", "actor.tis_cap", derive=values.tis_cap),
+    Rule("algorithm.importance_sampling_clip", "actor.tis_cap", derive=values.tis_cap),
+    Rule("algorithm.gamma", "algorithm.gamma"),
+    Rule("algorithm.gae_lambda", "algorithm.lam"),
+    Rule("algorithm.value_cliprange", "critic.cliprange_value"),
+    Rule("algorithm.critic_warmup_steps", reason=CRITIC_WARMUP),
+    Rule("algorithm.sampling_params.temperature", "rollout.temperature", derive=values.temperature),
+    Rule("algorithm.sampling_params.do_sample", "rollout.temperature", derive=values.temperature),
+    Rule("algorithm.sampling_params.top_k", "rollout.top_k", convert=values.top_k),
+    Rule("algorithm.sampling_params.top_p", "rollout.top_p"),
+    Rule("algorithm.sampling_params.repetition_penalty", "rollout.repetition_penalty"),
+    Rule("algorithm.sampling_params.max_new_tokens", "data.max_response_length"),
+    Rule("algorithm.sampling_params.min_new_tokens", "rollout.min_new_tokens"),
+    # rollout
+    Rule("rollout.rollout_backend", "rollout.name", convert=values.rollout_backend),
+    Rule("rollout.gpu_memory_utilization", "rollout.gpu_memory_utilization"),
+    Rule("rollout.tensor_parallel_size", "rollout.tensor_parallel_size"),
+    Rule("rollout.max_running_requests", "rollout.max_num_seqs"),
+    Rule("rollout.enforce_eager", "rollout.enforce_eager"),
+    Rule("rollout.detokenize", "rollout.detokenize"),
+    Rule("rollout.validate_weight", "rollout.load_format", convert=values.load_format),
+    Rule("rollout.model.model_path", "model.path", derive=values.model_path),
+    Rule("rollout.model.precision", "rollout.dtype", convert=values.dtype),
+    Rule(
+        "rollout.model.model_type",
+        reason="rl reads the model type from model.path's config",
+        status="ignored",
+    ),
+    Rule("rollout.model.trust_remote_code", "model.trust_remote_code"),
+    Rule("rollout.vllm.enable_chunked_prefill", "rollout.enable_chunked_prefill"),
+    Rule("rollout.vllm.enable_prefix_caching", "rollout.enable_prefix_caching"),
+    Rule("rollout.vllm.max_num_batched_tokens", "rollout.max_num_batched_tokens"),
+    Rule("rollout.cuda_graph_max_bs", "rollout.engine_kwargs.sglang.cuda_graph_max_bs"),
+    Rule(
+        "rollout.return_logprobs",
+        reason="rl's engines return log-probs when asked",
+        status="ignored",
+    ),
+    Rule("rollout.pipeline_parallel_size", reason=ROLLOUT_TP_ONLY),
+    Rule("rollout.custom_chat_template", "model.custom_chat_template"),
+    Rule("rollout.group_name", reason=_INFRA, status="ignored"),
+    Rule("rollout.print_outputs", reason=VAL_GENERATIONS),
+    Rule("rollout.validate_save_dir", reason=_DEAD, status="ignored"),
+    Rule("rollout.weight_reload", reason="rl syncs the weights after every update"),
+    Rule("rollout.", reason=_ENGINE),
+    # data
+    Rule("data.type", reason="rl reads prompt/answer rows (RLinf's math type)", status="ignored"),
+    Rule("data.dataset_name", reason="a label RLinf logs", status="ignored"),
+    Rule("data.max_prompt_length", "data.max_prompt_length"),
+    Rule("data.filter_prompt_by_length", "data.filter_overlong_prompts"),
+    Rule("data.process_workers", "data.filter_num_workers"),
+    Rule("data.rollout_batch_size", "data.train_batch_size"),
+    Rule("data.val_rollout_batch_size", "data.val_batch_size"),
+    Rule("data.prompt_key", "data.prompt_key"),
+    Rule("data.answer_key", "data.answer_key"),
+    Rule("data.apply_chat_template", "data.chat_template", convert=values.chat_template),
+    Rule("data.shuffle", "data.shuffle"),
+    Rule("data.seed", "data.seed"),
+    Rule("data.train_data_paths", "data.train_files"),
+    Rule("data.val_data_paths", "data.val_files"),
+    Rule("data.num_workers", reason="rl reads the data in the driver", status="ignored"),
+    Rule("data.validation_shuffle", reason="rl validates on the whole set in order"),
+    Rule("data.", reason="a data option rl does not have (see data.* in rl config show)"),
+    # actor
+    Rule("actor.training_backend", "actor.strategy", convert=values.backend),
+    Rule("actor.model.precision", "model.dtype", convert=values.dtype),
+    Rule("actor.model.model_path", "model.path", derive=values.model_path),
+    Rule("actor.seed", "trainer.seed"),
+    Rule(
+        "actor.offload_weight",
+        "actor.megatron.param_offload",
+        derive=values.offload_for("megatron", "actor.offload_weight"),
+    ),
+    Rule(
+        "actor.offload_optimizer",
+        "actor.megatron.optimizer_offload",
+        derive=values.offload_for("megatron", "actor.offload_optimizer"),
+    ),
+    Rule(
+        "actor.offload_grad",
+        "actor.megatron.grad_offload",
+        derive=values.offload_for("megatron", "actor.offload_grad"),
+    ),
+    Rule(
+        "actor.enable_offload",
+        "actor.fsdp_config.param_offload",
+        derive=values.offload_for("fsdp", "actor.enable_offload"),
+        also=(
+            (
+                "actor.fsdp_config.optimizer_offload",
+                values.offload_for("fsdp", "actor.enable_offload"),
+            ),
+        ),
+    ),
+    *_trainer_rules("actor", "actor"),
+    Rule("actor.mcore_gpt", reason="rl builds megatron's GPT model", status="ignored"),
+    Rule("actor.spec_name", reason="rl uses megatron's local spec (TE where installed)"),
+    Rule(
+        "actor.enable_dp_load_balance",
+        reason="rl balances rows over data-parallel ranks by tokens",
+        status="ignored",
+    ),
+    Rule("actor.calculate_flops", reason=PROFILING),
+    # critic (PPO)
+    Rule(
+        "critic.use_critic_model", reason="rl runs a critic when adv_type is gae", status="ignored"
+    ),
+    Rule("critic.training_backend", "critic.strategy", convert=values.backend),
+    Rule("critic.model.precision", reason="the critic runs in model.dtype", status="ignored"),
+    Rule(
+        "critic.model.model_path",
+        reason="the critic starts from model.path in rl",
+        status="ignored",
+    ),
+    Rule("critic.seed", reason=SEEDED_BY_TRAINER, status="ignored"),
+    Rule("critic.offload_*", reason="set critic.megatron / fsdp_config offload keys"),
+    Rule("critic.enable_offload", reason="set critic.fsdp_config offload keys"),
+    *_trainer_rules("critic", "critic"),
+    Rule("critic.", reason="a critic option rl does not have"),
+    # reward, inference
+    Rule(
+        "reward.reward_type",
+        reason="rl scores rows by data source (its math scorer for math); RLinf's math reward",
+        status="ignored",
+    ),
+    Rule("reward.reward_scale", "reward.reward_scale"),
+    Rule(
+        "reward.use_reward_model", reason="RLinf's reward model is not implemented upstream either"
+    ),
+    Rule("reward.tokenizer.", reason=TOKENIZER_FROM_MODEL, status="ignored"),
+    Rule("reward.group_name", reason=_INFRA, status="ignored"),
+    Rule("reward.", reason="a reward option rl does not have"),
+    Rule("inference.", reason=_INFERENCE, status="ignored"),
+]
+
+REASONS: list[Rule] = []

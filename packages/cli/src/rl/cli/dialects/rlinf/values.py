@@ -1,0 +1,197 @@
+"""Value conversions from RLinf's settings to ours (names, units, derived values)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from rl.cli.dialects.mapping import NULL, Unsupported
+
+_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "float32": "float32"}
+_DTYPES.update({"float16": "float16", "bfloat16": "bfloat16", "16": "float16", "32": "float32"})
+
+
+def dtype(value: Any) -> Any:
+    if value is None:
+        return None
+    return _DTYPES.get(str(value), Unsupported(f"precision {value!r}: fp16, bf16 or fp32"))
+
+
+def mixed_precision(value: Any) -> Any:
+    return "float32" if value is None else dtype(value)  # RLinf's null: no mixed precision
+
+
+def mini_batch(flat: Mapping[str, Any]) -> Any:
+    """Ours in prompts: RLinf's rollout_batch_size × group_size / n_minibatches sequences
+    per optimizer step are rollout_batch_size / n_minibatches prompts."""
+    minibatches = int(flat.get("algorithm.n_minibatches") or 1)
+    return int(flat["data.rollout_batch_size"]) // minibatches
+
+
+def backend(value: Any) -> Any:
+    known = {"megatron": "megatron", "fsdp": "fsdp"}
+    return known.get(value, Unsupported(f"training_backend {value!r}: megatron or fsdp"))
+
+
+def rollout_backend(value: Any) -> Any:
+    known = {"vllm": "vllm", "sglang": "sglang"}
+    return known.get(value, Unsupported(f"rollout_backend {value!r}: vllm or sglang"))
+
+
+def estimator(flat: Mapping[str, Any]) -> Any:
+    kind = flat.get("algorithm.adv_type")
+    if kind == "reinpp":
+        if flat.get("algorithm.use_reinpp_baseline"):
+            return "reinforce_plus_plus_baseline"
+        return "reinforce_plus_plus"
+    known = {"grpo": "grpo", "gae": "gae"}
+    return known.get(
+        str(kind),
+        Unsupported(f"adv_type {kind!r}: rl has grpo, gae, reinpp (reinforce_plus_plus)"),
+    )
+
+
+def policy_loss(value: Any) -> Any:
+    if value in ("actor", "actor_critic"):
+        return "vanilla"  # the PPO clip loss, with or without a value head
+    return Unsupported(f"loss_type {value!r}: rl's PPO clip loss is RLinf's actor")
+
+
+def loggers(value: Any) -> Any:
+    known = {"tensorboard", "wandb", "swanlab"}
+    unknown = [name for name in value or [] if name not in known]
+    if unknown:
+        return Unsupported(f"logger_backends {unknown}: rl logs to tensorboard, wandb, swanlab")
+    return ["console", "jsonl", *(value or [])]
+
+
+def output_dir(flat: Mapping[str, Any]) -> Any:
+    """RLinf checkpoints under <output_dir>/<experiment_name>."""
+    root = flat.get("runner.output_dir")
+    name = flat.get("runner.experiment_name")
+    return os.path.join(str(root), str(name)) if root and name else root
+
+
+def steps(value: Any) -> Any:
+    return None if value is None or int(value) < 0 else int(value)
+
+
+def freq(value: Any) -> Any:
+    return -1 if value is None or int(value) <= 0 else int(value)
+
+
+def resume_mode(value: Any) -> Any:
+    if value in (None, ""):
+        return "disable"
+    return "auto" if value == "auto" else "path"
+
+
+def resume_path(flat: Mapping[str, Any]) -> Any:
+    value = flat.get("runner.resume_dir")
+    return None if value in (None, "", "auto") else value
+
+
+def top_k(value: Any) -> Any:
+    """RLinf's 1000000 (or <= 0) means off: ours is -1."""
+    return -1 if value is None or int(value) <= 0 or int(value) >= 100_000 else int(value)
+
+
+def temperature(flat: Mapping[str, Any]) -> Any:
+    if flat.get("algorithm.sampling_params.do_sample") is False:
+        return 0.0  # greedy
+    return flat.get("algorithm.sampling_params.temperature")
+
+
+def clip_ratio_c(value: Any) -> Any:
+    return NULL if value is None else value  # null: no dual clip, in RLinf and in ours
+
+
+def kl_loss(flat: Mapping[str, Any]) -> Any:
+    return float(flat.get("algorithm.kl_beta") or 0.0) > 0
+
+
+def entropy(flat: Mapping[str, Any]) -> Any:
+    """RLinf applies entropy_bonus only when calculate_entropy is on."""
+    if not flat.get("algorithm.calculate_entropy"):
+        return None
+    return flat.get("algorithm.entropy_bonus")
+
+
+def tis_cap(flat: Mapping[str, Any]) -> Any:
+    """RLinf's importance_sampling_fix: advantages × min(exp(recomputed - rollout), clip)."""
+    if not flat.get("algorithm.importance_sampling_fix"):
+        return None
+    return flat.get("algorithm.importance_sampling_clip")
+
+
+def in_reward_kl(flat: Mapping[str, Any]) -> Any:
+    """REINFORCE++ folds `reinpp_kl_beta` × KL into the token rewards; other estimators
+    do not read it (None: unset)."""
+    if flat.get("algorithm.adv_type") != "reinpp":
+        return None
+    return flat.get("algorithm.reinpp_kl_beta")
+
+
+def chat_template(value: Any) -> Any:
+    return "native" if value else "none"
+
+
+def load_format(value: Any) -> Any:
+    return "auto" if value else "dummy"
+
+
+def betas(section: str) -> Any:
+    def derive(flat: Mapping[str, Any]) -> Any:
+        return [
+            float(flat.get(f"{section}.optim.adam_beta1", 0.9)),
+            float(flat.get(f"{section}.optim.adam_beta2", 0.999)),
+        ]
+
+    return derive
+
+
+def min_lr_ratio(section: str) -> Any:
+    """megatron merges model, optim, lr_sched and megatron into one namespace: lr_sched's
+    min_lr wins over optim's; FSDP reads optim.min_lr_rate."""
+
+    def derive(flat: Mapping[str, Any]) -> Any:
+        if flat.get(f"{section}.optim.min_lr_rate") is not None:
+            return float(flat[f"{section}.optim.min_lr_rate"])
+        lr = float(flat.get(f"{section}.optim.lr") or 0.0)
+        low = flat.get(f"{section}.lr_sched.min_lr", flat.get(f"{section}.optim.min_lr"))
+        return None if not lr or low is None else float(low) / lr
+
+    return derive
+
+
+def scheduler(value: Any) -> Any:
+    known = {"constant": "constant", "linear": "linear", "cosine": "cosine", "WSD": "wsd"}
+    known["wsd"] = "wsd"
+    return known.get(value, Unsupported(f"lr_decay_style {value!r}: constant, linear, cosine, WSD"))
+
+
+def warmup_steps(value: Any) -> Any:
+    return 0 if value is None or int(value) < 0 else int(value)
+
+
+def model_path(flat: Mapping[str, Any]) -> Any:
+    return flat.get("rollout.model.model_path") or flat.get("actor.model.model_path")
+
+
+def offload_for(backend_name: str, key: str) -> Any:
+    def derive(flat: Mapping[str, Any]) -> Any:
+        if flat.get("actor.training_backend") != backend_name:
+            return None
+        return flat.get(key)
+
+    return derive
+
+
+def sharding(value: Any) -> Any:
+    """RLinf's full_shard is ours (fsdp_size -1: shard over every rank)."""
+    if value in (None, "full_shard"):
+        return -1
+    return Unsupported(
+        f"sharding_strategy {value!r}: rl shards fully, or hybrid with fsdp_config.fsdp_size"
+    )

@@ -1,0 +1,534 @@
+"""The ROLL key table: each upstream key to ours, or why not (first match wins)."""
+
+from __future__ import annotations
+
+from rl.cli.dialects.mapping import Rule, Unsupported, as_list
+from rl.cli.dialects.roll import batch, values
+from rl.cli.dialects.vocabulary import (
+    CRITIC_WARMUP,
+    DECODER_LAYER_WRAP,
+    LORA,
+    MTP,
+    OUTPUT_DIR_LOGS,
+    PROFILING,
+    REF_LAYOUT,
+    ROUTER_REPLAY,
+    VAL_GENERATIONS,
+    WEIGHT_SYNC_EVERY_UPDATE,
+    ddp_overlap_rules,
+)
+
+_INFRA = "ROLL's scheduling/infrastructure setting; rl's launcher decides it"
+_MASKS = "ROLL's sample masks and loss weights are not in rl"
+_DISTILL = "on-policy distillation is not in rl"
+_REWARDS = (
+    "rl scores each row by its data source with one reward (reward.custom_reward_function, "
+    "or the built-in rule scorers); ROLL's per-domain reward workers are not converted: "
+    "point reward.custom_reward_function at a scorer"
+)
+_SCHEDULER = "ROLL's rollout scheduler; rl's engine generates each step's prompts in one batch"
+_UNUSED = "defined by ROLL but not read by its RLVR pipeline"
+_ENVS = (
+    "ROLL's environments and env managers do not load in rl: write the environment as a "
+    "class with reset(task) / step(action) and name it in rollout.multi_turn.environment "
+    "(with rollout.multi_turn.enable); rl plays one instance per trajectory"
+)
+_NO_TRAINING = "an inference role: ROLL does not train it"
+
+# WorkerConfig fields without a counterpart, under any role
+WORKER_OPTIONS = {
+    "model_update_frequency": WEIGHT_SYNC_EVERY_UPDATE,
+    "backend_timeout": _INFRA,
+    "max_concurrency": _INFRA,
+    "offload_nccl": _INFRA,
+    "logits_in_fp32": "rl computes log-probs in float32 always (its fused kernel)",
+    "apply_loss_scale": _INFRA,
+    "router_replay.": ROUTER_REPLAY,
+    "mtp_training_mode": MTP,
+    "topr_*": "ROLL's TOPR loss is not in rl",
+    "opd_kl_coef": _DISTILL,
+    "tag_included": _REWARDS,
+    "use_sequence_packing": "rl packs sequences whenever use_remove_padding is on (default)",
+    "sequence_packing_args.": "rl packs sequences whenever use_remove_padding is on (default)",
+    "sequence_length_round_in_*": "rl pads packed micro-batches itself",
+    "use_dynamic_batching_in_infer": "rl's critic forward takes forward_max_token_len_per_gpu",
+    "max_tokens_per_microbatch_in_infer": "set critic.forward_max_token_len_per_gpu",
+    "use_remove_padding": "a key ROLL no longer reads (rl: actor.use_remove_padding)",
+    "checkpoint_config.": "rl checkpoints under trainer.output_dir/checkpoints",
+    "resume_from_checkpoint": "ROLL copies the top-level value",
+}
+
+# top-level RLVRConfig / PPOConfig / BaseConfig fields without a counterpart
+PIPELINE_OPTIONS = {
+    "generate_opt_level": _SCHEDULER,
+    "is_use_additional_prompts": _SCHEDULER,
+    "max_additional_running_prompts": _SCHEDULER,
+    "router_args.": _SCHEDULER,
+    "user_defined_rollout_loop_cls": _SCHEDULER,
+    "rollout_mock.": _SCHEDULER,
+    "model_download_type": "rl reads model.path from disk (no model hub download)",
+    "profiler_*": PROFILING,
+    "otlp_output_dir": PROFILING,
+    "report_length_and_rewards": PROFILING,
+    "length_profiler_dir": PROFILING,
+    "rollout_dump_dir": VAL_GENERATIONS,
+    "transfer_backend.": "rl's weight sync picks its transport (rl.core.weight_sync)",
+    "is_offload_states": "set actor.fsdp_config / megatron offload keys",
+    "is_offload_optimizer_states_in_train_step": "set *.optimizer_offload",
+    "local_rank": _INFRA,
+    "base_dir": _INFRA,
+    "sequence_length": "ROLL derives it (prompt + response length)",
+    "val_prompt_length": "rl validates with data.max_prompt_length",
+    "val_sequence_length": "rl validates with data.max_prompt_length + max_response_length",
+    "num_nodes": "derived from the device mappings (cluster.nnodes)",
+    "val_greedy": _UNUSED,
+    "val_n_sample": _UNUSED,
+    "l2": _UNUSED,
+    "use_reward_scaling": _UNUSED,
+    "use_reward_norm": _UNUSED,
+    "add_len_reward": _UNUSED,
+    "dataset_filter.": _UNUSED,
+    "save_logging_board_dir": _UNUSED,
+    "reward_norm": "a ROLL 0.1 key its dataclass no longer has (norm_mean_type now)",
+    "reward_shift": "a ROLL 0.1 key its dataclass no longer has",
+    "reward_scale": "a ROLL 0.1 key its dataclass no longer has",
+    "use_policy_loss_type": "ROLL's plain-PG switch is not in rl",
+    "use_topr_loss": "ROLL's TOPR loss is not in rl",
+    "use_topr_neg_loss_coef": "ROLL's TOPR loss is not in rl",
+    "rl_loss_coef": "rl's policy loss has weight 1",
+    "postive_loss_coef": "an SFT-on-positives term rl does not have",
+    "enable_reference": "rl runs the reference when the KL loss or KL-in-reward needs it",
+    "enable_old_logprobs_recompute": "rl decides when old log-probs are recomputed",
+    "force_disable_old_logprobs_recompute": "rl decides when old log-probs are recomputed",
+    "minibatch_data_iter_num": _UNUSED,
+    "offload_nccl": _INFRA,
+    "reward_system_config.": _REWARDS,
+    "is_pure_opd": _DISTILL,
+    "pure_opd_pipeline_type": _DISTILL,
+    "use_opd": _DISTILL,
+}
+# megatron-core TransformerConfig fields ROLL files set in strategy_config: passed through
+TRANSFORMER_CONFIG_KEYS = (
+    "recompute_granularity",
+    "recompute_method",
+    "recompute_num_layers",
+    "recompute_modules",
+    "moe_token_dispatcher_type",
+    "moe_grouped_gemm",
+    "moe_shared_expert_overlap",
+    "moe_aux_loss_coeff",
+    "moe_router_dtype",
+    "moe_layer_recompute",
+    "apply_rope_fusion",
+    "bias_activation_fusion",
+    "cross_entropy_loss_fusion",
+    "account_for_embedding_in_pipeline_split",
+    "account_for_loss_in_pipeline_split",
+    "pipeline_model_parallel_layout",
+)
+
+
+def _megatron_rules(role: str, ours: str) -> list[Rule]:
+    block = f"{role}.strategy_args.megatron_*."
+    parallel = (
+        "tensor_model_parallel_size",
+        "pipeline_model_parallel_size",
+        "virtual_pipeline_model_parallel_size",
+        "context_parallel_size",
+        "expert_model_parallel_size",
+        "expert_tensor_parallel_size",
+        "sequence_parallel",
+        "use_distributed_optimizer",
+    )
+    rules = [Rule(block + key, f"{ours}.megatron.{key}") for key in parallel]
+    rules += [
+        Rule(block + "bf16", reason="the dtype comes from model_args.dtype", status="ignored"),
+        Rule(block + "fp16", reason="the dtype comes from model_args.dtype", status="ignored"),
+        *ddp_overlap_rules(block, ours),
+        Rule(
+            block + "optimizer_cpu_offload",
+            reason="megatron's hybrid CPU Adam is not in rl (megatron.optimizer_offload moves "
+            "the optimizer state off the device between phases instead)",
+        ),
+        Rule(block + "optimizer_offload_fraction", reason="see optimizer_cpu_offload"),
+        Rule(
+            block + "ckpt_format",
+            reason="rl writes torch_dist checkpoints when megatron.use_dist_checkpointing",
+        ),
+        Rule(block + "additional_configs.", f"{ours}.megatron.override_transformer_config."),
+        Rule(
+            block + "lr_scheduler_kwargs.",
+            reason="rl's schedule is optim.lr_scheduler with min_lr_ratio",
+        ),
+        *[
+            Rule(block + key, f"{ours}.megatron.override_transformer_config.{key}")
+            for key in TRANSFORMER_CONFIG_KEYS
+        ],
+        Rule(block + "*", reason="a mcore_adapter / Hugging Face trainer option rl does not have"),
+    ]
+    return rules
+
+
+def _fsdp_rules(role: str, ours: str) -> list[Rule]:
+    block = f"{role}.strategy_args.fsdp2_*."
+    return [
+        Rule(block + "fsdp_size", f"{ours}.fsdp_config.fsdp_size", convert=values.fsdp_size),
+        Rule(
+            block + "param_dtype",
+            f"{ours}.fsdp_config.mixed_precision.param_dtype",
+            convert=values.dtype,
+        ),
+        Rule(
+            block + "reduce_dtype",
+            f"{ours}.fsdp_config.mixed_precision.reduce_dtype",
+            convert=values.dtype,
+        ),
+        Rule(block + "reshard_after_forward", f"{ours}.fsdp_config.reshard_after_forward"),
+        Rule(block + "offload_policy", f"{ours}.fsdp_config.offload_policy"),
+        Rule(
+            block + "ep_size", reason="expert parallelism under FSDP is not in rl (megatron's is)"
+        ),
+        Rule(
+            block + "efsdp_size",
+            reason="expert parallelism under FSDP is not in rl (megatron's is)",
+        ),
+        Rule(block + "wrap_policy.", reason=DECODER_LAYER_WRAP),
+        Rule(block + "*", reason="an FSDP2 detail rl sets itself"),
+    ]
+
+
+def _training_rules(role: str, ours: str) -> list[Rule]:
+    args = f"{role}.training_args."
+    return [
+        Rule(args + "learning_rate", f"{ours}.optim.lr"),
+        Rule(args + "weight_decay", f"{ours}.optim.weight_decay"),
+        Rule(args + "adam_beta1", f"{ours}.optim.betas", derive=values.betas(role)),
+        Rule(args + "adam_beta2", f"{ours}.optim.betas", derive=values.betas(role)),
+        Rule(args + "lr_scheduler_type", f"{ours}.optim.lr_scheduler", convert=values.scheduler),
+        Rule(args + "warmup_steps", f"{ours}.optim.lr_warmup_steps"),
+        Rule(args + "warmup_ratio", f"{ours}.optim.lr_warmup_ratio"),
+        Rule(args + "per_device_train_batch_size", f"{ours}.ppo_micro_batch_size_per_gpu"),
+        Rule(
+            args + "gradient_accumulation_steps",
+            f"{ours}.ppo_mini_batch_size",
+            derive=batch.mini_batch(role),
+        ),
+        Rule(args + "save_hf_model", "trainer.save_hf"),
+        Rule(args + "max_steps", reason="ROLL derives it from max_steps", status="ignored"),
+        Rule(args + "seed", reason="ROLL copies the top-level seed", status="ignored"),
+        Rule(args + "output_dir", reason="ROLL copies the top-level output_dir", status="ignored"),
+        Rule(args + "*", reason="a Hugging Face TrainingArguments option rl does not have"),
+    ]
+
+
+def _role_rules(role: str, ours: str) -> list[Rule]:
+    """What actor_train and critic share: strategy, batches, training arguments."""
+    return [
+        Rule(
+            f"{role}.strategy_args.strategy_name", f"{ours}.strategy", convert=values.train_strategy
+        ),
+        *_megatron_rules(role, ours),
+        *_fsdp_rules(role, ours),
+        Rule(f"{role}.strategy_args.", reason="a strategy rl does not train with"),
+        *_training_rules(role, ours),
+        Rule(f"{role}.device_mapping", f"cluster.placement.{ours}", convert=values.placement),
+        Rule(f"{role}.use_dynamic_batching_in_train", f"{ours}.use_dynamic_bsz"),
+        Rule(f"{role}.max_tokens_per_microbatch_in_train", f"{ours}.ppo_max_token_len_per_gpu"),
+        Rule(f"{role}.model_args.ulysses_size", f"{ours}.ulysses_sequence_parallel_size"),
+    ]
+
+
+RULES: list[Rule] = [
+    # the agentic pipeline: the turn budgets map; environments are rl code of their own
+    Rule("max_tokens_per_step", "rollout.multi_turn.max_tokens_per_turn"),
+    Rule("max_actions_per_traj", "rollout.multi_turn.max_assistant_turns"),
+    Rule("custom_envs.*.max_tokens_per_step", "rollout.multi_turn.max_tokens_per_turn"),
+    Rule("custom_envs.*.max_steps", "rollout.multi_turn.max_assistant_turns"),
+    Rule("custom_envs.", reason=_ENVS),
+    Rule(
+        "train_env_manager.group_size",
+        reason="ROLL's env group is one GRPO group of trajectories: with an rl environment "
+        "set rollout.n to it and data.train_batch_size to num_env_groups",
+    ),
+    Rule("train_env_manager.", reason=_ENVS),
+    Rule("val_env_manager.", reason=_ENVS),
+    Rule("env_manager_cls", reason=_ENVS),
+    # ROLL's plumbing
+    Rule("hydra.", reason="Hydra's own run settings", status="ignored"),
+    Rule("**.worker_cls", reason="ROLL's worker class path", status="ignored"),
+    Rule("system_envs.", reason="set environment variables in the shell that runs rl"),
+    Rule("**.system_envs.", reason="set environment variables in the shell that runs rl"),
+    Rule("logging_dir", reason=OUTPUT_DIR_LOGS, status="ignored"),
+    Rule("logging_steps", reason="rl logs every step", status="ignored"),
+    Rule("checkpoint_config.", reason="rl checkpoints under trainer.output_dir/checkpoints"),
+    Rule("rpc_timeout", "trainer.worker_timeout_s"),
+    Rule("num_gpus_per_node", "cluster.n_gpus_per_node"),
+    # run, logging, checkpoints
+    Rule("exp_name", "trainer.experiment_name"),
+    Rule("seed", "trainer.seed"),
+    Rule("output_dir", "trainer.output_dir"),
+    Rule("track_with", "trainer.logger", convert=values.loggers),
+    Rule("tracker_kwargs.project", "trainer.project_name"),
+    Rule("tracker_kwargs.name", "trainer.experiment_name"),
+    Rule(
+        "tracker_kwargs.", reason="a tracker option rl does not pass (use the tracker's env vars)"
+    ),
+    Rule("*.name", reason="ROLL's cluster name", status="ignored"),
+    Rule("max_steps", "trainer.total_training_steps"),
+    Rule("save_steps", "trainer.save_freq"),
+    Rule("max_ckpt_to_keep", "trainer.max_ckpt_to_keep", convert=lambda v: v or None),
+    Rule("eval_steps", "trainer.test_freq"),
+    Rule(
+        "resume_from_checkpoint",
+        "trainer.resume_mode",
+        convert=values.resume_mode,
+        also=(("trainer.resume_from_path", values.resume_path),),
+    ),
+    # data and generation
+    Rule("pretrain", "model.path", derive=values.model_path),
+    Rule("actor_train.model_args.model_name_or_path", "model.path", derive=values.model_path),
+    Rule("actor_infer.model_args.model_name_or_path", "model.path", derive=values.model_path),
+    Rule("reference.model_args.model_name_or_path", "model.path", derive=values.model_path),
+    Rule(
+        "reward_pretrain",
+        reason="the critic starts from model.path in rl; ROLL's reward workers are not converted",
+    ),
+    Rule("rollout_batch_size", "data.train_batch_size"),
+    Rule("val_batch_size", "data.val_batch_size"),
+    Rule("prompt_length", "data.max_prompt_length"),
+    Rule("response_length", "data.max_response_length"),
+    Rule("num_return_sequences_in_group", "rollout.n"),
+    Rule(
+        "actor_train.data_args.file_name",
+        "data.train_files",
+        convert=as_list,
+    ),
+    Rule(
+        "validation.data_args.file_name",
+        "data.val_files",
+        convert=as_list,
+    ),
+    Rule(
+        "*.data_args.template",
+        "data.chat_template",
+        convert=lambda v: (
+            "native"
+            if v == "native"
+            else Unsupported(
+                f"template {v!r}: rl applies the tokenizer's own chat template (native) or none"
+            )
+        ),
+    ),
+    Rule("*.data_args.prompt", "data.prompt_key"),
+    Rule("*.data_args.messages", "data.prompt_key"),
+    Rule("*.data_args.preprocessing_num_workers", "data.filter_num_workers"),
+    Rule(
+        "*.data_args.domain_interleave_probs.",
+        reason="per-domain batch mixing is not in rl: mix the data files beforehand",
+    ),
+    Rule(
+        "*.data_args.", reason="a ROLL data option rl does not have (see data.* in rl config show)"
+    ),
+    Rule("actor_infer.generating_args.temperature", "rollout.temperature"),
+    Rule("actor_infer.generating_args.top_p", "rollout.top_p"),
+    Rule("actor_infer.generating_args.top_k", "rollout.top_k"),
+    Rule("actor_infer.generating_args.repetition_penalty", "rollout.repetition_penalty"),
+    Rule(
+        "*.generating_args.num_return_sequences",
+        reason="ROLL sets it from num_return_sequences_in_group",
+        status="ignored",
+    ),
+    Rule(
+        "*.generating_args.max_new_tokens",
+        reason="ROLL sets it from response_length",
+        status="ignored",
+    ),
+    Rule("validation.generating_args.temperature", "rollout.val_kwargs.temperature"),
+    Rule("validation.generating_args.top_p", "rollout.val_kwargs.top_p"),
+    Rule("validation.generating_args.top_k", "rollout.val_kwargs.top_k"),
+    Rule(
+        "*.generating_args.do_sample",
+        reason="rl samples when the temperature is > 0 and decodes greedily at 0",
+        status="ignored",
+    ),
+    Rule("*.generating_args.", reason="a generation option rl does not expose"),
+    Rule("validation.", reason="rl validates with data.val_files and rollout.val_kwargs"),
+    # algorithm
+    Rule("adv_estimator", "algorithm.adv_estimator", convert=values.estimator),
+    Rule("ppo_epochs", "actor.ppo_epochs", also=(("critic.ppo_epochs", None),)),
+    Rule("max_grad_norm", "actor.optim.grad_clip", also=(("critic.optim.grad_clip", None),)),
+    Rule("gamma", "algorithm.gamma"),
+    Rule("lambd", "algorithm.lam"),
+    Rule("pg_clip", "actor.clip_ratio"),
+    Rule("use_pg_clip_range", reason="decides whether pg_clip_low/high apply", status="ignored"),
+    Rule("pg_clip_low", "actor.clip_ratio_low", derive=values.clip("low")),
+    Rule("pg_clip_high", "actor.clip_ratio_high", derive=values.clip("high")),
+    Rule("dual_clip_loss", "actor.clip_ratio_c", derive=values.dual_clip),
+    Rule("value_clip", "critic.cliprange_value"),
+    Rule("kl_penalty", "algorithm.kl_penalty"),
+    Rule("init_kl_coef", "algorithm.kl_ctrl.kl_coef"),
+    Rule(
+        "target_kl",
+        "algorithm.kl_ctrl.target_kl",
+        also=(("algorithm.kl_ctrl.type", values.kl_type),),
+    ),
+    Rule("kl_horizon", "algorithm.kl_ctrl.horizon"),
+    Rule("add_token_level_kl", "algorithm.use_kl_in_reward"),
+    Rule("use_kl_loss", "actor.use_kl_loss"),
+    Rule(
+        "kl_loss_coef",
+        "actor.kl_loss_coef",
+        also=(("actor.kl_loss_type", lambda flat: "low_var_kl"),),  # ROLL's KL loss is k3
+    ),
+    Rule("entropy_loss_coef", "actor.entropy_coeff"),
+    Rule("loss_agg_mode", "actor.loss_agg_mode"),
+    Rule(
+        "norm_mean_type",
+        reason="ROLL's reward normalisation: grpo normalises per group (rl's grpo too); "
+        "other estimators keep rl's own",
+        status="ignored",
+    ),
+    Rule(
+        "norm_std_type",
+        reason="ROLL's reward normalisation: grpo divides by the group std (rl's "
+        "algorithm.norm_adv_by_std_in_grpo, on)",
+        status="ignored",
+    ),
+    Rule("whiten_advantages", convert=None, reason="batch whitening of advantages is not in rl"),
+    Rule("whiten_rewards", reason="batch whitening of rewards is not in rl"),
+    Rule("reward_clip", reason="reward clipping is not in rl"),
+    Rule("advantage_clip", reason="advantage clipping is not in rl"),
+    Rule("critic_warmup", reason=CRITIC_WARMUP),
+    Rule(
+        "train_infer_correction.is_weight.enabled",
+        "algorithm.rollout_correction.rollout_is",
+        derive=values.rollout_is,
+    ),
+    Rule(
+        "train_infer_correction.is_weight.upper_bound",
+        "algorithm.rollout_correction.rollout_is_threshold",
+    ),
+    Rule(
+        "train_infer_correction.is_weight.weight_type",
+        reason="read with is_weight.enabled",
+        status="ignored",
+    ),
+    Rule(
+        "train_infer_correction.",
+        reason="ROLL's mismatch filters: use algorithm.rollout_correction.rollout_rs",
+    ),
+    Rule("actor_train.pg_variant", "actor.policy_loss", convert=values.pg_variant),
+    Rule("pg_variant", reason="a name ROLL files interpolate elsewhere", status="ignored"),
+    Rule("max_len_mask", reason=_MASKS),
+    Rule("difficulty_*", reason=_MASKS),
+    Rule("error_max_len_clip", reason=_MASKS),
+    Rule("error_max_len_threshold", reason=_MASKS),
+    Rule("length_loss_weight", reason=_MASKS),
+    Rule("mask_type", reason=_MASKS),
+    Rule("balance_length", reason=_MASKS),
+    Rule(
+        "importance_sampling",
+        "actor.policy_loss",
+        convert=lambda v: None if v == "token" else "gspo",
+    ),
+    Rule(
+        "async_generation_ratio",
+        reason="rl runs generation ahead with trainer.mode: async and trainer.max_staleness "
+        "(set them by hand)",
+    ),
+    Rule("is_num_return_sequences_expand", reason=_INFRA, status="ignored"),
+    Rule("max_running_requests", "rollout.max_num_seqs"),
+    Rule("model_update_buffer_size_mb", "rollout.update_weights_bucket_megabytes"),
+    Rule("global_template", reason="set data.chat_template (native uses the tokenizer's template)"),
+    Rule("tag_to_template.", reason="per-tag chat templates are not in rl"),
+    Rule("teacher.", reason=_DISTILL),
+    Rule("student_*", reason=_DISTILL),
+    Rule("*_opd*", reason=_DISTILL),
+    Rule("lora_*", reason=LORA),
+    Rule("**.lora_*", reason=LORA),
+    Rule("rewards.", reason=_REWARDS),
+    Rule("reward_model.", reason=_REWARDS),
+    Rule("reward.", reason=_REWARDS),
+    # roles
+    Rule("actor_train.model_args.dtype", "model.dtype", convert=values.dtype),
+    Rule(
+        "actor_train.model_args.disable_gradient_checkpointing",
+        "model.gradient_checkpointing",
+        convert=lambda v: not v,
+    ),
+    Rule(
+        "actor_train.model_args.attn_implementation", reason="rl picks the attention kernel itself"
+    ),
+    Rule("actor_train.infer_batch_size", "rollout.log_prob_micro_batch_size_per_gpu"),
+    Rule("actor_train.use_dynamic_batching_in_infer", "rollout.log_prob_use_dynamic_bsz"),
+    Rule(
+        "actor_train.max_tokens_per_microbatch_in_infer", "rollout.log_prob_max_token_len_per_gpu"
+    ),
+    *_role_rules("actor_train", "actor"),
+    *_role_rules("critic", "critic"),
+    Rule("critic.model_args.", reason="the critic shares model.* with the actor in rl"),
+    Rule("*.pg_variant", reason="ROLL reads pg_variant on actor_train only", status="ignored"),
+    Rule("actor_infer.training_args.", reason=_NO_TRAINING, status="ignored"),
+    Rule("actor_infer.*_in_train", reason=_NO_TRAINING, status="ignored"),
+    Rule("reference.training_args.", reason=_NO_TRAINING, status="ignored"),
+    Rule("reference.*_in_train", reason=_NO_TRAINING, status="ignored"),
+    Rule("actor_infer.strategy_args.strategy_name", "rollout.name", convert=values.infer_strategy),
+    Rule(
+        "actor_infer.strategy_args.vllm.sleep_level",
+        reason="rl frees the KV cache between phases (rollout.free_cache_engine)",
+        status="ignored",
+    ),
+    Rule(
+        "actor_infer.strategy_args.vllm.VLLM_USE_V1",
+        reason="rl runs vLLM's V1 engine",
+        status="ignored",
+    ),
+    Rule("actor_infer.strategy_args.sglang.mem_fraction_static", "rollout.gpu_memory_utilization"),
+    *[
+        Rule(f"actor_infer.strategy_args.*.{key}", f"rollout.{key}")
+        for key in (
+            "gpu_memory_utilization",
+            "tensor_parallel_size",
+            "max_model_len",
+            "max_num_seqs",
+            "max_num_batched_tokens",
+            "enable_chunked_prefill",
+            "enable_prefix_caching",
+            "enforce_eager",
+            "load_format",
+        )
+    ],
+    Rule("actor_infer.strategy_args.vllm.", "rollout.engine_kwargs.vllm."),
+    Rule("actor_infer.strategy_args.sglang.", "rollout.engine_kwargs.sglang."),
+    Rule("actor_infer.strategy_args.", reason="a rollout backend rl does not have"),
+    Rule("actor_infer.model_args.dtype", "rollout.dtype", convert=values.dtype),
+    Rule("actor_infer.device_mapping", "cluster.placement.rollout", convert=values.placement),
+    Rule(
+        "actor_infer.num_gpus_per_worker",
+        reason="rl takes it from the tensor-parallel size",
+        status="ignored",
+    ),
+    Rule(
+        "actor_infer.infer_batch_size",
+        reason="rl's engine batches all prompts of a step",
+        status="ignored",
+    ),
+    Rule("reference.infer_batch_size", "ref.log_prob_micro_batch_size_per_gpu"),
+    Rule("reference.use_dynamic_batching_in_infer", "ref.log_prob_use_dynamic_bsz"),
+    Rule("reference.max_tokens_per_microbatch_in_infer", "ref.log_prob_max_token_len_per_gpu"),
+    Rule("reference.device_mapping", "cluster.placement.ref", convert=values.placement),
+    Rule(
+        "reference.strategy_args.strategy_name", "actor.strategy", derive=values.reference_strategy
+    ),
+    Rule("reference.strategy_args.", reason=REF_LAYOUT, status="ignored"),
+    Rule("reference.model_args.", reason=REF_LAYOUT, status="ignored"),
+    Rule("reference.", reason=REF_LAYOUT),
+    Rule("*.model_args.", reason="a model option rl does not have (it reads model.path's config)"),
+    Rule("*.world_size", reason="ROLL derives it from device_mapping", status="ignored"),
+    Rule("*.num_gpus_per_worker", reason="ROLL derives it from the strategy", status="ignored"),
+    Rule("*.infer_batch_size", reason="rl's critic forward uses its ppo_micro_batch_size_per_gpu"),
+    *[Rule(f"*.{key}", reason=why) for key, why in WORKER_OPTIONS.items()],
+    *[Rule(key, reason=why) for key, why in PIPELINE_OPTIONS.items()],
+]
+
+REASONS: list[Rule] = []

@@ -1,0 +1,195 @@
+"""The config a verl launch script runs: its `python3 -m verl.trainer.main_ppo
+[--config-path=... --config-name=...] key=value ...` command (or an experimental or
+recipe entry module of verl), read as bash would run it, never executed.
+
+`bash_run` reads the script in order (variables it assigns, else from the environment,
+`${X:-default}` and friends, `$( )` of pwd/date/basename/dirname/realpath/nproc, `$(( ))`,
+arrays, `if`/`case` decided from what is known); `hydra_entry` finds the config file as
+Hydra does for that module. The overrides the user passes after the script stand where the
+command has `"$@"` (or `$*`), else after the script's own. A value the command needs but
+that cannot be known (a variable set nowhere, a command rl does not run) is refused in one
+line that names it, the override it feeds, and what to do.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from rl.cli.dialects import hydra_entry
+from rl.cli.dialects.bash_expand import Missing, Value
+from rl.cli.dialects.bash_run import Found, Shell, find_launch
+from rl.core.config.errors import ConfigError
+
+HYDRA_OPTIONS = {"--config-path": "path", "-cp": "path", "--config-name": "name", "-cn": "name"}
+
+
+@dataclass
+class Launch:
+    """What the script's python command runs: the config file and the overrides in order
+    (the user's included), with notes for the report."""
+
+    config_file: Path
+    overrides: list[str]
+    notes: list[str] = field(default_factory=list)
+
+
+def mentions_entry(text: str) -> bool:
+    """Whether a script's text names one of verl's entry modules (for `detect`)."""
+    return hydra_entry.mentions_entry(text)
+
+
+def _is_launch(words: list[Value]) -> bool:
+    return hydra_entry.entry_in([w.text if not w.missing else "" for w in words]) is not None
+
+
+def read_launch_script(
+    script: Path,
+    arguments: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    now: datetime | None = None,
+) -> Launch:
+    """The config file and overrides the verl launch `script` runs when called with
+    `arguments` (rl's overrides after the script), in the environment `environ` (this
+    process's by default) from the folder `cwd` (the current one). ConfigError, one line."""
+    try:
+        text = script.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"{script} could not be read: {error}") from None
+    try:
+        found, shell = find_launch(
+            text,
+            str(script),
+            list(arguments),
+            os.environ if environ is None else environ,
+            cwd or Path.cwd(),
+            now or datetime.now(),
+            _is_launch,
+        )
+    except ConfigError as error:
+        raise ConfigError(f"{script}: {error} (bash this reader does not follow)") from None
+    if found is None:
+        stop = f" (it exits at line {shell.exited} first)" if shell.exited else ""
+        raise ConfigError(
+            f"{script}: no `python3 -m verl.trainer.main_ppo ...` command (nor another verl "
+            f"entry module) found in the script{stop}"
+        )
+    if found.under is not None:
+        fix = (
+            "write one launch command per script"
+            if "loop" in found.under.what
+            else "export what it tests, or keep only the branch that runs"
+        )
+        raise ConfigError(
+            f"{script}: its python command (line {found.line}) runs {found.under.what} "
+            f"({found.under.why}), which rl cannot decide: {fix}"
+        )
+    return _launch(script, found, shell, list(arguments))
+
+
+def _launch(script: Path, found: Found, shell: Shell, arguments: list[str]) -> Launch:
+    texts = [w.text if not w.missing else "" for w in found.words]
+    located = hydra_entry.entry_in(texts)
+    assert located is not None
+    index, module = located
+    file_word = texts[index] if texts[index - 1] not in ("-m", "--module") else None
+    options, words = _hydra_arguments(script, found.words[index + 1 :])
+    # "$@" (or $*) read by the script placed them; else they follow the command's own
+    overrides = words if "$@" in shell.read else [*words, *(Value(a) for a in arguments)]
+    _refuse_missing(script, overrides, options, shell.sourced)
+    pythonpath = found.prefix.get("PYTHONPATH") or shell.variable("PYTHONPATH")
+    cwd = None if found.cwd.missing else Path(found.cwd.text)
+    search = hydra_entry.Search(
+        cwd, [] if pythonpath is None or pythonpath.missing else pythonpath.text.split(":"), script
+    )
+    entry = hydra_entry.find(module, file_word, search)
+    path, name = options.get("path"), options.get("name")
+    try:
+        config_file, note = hydra_entry.config_file(
+            entry, path.text if path else None, name.text if name else None, search
+        )
+    except ConfigError as error:
+        raise ConfigError(f"{script}: {error}") from None
+    return Launch(config_file, [w.text for w in overrides if w.text], [f"launch script: {note}"])
+
+
+def _hydra_arguments(script: Path, words: list[Value]) -> tuple[dict[str, Value], list[Value]]:
+    """Hydra's `--config-path`/`--config-name` (and short forms) apart from the overrides;
+    ConfigError for another Hydra option or a word that is no override."""
+    options: dict[str, Value] = {}
+    overrides: list[Value] = []
+    at = 0
+    while at < len(words):
+        word = words[at]
+        option, has_value, value = word.text.partition("=")
+        if option in HYDRA_OPTIONS:
+            if not has_value:
+                at += 1
+                word = words[at] if at < len(words) else Value("")
+                value = word.text
+            options[HYDRA_OPTIONS[option]] = Value(value, word.missing)
+        elif word.text.startswith("-") and not word.missing:
+            raise ConfigError(
+                f"{script}: its python command passes {word.text}, a Hydra option rl does not "
+                "follow (it reads --config-path and --config-name): remove it"
+            )
+        else:
+            overrides.append(word)
+        at += 1
+    return options, overrides
+
+
+def _refuse_missing(
+    script: Path, overrides: list[Value], options: dict[str, Value], sourced: list[str]
+) -> None:
+    """One line naming each value the command needs but rl cannot know, unless a later
+    override of the same key (the user's) replaces it."""
+    problems: list[str] = []
+    keys: list[str] = []
+    unknown: list[Missing] = []
+    for kind, value in options.items():
+        if value.missing:
+            problems.append(f"--config-{kind} uses {_what(value.missing)}")
+            unknown += value.missing
+    for at, word in enumerate(overrides):
+        if not word.missing:
+            continue
+        key = _key(word)
+        later = [w for w in overrides[at + 1 :] if not w.missing and _key(w) == key]
+        if later and "=" in word.text:
+            prefix = word.text.split("=", 1)[0]
+            overrides[at] = Value(f"{prefix}={later[-1].text.split('=', 1)[1]}")
+            continue
+        problems.append(f"{key} uses {_what(word.missing)}")
+        keys.append(key)
+        unknown += word.missing
+    if not problems:
+        return
+    exportable = sorted({m.what.lstrip("$") for m in unknown if m.exportable})
+    fixes = []
+    if exportable:
+        them = "them" if len(exportable) > 1 else "it"
+        fixes.append(f"export {', '.join(exportable)} (bash reads {them} from the environment)")
+    if keys:
+        fixes.append(f"pass {' '.join(k + '=VALUE' for k in keys)} after the script")
+    also = f" (the script sources {', '.join(sourced)}, which rl does not read)" if sourced else ""
+    raise ConfigError(
+        f"{script}: its python command needs values rl cannot know: {'; '.join(problems)}: "
+        + (" or ".join(fixes) or "give the script those values")
+        + also
+    )
+
+
+def _key(word: Value) -> str:
+    return word.text.split("=", 1)[0].lstrip("+~")
+
+
+def _what(missing: tuple[Missing, ...]) -> str:
+    seen: dict[str, str] = {}
+    for item in missing:
+        seen.setdefault(item.what, item.why)
+    return ", ".join(f"{what} ({why})" for what, why in seen.items())

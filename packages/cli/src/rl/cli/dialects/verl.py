@@ -1,0 +1,344 @@
+"""verl's configs as they are: Hydra composes the file (its `defaults:` list with group
+files and `group@package: option` entries, `_self_` ordering, relative `../group`
+entries, `hydra.searchpath`) and applies the overrides exactly as verl's shell scripts
+write them (`key=value`, `+key=value`, `~key`, `++key=value`, list literals); OmegaConf
+resolves `${oc.select:path,default}`, relative `${.key}` interpolations and refuses a
+`???` left unset. Hydra and OmegaConf do all of that themselves; this module only maps
+the composed keys to ours (`RULES`) and turns their errors into one line.
+
+Our schema takes verl's names, so most keys map by moving their section
+(`actor_rollout_ref.actor.*` -> `actor.*`); the renames and the keys we do not support
+are listed below, each with its reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rl.cli.dialects import hydra_files
+from rl.cli.dialects.mapping import Rule, Unsupported, as_list
+from rl.cli.dialects.switches import value_at
+from rl.cli.dialects.verl_reasons import REASONS
+from rl.cli.dialects.verl_sections import SWITCHES, move_legacy_reward_keys
+from rl.cli.dialects.vocabulary import DATACLASS_PATH, ENGINE_INTERNAL, PROFILING
+from rl.core.config.errors import ConfigError
+
+# what verl does to its config before reading it, and what it does not read (verl_sections)
+REWRITES = [move_legacy_reward_keys]
+__all__ = ["REASONS", "REWRITES", "RULES", "SWITCHES", "check", "compose"]
+POLICY_LOSSES = ("vanilla", "gspo", "cispo")  # verl's loss_mode names rl implements
+
+
+def _warmup_steps(value: Any) -> Any:
+    """verl's -1 (or null): "use lr_warmup_steps_ratio", which is our 0."""
+    return 0 if value is None or value < 0 else value
+
+
+def loggers(value: Any) -> Any:
+    """verl's logger names as ours ("file" is verl's JSONL, which rl always writes)."""
+    from rl.core.config.schema import LOGGERS
+
+    names = [value] if isinstance(value, str) else list(value or [])
+    names = ["jsonl" if name == "file" else name for name in names]
+    unknown = [name for name in names if name not in LOGGERS]
+    if unknown:
+        return Unsupported(f"logger {unknown}: rl logs to {', '.join(LOGGERS)}")
+    return names
+
+
+def _warmup_style(value: Any) -> Any:
+    """verl's `warmup_style` / `lr_scheduler_type` -> our `lr_scheduler` names."""
+    return {"constant": "constant", "cosine": "cosine", "linear": "linear"}.get(value, value)
+
+
+DESCRIPTION = """
+Composed by Hydra (defaults lists, `group@package: option`, `_self_`, relative
+`../group`, `hydra.searchpath`) with verl's override syntax (`key=v`, `+key=v`, `~key`,
+`++key=v`); OmegaConf resolves `${oc.select:...}`, relative `${.key}` and refuses an unset
+`???`.
+"""
+DOCUMENTED = (
+    "every key of verl's `_generated_ppo_trainer.yaml` and `_generated_ppo_megatron_trainer.yaml`"
+)
+
+_AGENT = "an option of verl's agent loop that rl's (rollout.multi_turn) does not have"
+_REF_LAYOUT = "the reference model runs with the actor's layout in rl"
+_SANDBOX_FUSION = (
+    "verl's SandboxFusion service is not called: rl's code reward runs in its own sandbox "
+    "(data sources in rl.core.rewards.code)"
+)
+
+RULES: list[Rule] = [
+    # ignored: verl's own plumbing
+    Rule("**._target_", reason=DATACLASS_PATH, status="ignored"),
+    Rule("global_profiler.", reason=PROFILING),
+    Rule("**.profiler.", reason=PROFILING),
+    Rule(
+        "ray_kwargs.",
+        reason="Ray's start-up options: rl starts Ray with its defaults, or "
+        "joins trainer.ray_address",
+    ),
+    Rule("transfer_queue.", reason="verl's transfer queue: rl's controller moves batches itself"),
+    Rule("actor_rollout_ref.nccl_timeout", reason=ENGINE_INTERNAL, status="ignored"),
+    Rule(
+        "model_engine",
+        reason="which actor/critic files verl composes; their strategy keys map",
+        status="ignored",
+    ),
+    Rule(
+        "actor_rollout_ref.rollout.engine_kwargs.trtllm",
+        reason="TensorRT-LLM rollout is not in rl (vllm, sglang, hf)",
+    ),
+    Rule(
+        "actor_rollout_ref.rollout.agent.default_agent_loop",
+        reason="rl's single-turn rollout is verl's single_turn_agent; multi-turn is "
+        "rollout.multi_turn (actor_rollout_ref.rollout.multi_turn.enable)",
+        convert=lambda value: None if value in (None, "single_turn_agent") else value,
+    ),
+    Rule("actor_rollout_ref.rollout.agent.num_workers", reason=ENGINE_INTERNAL, status="ignored"),
+    Rule("actor_rollout_ref.rollout.agent.", reason=_AGENT),
+    Rule("actor_rollout_ref.rollout.multi_turn.enable", "rollout.multi_turn.enable"),
+    Rule(
+        "actor_rollout_ref.rollout.multi_turn.max_assistant_turns",
+        "rollout.multi_turn.max_assistant_turns",
+    ),
+    Rule("actor_rollout_ref.rollout.multi_turn.format", "rollout.multi_turn.format"),
+    Rule(
+        "actor_rollout_ref.rollout.multi_turn.tool_config_path",
+        reason="verl's tool classes are not loaded; rl's built-in tools are named in "
+        "rollout.multi_turn.tools (calculator, python)",
+        convert=lambda value: value,
+    ),
+    Rule(
+        "actor_rollout_ref.rollout.multi_turn.max_tool_response_length",
+        reason="rl cuts tool output at 2000 characters",
+        status="ignored",
+    ),
+    Rule(
+        "actor_rollout_ref.rollout.multi_turn.tokenization_sanity_check_mode",
+        reason="rl never re-tokenises a trajectory (token in / token out)",
+        status="ignored",
+    ),
+    Rule("actor_rollout_ref.rollout.multi_turn.", reason=_AGENT),
+    Rule(
+        "actor_rollout_ref.*.checkpoint.",
+        reason="rl's checkpoints always hold the model, optimizer and extra state",
+        status="ignored",
+    ),
+    Rule(
+        "critic.checkpoint.",
+        reason="rl's checkpoints always hold the model, optimizer and extra state",
+        status="ignored",
+    ),
+    # renames
+    Rule("trainer.default_local_dir", "trainer.output_dir"),
+    Rule("trainer.logger", "trainer.logger", convert=loggers),
+    Rule("trainer.n_gpus_per_node", "cluster.n_gpus_per_node"),
+    Rule("trainer.nnodes", "cluster.nnodes"),
+    Rule("actor_rollout_ref.hybrid_engine", "cluster.hybrid_engine"),
+    Rule("actor_rollout_ref.actor.grad_clip", "actor.optim.grad_clip"),
+    Rule("actor_rollout_ref.actor.optim.clip_grad", "actor.optim.grad_clip"),
+    Rule("actor_rollout_ref.actor.optim.lr_warmup_steps_ratio", "actor.optim.lr_warmup_ratio"),
+    Rule(
+        "actor_rollout_ref.actor.optim.warmup_style",
+        "actor.optim.lr_scheduler",
+        convert=_warmup_style,
+    ),
+    Rule(
+        "actor_rollout_ref.actor.optim.lr_scheduler_type",
+        "actor.optim.lr_scheduler",
+        convert=_warmup_style,
+    ),
+    Rule(
+        "actor_rollout_ref.actor.optim.lr_decay_style",
+        "actor.optim.lr_scheduler",
+        convert=_warmup_style,
+    ),
+    Rule(
+        "actor_rollout_ref.actor.optim.lr_warmup_steps",
+        "actor.optim.lr_warmup_steps",
+        convert=_warmup_steps,
+    ),
+    Rule("critic.optim.lr_warmup_steps", "critic.optim.lr_warmup_steps", convert=_warmup_steps),
+    Rule("critic.grad_clip", "critic.optim.grad_clip"),
+    Rule("critic.optim.clip_grad", "critic.optim.grad_clip"),
+    Rule("critic.optim.lr_warmup_steps_ratio", "critic.optim.lr_warmup_ratio"),
+    Rule("critic.optim.warmup_style", "critic.optim.lr_scheduler", convert=_warmup_style),
+    Rule("critic.optim.lr_scheduler_type", "critic.optim.lr_scheduler", convert=_warmup_style),
+    Rule(
+        "critic.model.path",
+        reason="the actor's model.path (checked: rl's critic starts from the actor's model)",
+        status="ignored",
+    ),
+    Rule(
+        "critic.model.",
+        reason="the critic loads the actor's model.* in rl (memory and kernel options only)",
+        status="ignored",
+    ),
+    Rule("actor_rollout_ref.rollout.tensor_model_parallel_size", "rollout.tensor_parallel_size"),
+    Rule("actor_rollout_ref.model.enable_gradient_checkpointing", "model.gradient_checkpointing"),
+    Rule("actor_rollout_ref.model.use_fused_kernels", "actor.use_fused_kernels"),
+    Rule("actor_rollout_ref.model.use_remove_padding", "actor.use_remove_padding"),
+    Rule(
+        "actor_rollout_ref.actor.use_prefix_grouper",
+        "actor.use_prefix_grouper",
+        # verl's default false becomes rl's null: rl's grouping is exact (and runs with packed
+        # rows and fused kernels), so it stays on wherever it applies
+        convert=lambda value: True if value else None,
+    ),
+    Rule(
+        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
+        "ref.log_prob_micro_batch_size_per_gpu",
+    ),
+    Rule("actor_rollout_ref.ref.log_prob_use_dynamic_bsz", "ref.log_prob_use_dynamic_bsz"),
+    Rule(
+        "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu", "ref.log_prob_max_token_len_per_gpu"
+    ),
+    Rule("actor_rollout_ref.ref.", reason=_REF_LAYOUT, status="ignored"),
+    # verl <= 0.6 keeps the reward settings at the top level; 0.7+ in reward.* (the legacy
+    # keys are moved there first: verl_sections.move_legacy_reward_keys). A disabled reward
+    # model's section is never read (verl_sections.SWITCHES).
+    Rule("custom_reward_function.", "reward.custom_reward_function."),
+    Rule("reward_model.model.path", "reward.reward_model.path"),
+    Rule("reward_model.max_length", "reward.reward_model.max_length"),
+    Rule("reward_model.micro_batch_size_per_gpu", "reward.reward_model.batch_size"),
+    Rule(
+        "reward_model.enable",
+        reason="the switch of reward_model.*: on, its model.path is rl's reward.reward_model.path",
+        status="ignored",
+    ),
+    Rule(
+        "reward_model.reward_manager",
+        reason="rl has one reward manager, verl's naive one (a process pool with timeouts)",
+        convert=lambda value: None if value in (None, "naive") else value,
+    ),
+    Rule(
+        "reward_model.launch_reward_fn_async",
+        reason="rl scores in its own worker pool (reward.num_workers)",
+        status="ignored",
+    ),
+    Rule("reward_model.sandbox_fusion.", reason=_SANDBOX_FUSION),
+    Rule(
+        "reward_model.",
+        reason="rl's reward model is one HF sequence classifier "
+        "(reward.reward_model.*); no separate engine settings",
+    ),
+    Rule("reward.custom_reward_function.", "reward.custom_reward_function."),
+    Rule("reward.reward_model.model_path", "reward.reward_model.path"),
+    Rule(
+        "reward.reward_model.enable",
+        reason="the switch of reward.reward_model.*: on, its model_path is rl's "
+        "reward.reward_model.path",
+        status="ignored",
+    ),
+    Rule(
+        "reward.reward_model.",
+        reason="rl's reward model is one HF sequence classifier in the trainer's process "
+        "(reward.reward_model.*); no engine, placement or generation settings",
+    ),
+    Rule(
+        "reward.num_workers",
+        reason="verl's reward-loop workers: rl scores in the trainer's process unless rl's "
+        "reward.num_workers (a process pool) is set",
+        status="ignored",
+    ),
+    Rule(
+        "reward.reward_manager.name",
+        reason="rl has one reward manager, verl's naive one",
+        convert=lambda value: None if value in (None, "naive") else value,
+    ),
+    Rule(
+        "reward.reward_manager.source",
+        reason="rl's reward manager is built in; a custom one is not loaded",
+        convert=lambda value: None if value in (None, "register") else value,
+    ),
+    Rule(
+        "reward.reward_manager.module.",
+        reason="rl's reward manager is built in; a custom one is not loaded",
+        convert=lambda value: None if value in (None, "custom_reward_manager") else value,
+    ),
+    Rule("reward.sandbox_fusion.", reason=_SANDBOX_FUSION),
+    Rule("reward.reward_kwargs.", reason="reward-manager options of verl's dapo/prime managers"),
+    Rule(
+        "reward_manager.",
+        reason="rl has one reward manager (a process pool with timeouts, "
+        "reward.num_workers / timeout_s)",
+    ),
+    Rule(
+        "data.prompt_key",
+        "data.prompt_key",
+        # verl reads the ground truth from its layout's reward_model.ground_truth, always
+        also=(("data.answer_key", lambda _flat: "reward_model.ground_truth"),),
+    ),
+    Rule("data.filter_overlong_prompts_workers", "data.filter_num_workers"),
+    Rule("data.reward_fn_key", "data.data_source_key"),
+    Rule(
+        "actor_rollout_ref.rollout.prompt_length",
+        reason="rl takes it from data.max_prompt_length",
+        status="ignored",
+    ),
+    Rule(
+        "actor_rollout_ref.rollout.response_length",
+        reason="rl takes it from data.max_response_length",
+        status="ignored",
+    ),
+    Rule(
+        "actor_rollout_ref.rollout.do_sample",
+        reason="rl samples when rollout.temperature > 0 and decodes greedily at 0",
+        status="ignored",
+    ),
+    Rule(
+        "actor_rollout_ref.actor.policy_loss.loss_mode",
+        "actor.policy_loss",
+        convert=lambda value: (
+            value
+            if value in POLICY_LOSSES
+            else Unsupported(
+                f"verl's {value} policy loss is not in rl ({', '.join(POLICY_LOSSES)} are)"
+            )
+        ),
+    ),
+    Rule("data.train_files", "data.train_files", convert=as_list),
+    Rule("data.val_files", "data.val_files", convert=as_list),
+    # sections that keep verl's names
+    Rule("actor_rollout_ref.actor.", "actor."),
+    Rule("actor_rollout_ref.rollout.", "rollout."),
+    Rule("actor_rollout_ref.model.", "model."),
+    Rule("critic.", "critic."),
+    Rule("data.", "data."),
+    Rule("algorithm.", "algorithm."),
+    Rule("trainer.", "trainer."),
+]
+
+
+def compose(path: Path, overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """The composed and resolved config of the verl file `path` with `overrides`; an unset
+    `???` stays "???" until the sections verl does not read are gone (`SWITCHES`)."""
+    return hydra_files.compose(path, overrides, "verl config", allow_missing=True)
+
+
+def check(values: dict[str, Any]) -> list[str]:
+    """A critic that would start from another model than the actor is refused: rl's
+    critic starts from model.path (with a value head), verl's from critic.model.path."""
+    critic = value_at(values, "critic.model.path")
+    actor = value_at(values, "actor_rollout_ref.model.path")
+    if critic is not None and not _same_path(critic, actor):
+        raise ConfigError(
+            f"critic.model.path = {critic!r} is not the actor's model ({actor!r}): rl's "
+            "critic starts from the actor's model.path with a value head. Pass "
+            "critic.model.path=<the actor's path> (or train the critic separately)"
+        )
+    return []
+
+
+def _same_path(first: Any, second: Any) -> bool:
+    from rl.core.config.paths import user_path
+
+    if first == second:
+        return True
+    try:
+        return user_path(str(first)).resolve() == user_path(str(second)).resolve()
+    except (OSError, RuntimeError):
+        return False

@@ -1,0 +1,190 @@
+"""verl's SFT trainer config (`verl/trainer/config/sft_trainer.yaml`, run by
+`verl.trainer.fsdp_sft_trainer`) as ours for `rl sft`: composed by Hydra like verl's other
+configs (`verl.compose`), mapped by this table. rl's SFT is a full-parameter warm-start:
+AdamW at `sft.lr` for `sft.steps` steps of `sft.batch_size` random rows, clipped at
+`actor.optim.grad_clip`, without a schedule; verl's epochs, warmup and schedule keys are
+reported unsupported with that reason rather than silently dropped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rl.cli.dialects.mapping import Rule, Unsupported, as_list
+from rl.cli.dialects.verl import loggers as verl_loggers
+from rl.cli.dialects.vocabulary import DATACLASS_PATH, DECODER_LAYER_WRAP, LORA, MODEL_FROM_DISK
+
+DESCRIPTION = """
+verl's SFT trainer config (`sft_trainer.yaml`), recognised by `model.partial_pretrain`,
+becomes ours for `rl sft` (`rl sft --from verl FILE`): Hydra composes it as verl's other
+configs. rl's SFT is a full-parameter warm-start (AdamW at `sft.lr` for `sft.steps` steps of
+`sft.batch_size` random rows, no schedule): verl's epoch, warmup and schedule keys are
+listed as unsupported with that reason.
+"""
+DOCUMENTED = "every key of verl's `sft_trainer.yaml`, composed with its optim/fsdp default"
+
+_SCHEDULE = (
+    "rl's SFT warm-start runs AdamW at sft.lr without a schedule, weight decay or custom betas"
+)
+_MULTITURN = (
+    "verl's multi-turn SFT reads whole `messages` conversations; rl's reads the turns after "
+    "the prompt from a `demonstration` column"
+)
+
+
+def _dtype(value: Any) -> Any:
+    known = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+    known.update({name: name for name in ("float32", "bfloat16", "float16")})
+    return known.get(str(value), Unsupported(f"model_dtype {value!r}: fp32, bf16 or fp16"))
+
+
+def _off_when(*values: Any) -> Any:
+    """A convert for target-less rules: these values mean the feature is not in use."""
+    return lambda value: None if value in values else value
+
+
+def _steps(value: Any) -> Any:
+    if value is None:
+        return Unsupported(
+            "null: verl derives the steps from trainer.total_epochs; rl's SFT runs "
+            "sft.steps steps: set trainer.total_training_steps"
+        )
+    return int(value)
+
+
+RULES: list[Rule] = [
+    Rule("**._target_", reason=DATACLASS_PATH, status="ignored"),
+    Rule("data.train_batch_size", "sft.batch_size"),
+    Rule("data.micro_batch_size_per_gpu", "actor.ppo_micro_batch_size_per_gpu"),
+    Rule(
+        "data.micro_batch_size",
+        reason="deprecated in verl for micro_batch_size_per_gpu",
+        convert=_off_when(None),
+    ),
+    Rule("data.train_files", "data.train_files", convert=as_list),
+    Rule("data.val_files", "data.val_files", convert=as_list),
+    Rule("data.prompt_key", "data.prompt_key"),
+    Rule("data.response_key", "data.answer_key"),
+    Rule("data.truncation", "data.truncation"),
+    Rule(
+        "data.max_length",
+        reason="rl's SFT bounds the prompt and the answer separately (data.max_prompt_length, "
+        "data.max_response_length)",
+    ),
+    Rule("data.*_max_samples", reason="rl reads every row", convert=_off_when(-1, None)),
+    Rule("data.*_dict_keys", reason="rl reads flat prompt/answer columns", convert=_off_when(None)),
+    Rule("data.multiturn.enable", reason=_MULTITURN, convert=_off_when(False)),
+    Rule("data.multiturn.", reason=_MULTITURN, status="ignored"),
+    Rule(
+        "data.chat_template",
+        reason="set data.chat_template (native: the tokenizer's)",
+        convert=_off_when(None),
+    ),
+    Rule(
+        "data.custom_cls.",
+        reason="rl reads its own dataset (rl.core.data)",
+        convert=_off_when(None),
+    ),
+    Rule("data.balance_dp_token", reason="rl's SFT draws random rows", convert=_off_when(False)),
+    Rule("data.use_shm", reason="rl reads the data from disk", convert=_off_when(False)),
+    Rule(
+        "data.apply_chat_template_kwargs",
+        reason="rl applies the template without kwargs",
+        convert=_off_when({}),
+    ),
+    Rule("model.partial_pretrain", "model.path", also=(("sft.enable", lambda flat: True),)),
+    Rule("model.enable_gradient_checkpointing", "model.gradient_checkpointing"),
+    Rule("model.trust_remote_code", "model.trust_remote_code"),
+    Rule("model.fsdp_config.model_dtype", "model.dtype", convert=_dtype),
+    Rule("model.fsdp_config.cpu_offload", "actor.fsdp_config.offload_policy"),
+    Rule("model.fsdp_config.offload_params", "actor.fsdp_config.param_offload"),
+    Rule(
+        "model.fsdp_config.wrap_policy.",
+        reason=DECODER_LAYER_WRAP,
+        status="ignored",
+    ),
+    Rule(
+        "model.strategy",
+        "actor.strategy",
+        convert=lambda v: (
+            "fsdp"
+            if v in ("fsdp", "fsdp2")
+            else Unsupported(f"strategy {v!r}: rl's SFT runs on FSDP2")
+        ),
+    ),
+    Rule("model.lora_rank", reason=LORA, convert=_off_when(0)),
+    Rule("model.lora_alpha", reason="read with lora_rank", status="ignored"),
+    Rule("model.target_modules", reason="read with lora_rank", status="ignored"),
+    Rule("model.use_liger", reason="Liger kernels are not in rl", convert=_off_when(False)),
+    Rule("model.use_shm", reason=MODEL_FROM_DISK, convert=_off_when(False)),
+    Rule(
+        "model.external_lib",
+        reason="rl imports custom models through its registry",
+        convert=_off_when(None),
+    ),
+    Rule("optim.lr", "sft.lr"),
+    Rule("optim.clip_grad", "actor.optim.grad_clip"),
+    Rule("optim.optimizer", reason=_SCHEDULE, convert=_off_when("AdamW")),
+    Rule("optim.optimizer_impl", reason=_SCHEDULE, convert=_off_when("torch.optim")),
+    Rule("optim.lr_warmup_steps", reason=_SCHEDULE, convert=_off_when(-1, 0, None)),
+    Rule("optim.lr_warmup_steps_ratio", reason=_SCHEDULE, convert=_off_when(0, None)),
+    Rule("optim.total_training_steps", reason="verl's own copy", status="ignored"),
+    Rule("optim.weight_decay", reason=_SCHEDULE, convert=_off_when(0, None)),
+    Rule("optim.betas", reason=_SCHEDULE, convert=_off_when([0.9, 0.999])),
+    Rule("optim.lr_scheduler", reason=_SCHEDULE, convert=_off_when("constant", None)),
+    Rule("optim.warmup_style", reason=_SCHEDULE, convert=_off_when("constant", None)),
+    Rule("optim.lr_scheduler_*", reason=_SCHEDULE, convert=_off_when("constant", None)),
+    Rule("optim.min_lr_ratio", reason=_SCHEDULE, convert=_off_when(0, None)),
+    Rule("optim.num_cycles", reason="a cosine-schedule parameter", status="ignored"),
+    Rule("optim.", reason=_SCHEDULE),
+    Rule("ulysses_sequence_parallel_size", "actor.ulysses_sequence_parallel_size"),
+    Rule("use_remove_padding", "actor.use_remove_padding"),
+    Rule("trainer.total_training_steps", "sft.steps", convert=_steps),
+    Rule(
+        "trainer.total_epochs",
+        reason="rl's SFT runs sft.steps steps (set trainer.total_training_steps)",
+        status="ignored",
+    ),
+    Rule("trainer.default_local_dir", "trainer.output_dir"),
+    Rule(
+        "trainer.default_hdfs_dir",
+        reason="rl writes to trainer.output_dir only",
+        convert=_off_when(None),
+    ),
+    Rule("trainer.n_gpus_per_node", "cluster.n_gpus_per_node"),
+    Rule("trainer.nnodes", "cluster.nnodes"),
+    Rule("trainer.checkpoint.", reason="rl's SFT saves the final model as a Hugging Face folder"),
+    Rule(
+        "trainer.test_freq",
+        reason="rl's SFT does not validate (rl eval --model scores the result)",
+        convert=_off_when(-1, None),
+    ),
+    Rule(
+        "trainer.save_freq",
+        reason="rl's SFT saves the final model only",
+        convert=_off_when(-1, None),
+    ),
+    Rule(
+        "trainer.resume_*",
+        reason="rl's SFT runs start to end (no checkpoints to resume)",
+        status="ignored",
+    ),
+    Rule(
+        "trainer.max_ckpt_to_keep", reason="rl's SFT saves the final model only", status="ignored"
+    ),
+    Rule("trainer.logger", "trainer.logger", convert=verl_loggers),
+    Rule("trainer.", "trainer."),
+]
+
+REASONS: list[Rule] = [
+    Rule("trainer.", reason="a verl SFT trainer option with no counterpart in rl"),
+]
+
+
+def is_sft(values: dict[str, Any]) -> bool:
+    """verl's SFT trainer config, not its PPO one."""
+    model = values.get("model")
+    return (
+        "actor_rollout_ref" not in values
+        and isinstance(model, dict)
+        and ("partial_pretrain" in model)
+    )

@@ -1,0 +1,34 @@
+"""What the dialect tables say the same way: one wording per reason, whichever system a key
+comes from (the report of `rl convert` and docs/config-dialects.md read alike across
+dialects), and the rules more than one table holds."""
+
+from __future__ import annotations
+
+from rl.cli.dialects.mapping import Rule
+
+CRITIC_WARMUP = "critic warm-up steps are not in rl yet"
+DATACLASS_PATH = "verl's dataclass class path"
+DECODER_LAYER_WRAP = "rl wraps each decoder layer itself"
+ENGINE_INTERNAL = "an engine-internal setting rl chooses itself"
+LORA = "LoRA is not in rl yet (full-parameter only)"
+MBRIDGE = "rl converts HF <-> megatron weights itself (rl.megatron.layouts)"
+MODEL_FROM_DISK = "rl reads model.path from disk"
+MTP = "multi-token prediction is not in rl"
+OUTPUT_DIR_LOGS = "rl logs under trainer.output_dir"
+PROFILING = "profiling is not configured in rl's config (use the torch profiler directly)"
+REF_LAYOUT = "rl runs the reference with the actor's model, dtype and parallel layout"
+ROLLOUT_TP_ONLY = "rl's rollout is tensor-parallel only"
+ROUTER_REPLAY = "MoE router replay is not in rl"
+SEEDED_BY_TRAINER = "rl seeds every role from trainer.seed"
+TOKENIZER_FROM_MODEL = "rl reads the tokenizer from model.path"
+VAL_GENERATIONS = "rl keeps validation generations in val_generations.jsonl"
+WEIGHT_SYNC_EVERY_UPDATE = "rl syncs the rollout weights after every update"
+
+
+def ddp_overlap_rules(prefix: str, ours: str) -> list[Rule]:
+    """Megatron's DDP overlap switches under `prefix` (a role's megatron block upstream),
+    as `<ours>.megatron.override_ddp_config.*`."""
+    return [
+        Rule(prefix + key, f"{ours}.megatron.override_ddp_config.{key}")
+        for key in ("overlap_grad_reduce", "overlap_param_gather")
+    ]
