@@ -32,7 +32,6 @@ from rl.core.config.megatron import MegatronConfig
 from rl.core.distributed import ensure_process_group
 from rl.core.engines import LogprobOutput, LossFn
 from rl.core.errors import CheckpointError
-from rl.core.layouts import converter_for
 from rl.core.micro_batches import (
     MicroBatching,
     micro_batch_rows,
@@ -43,6 +42,7 @@ from rl.core.optim import warmup_steps
 from rl.core.workers.dispatch import data_parallel_rows
 from rl.megatron.convert import load_dist_model
 from rl.megatron.inputs import model_inputs
+from rl.megatron.layouts import converter_for
 from rl.megatron.logprobs import response_logprobs, response_values, run_model, unwrap
 from rl.megatron.model import build_gpt_model, resolve_spec, transformer_config
 from rl.megatron.parallel import check_layout, init_model_parallel
