@@ -21,6 +21,7 @@ import torch.distributed as dist
 from rl.core.batch import select, to_device
 from rl.core.engines import LogprobOutput, LossFn
 from rl.core.micro_batches import MicroBatching
+from rl.core.updates import mini_batch_updates, role_means
 from rl.core.workers.dispatch import data_parallel_rows
 from rl.megatron.schedule import PipelineSchedule
 
@@ -44,17 +45,14 @@ class TrainSteps:
         steps."""
         for chunk in self.schedule.chunks:
             chunk.train()
-        metrics: dict[str, list[float]] = defaultdict(list)
-        for mini in minis:
-            for key, value in self.optimizer_step(mini, loss_fn, spec).items():
-                metrics[key].append(value)
-        metrics["lr"].append(self.optimizer.param_groups[0]["lr"])
-        if min(metrics[f"{self.section}/skipped_steps"]) < 1.0:
-            self.scheduler.step(increment=1)
-        metrics[f"{self.section}/weight_norm"].append(
-            weight_norm(self.schedule.chunks, self.device)
+        return mini_batch_updates(
+            minis,
+            lambda mini: self.optimizer_step(mini, loss_fn, spec),
+            self.section,
+            lambda: self.optimizer.param_groups[0]["lr"],
+            lambda: self.scheduler.step(increment=1),
+            lambda: weight_norm(self.schedule.chunks, self.device),
         )
-        return {key: sum(values) / len(values) for key, values in metrics.items()}
 
     def optimizer_step(
         self, mini: Mapping[str, torch.Tensor], loss_fn: LossFn, spec: MicroBatching
@@ -105,9 +103,7 @@ class TrainSteps:
             on_device = loss.to(self.device)
             dist.all_reduce(on_device, group=self.ps.get_data_parallel_group())
             loss = on_device.cpu()
-        out = {
-            (k if "/" in k else f"{self.section}/{k}"): sum(v) / len(v) for k, v in values.items()
-        }
+        out = role_means(values, self.section)
         out[f"{self.section}/loss"] = float(loss)
         return out
 
