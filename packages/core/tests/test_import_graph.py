@@ -58,6 +58,7 @@ CORE_LAYERS = [
         "rewards",
         "weight_sync",
         "micro_batches",
+        "updates",
         "evaluation",
         "doctor",
         "bench",

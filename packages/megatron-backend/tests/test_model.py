@@ -1,5 +1,5 @@
 """rl.megatron.model: the HF config -> megatron-core mapping (the logits check against the HF
-model lives with the weight layouts, packages/core/tests/layouts/test_megatron_reference.py)."""
+model lives with the weight layouts, packages/megatron-backend/tests/layouts/test_megatron_reference.py)."""
 
 import importlib.util
 

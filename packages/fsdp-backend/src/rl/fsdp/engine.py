@@ -45,6 +45,7 @@ from rl.core.micro_batches import (
 from rl.core.models import load_causal_lm, load_value_model
 from rl.core.optim import make_lr_scheduler
 from rl.core.sharded_io import load_sharded, save_sharded
+from rl.core.updates import mini_batch_updates, role_means
 from rl.core.weight_sync.ties import tied_aliases, with_aliases, without_aliases
 from rl.core.workers.dispatch import data_parallel_rows
 from rl.fsdp.config import FSDPConfig
@@ -301,19 +302,18 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
         is the one a single rank makes on the same batch. Metrics are this rank's.
         """
         assert self.optimizer is not None and self.lr_scheduler is not None
+        scheduler = self.lr_scheduler
         self._set_training(True)
-        metrics: dict[str, list[float]] = defaultdict(list)
-        for mini in mini_batches(
-            batch, self.mini_batch_size, self.ppo_epochs, self.shuffle, self.generator
-        ):
-            for key, value in self._optimizer_step(to_device(mini, self.device), loss_fn).items():
-                metrics[key].append(value)
-        prefix = "critic" if self.role == "critic" else "actor"
-        metrics["lr"].append(self.lr_scheduler.get_last_lr()[0])
-        if min(metrics[f"{prefix}/skipped_steps"]) < 1.0:  # the schedule follows real updates
-            self.lr_scheduler.step()
-        metrics[f"{prefix}/weight_norm"].append(self._weight_norm())
-        return {key: sum(values) / len(values) for key, values in metrics.items()}
+        return mini_batch_updates(
+            mini_batches(
+                batch, self.mini_batch_size, self.ppo_epochs, self.shuffle, self.generator
+            ),
+            lambda mini: self._optimizer_step(to_device(mini, self.device), loss_fn),
+            "critic" if self.role == "critic" else "actor",
+            lambda: scheduler.get_last_lr()[0],
+            scheduler.step,
+            self._weight_norm,
+        )
 
     def _sum_over_ranks(self, value: torch.Tensor) -> float:
         """The sum over data-parallel shares (a sequence-parallel group's ranks hold one)."""
@@ -365,9 +365,7 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
             self.optimizer.step()
         prefix = "critic" if self.role == "critic" else "actor"
         # Loss functions may already name their metrics ("actor/pg_loss"); others get the role.
-        averaged = {
-            (k if "/" in k else f"{prefix}/{k}"): sum(v) / len(v) for k, v in step_metrics.items()
-        }
+        averaged = role_means(step_metrics, prefix)
         # the mini-batch loss: micro-batch shares add up, over ranks too
         averaged[f"{prefix}/loss"] = self._sum_over_ranks(total_loss)
         averaged[f"{prefix}/grad_norm"] = grad_norm

@@ -43,7 +43,7 @@ def hf_to_dist(hf_folder: str | Path, out: str | Path) -> Path:
     from transformers import AutoConfig
 
     from megatron.core import dist_checkpointing
-    from rl.core.layouts import converter_for
+    from rl.megatron.layouts import converter_for
     from rl.megatron.model import resolve_spec
     from rl.megatron.weights import checkpoint_tensors, load_hf
 
@@ -93,7 +93,7 @@ def dist_to_hf(folder: str | Path, out: str | Path) -> Path:
     from safetensors.torch import save_file
     from transformers import AutoConfig
 
-    from rl.core.layouts import converter_for
+    from rl.megatron.layouts import converter_for
     from rl.megatron.model import resolve_spec
     from rl.megatron.weights import export_hf, export_plan
 

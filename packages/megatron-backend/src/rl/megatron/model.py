@@ -4,7 +4,7 @@
 `TransformerConfig` (RMSNorm, SwiGLU, rotary base and Llama 3's rotary scaling, grouped
 query attention, Qwen2's QKV bias, Qwen3's QK norm, the MoE router, tied embeddings); `build_gpt_model` builds the model with the
 local layer spec or, when TransformerEngine is installed (`rl-megatron[te]`), its spec.
-The weights then come from `rl.core.layouts.converter_for(hf_config, spec=...)`, whose
+The weights then come from `rl.megatron.layouts.converter_for(hf_config, spec=...)`, whose
 names are this model's state-dict names (checked against it in the tests, with the
 converted HF weights giving the HF model's logits).
 """
@@ -143,7 +143,7 @@ def build_gpt_model(
     **overrides: Any,
 ) -> torch.nn.Module:
     """A GPTModel with the HF `config`'s shapes (random weights: load them with
-    `rl.core.layouts.converter_for(config, spec=resolve_spec(spec)).from_hf(...)`).
+    `rl.megatron.layouts.converter_for(config, spec=resolve_spec(spec)).from_hf(...)`).
 
     `pre_process` / `post_process`: whether this pipeline stage holds the embedding / the
     output layer; `vp_stage`: its virtual pipeline chunk; `value_head`: a critic, whose

@@ -23,6 +23,8 @@ from typing import Any
 
 import torch
 
+from rl.megatron.config import MegatronConfig
+
 
 def _unique(tensors: Iterable[torch.Tensor]) -> dict[int, torch.UntypedStorage]:
     """Distinct storages of `tensors` by address (several views share one)."""
@@ -114,3 +116,48 @@ class Offloaded:
     @property
     def nbytes(self) -> int:
         return sum(size for _, size, _ in self.storages)
+
+
+class Offloader:
+    """What `megatron.param_offload` / `grad_offload` / `optimizer_offload` release from an
+    engine's `chunks` and `optimizer` (None for the reference) between phases."""
+
+    def __init__(
+        self,
+        chunks: list[torch.nn.Module],
+        optimizer: Any,
+        m: MegatronConfig,
+        device: torch.device,
+    ) -> None:
+        self.chunks, self.optimizer, self.m, self.device = chunks, optimizer, m, device
+        self._offloaded: list[Offloaded] = []  # what `offload` released, in order
+
+    @property
+    def offloads(self) -> bool:
+        """Whether the engine steps aside for colocated roles (`megatron.*_offload`)."""
+        m = self.m
+        return m.param_offload or (
+            self.optimizer is not None and (m.grad_offload or m.optimizer_offload)
+        )
+
+    def offload(self) -> None:
+        """Release the device memory the offload keys name (weights and optimizer state
+        wait on the host, gradients are dropped); a second call does nothing."""
+        if self._offloaded:
+            return
+        params = parameter_storages(self.chunks)
+        grads = gradient_storages(self.chunks)
+        if self.optimizer is not None and self.m.optimizer_offload:
+            owned = optimizer_storages(self.optimizer, exclude=[*params, *grads])
+            self._offloaded.append(Offloaded.release(owned.values()))
+        if self.m.grad_offload:
+            self._offloaded.append(Offloaded.release(grads.values(), keep_contents=False))
+        if self.m.param_offload:
+            self._offloaded.append(Offloaded.release(params.values()))
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+
+    def onload(self) -> None:
+        """Bring back what `offload` released."""
+        while self._offloaded:
+            self._offloaded.pop().restore()

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from rl.core.layouts import LayoutConverter, LayoutError, TPKind
+from rl.megatron.layouts import LayoutConverter, LayoutError, TPKind
 from rl.megatron.weights import VALUE_HEAD, Placement
 
 ROWS = (TPKind.COLUMN, TPKind.GATE_UP, TPKind.QKV, TPKind.VOCAB)

@@ -1,6 +1,6 @@
 """Hugging Face weights into this rank's megatron-core shards, and back out, streamed.
 
-Names: the layout converter (`rl.core.layouts`) speaks whole-model megatron names
+Names: the layout converter (`rl.megatron.layouts`) speaks whole-model megatron names
 (`decoder.layers.{global layer}.…`, `local_experts.{global expert}.…`); a rank's model
 has its pipeline stage's layers numbered from 0 and its expert-parallel rank's experts
 numbered from 0. `Placement` translates between the two.
@@ -25,7 +25,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from rl.core.layouts import LayoutConverter, TPKind
+from rl.megatron.layouts import LayoutConverter, TPKind
 
 # the critic's head: megatron name -> Hugging Face (token classification) name
 VALUE_HEAD = {"output_layer.weight": "score.weight", "output_layer.bias": "score.bias"}

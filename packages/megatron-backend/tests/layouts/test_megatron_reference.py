@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rl.core.layouts import converter_for
+from rl.megatron.layouts import converter_for
 
 pytestmark = [
     pytest.mark.megatron,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from rl.core.layouts import converter_for
+from rl.megatron.layouts import converter_for
 
 
 def test_tied_import_keeps_one_tensor(tiny_hf):

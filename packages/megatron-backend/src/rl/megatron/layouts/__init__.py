@@ -1,7 +1,7 @@
 """Table-driven weight layouts: Hugging Face checkpoints <-> megatron-core, and TP sharding.
 
 ```python
-from rl.core.layouts import converter_for
+from rl.megatron.layouts import converter_for
 
 conv = converter_for(hf_config)                       # by model_type
 mcore = dict(conv.from_hf(hf_state_dict.items()))     # HF names -> mcore names, fused

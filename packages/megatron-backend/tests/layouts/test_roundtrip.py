@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rl.core.layouts import converter_for
+from rl.megatron.layouts import converter_for
 
 from .conftest import ARCHS
 

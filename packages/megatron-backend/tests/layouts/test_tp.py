@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rl.core.layouts import LayoutError, converter_for, padded_vocab_size, split_parts
+from rl.megatron.layouts import LayoutError, converter_for, padded_vocab_size, split_parts
 
 from .conftest import ARCHS
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rl.core.layouts import LayoutError, converter_for, supported_model_types
+from rl.megatron.layouts import LayoutError, converter_for, supported_model_types
 
 
 def test_unknown_model_type_lists_the_supported_ones():
