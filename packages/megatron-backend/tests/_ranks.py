@@ -408,6 +408,19 @@ def scenario_write_hf(layout: dict, model_type: str = "qwen2") -> dict:
     return {"folder": str(folder)}
 
 
+def scenario_conformance(layout: dict, model_type: str = "qwen2") -> dict:
+    """`rl.core.conformance.check_train_engine` on the engine named in the layout (the
+    registry builds it from the built-in tiny model, as a run does); layout keys other
+    than `engine` are `actor.megatron.*` overrides."""
+    from rl.core.conformance import check_train_engine, conformance_config
+
+    name = layout.pop("engine")
+    overrides = [f"actor.megatron.{key}={value}" for key, value in layout.items()]
+    config = conformance_config(f"actor.strategy={name}", f"critic.strategy={name}", *overrides)
+    check_train_engine(name, Path(os.environ["RL_TEST_OUT"]) / "conformance", config)
+    return {"engine": name}
+
+
 def main() -> None:
     scenario, rank, world, port, out, layout = sys.argv[1:7]
     os.environ.update(
