@@ -31,8 +31,8 @@ from rl.core.engines import (
     TrainEngine,
 )
 from rl.core.models import load_causal_lm, load_tokenizer
-from rl.core.registry import load_engine_class
 from rl.core.trainer.rollout_batch import build_batch
+from rl.core.workers import build as workers_build
 
 ROWS = 4
 
@@ -72,11 +72,9 @@ def mean_logprob_loss(
     return loss, {}
 
 
-def build_train_engine(name: str, config: Config, role: str = "actor") -> TrainEngine:
-    tokenizer = load_tokenizer(config.model)
-    engine_class = load_engine_class(name, "train")
-    engine: TrainEngine = engine_class.from_config(config, role, tokenizer, total_steps=4)
-    return engine
+def build_train_engine(config: Config, role: str = "actor") -> TrainEngine:
+    """The `role` engine as a run builds it (`actor.strategy` / `critic.strategy`)."""
+    return workers_build.build_train_engine(config, role, load_tokenizer(config.model), 4)
 
 
 def _response_shape_and_dtype(value: torch.Tensor, batch: Mapping[str, Any], what: str) -> None:
@@ -139,13 +137,14 @@ def check_train_engine(name: str, folder: Path, config: Config | None = None) ->
     """Every member of `TrainEngine`, and of the abilities the engine declares, on the
     built-in tiny model; `folder` is an empty scratch folder."""
     config = config or conformance_config(f"actor.strategy={name}", f"critic.strategy={name}")
+    assert config.actor.strategy == config.critic.strategy == name, "config names another engine"
     tokenizer = load_tokenizer(config.model)
     batch = token_batch(tokenizer)
-    actor = build_train_engine(name, config)
+    actor = build_train_engine(config)
     check_logprobs(actor, config, batch)
 
     # a frozen copy of the actor (load_weights of its export) gives its log-probs exactly
-    ref = build_train_engine(name, config, "ref")
+    ref = build_train_engine(config, "ref")
     ref.load_weights(actor.export_weights())
     assert torch.equal(
         _masked(ref.compute_logprobs(batch).logprobs, batch),
@@ -161,7 +160,7 @@ def check_train_engine(name: str, folder: Path, config: Config | None = None) ->
 
     # save / load: a fresh engine continues exactly where the saved one stood
     actor.save(str(folder / "actor"))
-    restored = build_train_engine(name, config)
+    restored = build_train_engine(config)
     restored.load(str(folder / "actor"))
     assert torch.equal(restored.compute_logprobs(batch).logprobs, after), (
         "load(save()) does not restore the weights"
@@ -172,7 +171,7 @@ def check_train_engine(name: str, folder: Path, config: Config | None = None) ->
         restored.compute_logprobs(batch).logprobs, actor.compute_logprobs(batch).logprobs
     ), "after load(), the next train_step differs from the saved engine's (optimizer state?)"
 
-    critic = build_train_engine(name, config, "critic")
+    critic = build_train_engine(config, "critic")
     _response_shape_and_dtype(critic.compute_values(batch), batch, "compute_values()")
 
     if declares(actor, Offloading):
@@ -211,8 +210,9 @@ def check_rollout_engine(name: str, config: Config | None = None) -> None:
     weights it was given, per-request generation, weight updates that take effect, and
     sleep / wake."""
     config = config or conformance_config(f"rollout.name={name}", "rollout.max_num_seqs=16")
+    assert config.rollout.name == name, "config names another engine"
     tokenizer = load_tokenizer(config.model)
-    engine = load_engine_class(name, "rollout").from_config(config, tokenizer)
+    engine: Any = workers_build.build_rollout_engine(config, tokenizer)
     try:
         _check_rollouts(engine, config, tokenizer)
     finally:

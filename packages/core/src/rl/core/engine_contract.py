@@ -51,10 +51,10 @@ def callable_members(cls: type) -> frozenset[str]:
 
 
 @cache
-def check_contract(cls: type, role: str, label: str = "") -> tuple[type, ...]:
-    """The abilities `cls` declares, after checking it declares `role`'s contract, only
-    abilities of that role, and defines every member of each; `label` names the engine
-    in the error (e.g. "the fsdp train engine (rl-fsdp 0.1.0)")."""
+def check_contract(cls: type, role: str, label: str = "") -> None:
+    """Check that `cls` declares `role`'s contract, only abilities of that role, and
+    defines every member of each; `label` names the engine in the error (e.g. "the fsdp
+    train engine (rl-fsdp 0.1.0)")."""
     name = label or f"{cls.__module__}.{cls.__qualname__}"
     contract = CONTRACTS[role]
     if contract not in cls.__mro__:
@@ -77,7 +77,6 @@ def check_contract(cls: type, role: str, label: str = "") -> tuple[type, ...]:
                 f"{name}: {cls.__qualname__} declares {protocol.__name__} but does not define "
                 f"{', '.join(missing)}"
             )
-    return tuple(p for p in declared(cls) if p is not contract)
 
 
 def _owner(cls: type, name: str) -> type | None:

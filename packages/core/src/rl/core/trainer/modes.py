@@ -9,7 +9,7 @@ from rl.core.config import Config
 from rl.core.engine_contract import declares
 from rl.core.engines import Offloading
 from rl.core.errors import ConfigError
-from rl.core.registry import load_engine_class
+from rl.core.workers.build import train_engine_class
 
 
 def check(config: Config) -> None:
@@ -29,11 +29,8 @@ def check(config: Config) -> None:
             f"algorithm.adv_estimator = 'remax' with trainer.mode: {trainer.mode}: ReMax's "
             "greedy baseline would generate while the next step's rollouts are generating"
         )
-    roles = [("actor", config.actor.strategy)]
-    if config.uses_critic:
-        roles.append(("critic", config.critic.strategy))
-    for role, strategy in roles:
-        engine_class = load_engine_class(strategy, "train", key=f"{role}.strategy")
+    for role in ("actor", "critic") if config.uses_critic else ("actor",):
+        engine_class = train_engine_class(config, role)
         keys = engine_class.offload_keys(config, role) if declares(engine_class, Offloading) else ()
         if keys:
             raise ConfigError(

@@ -170,10 +170,9 @@ def _train_engines(config: Config) -> None:
 def _engine_checks(config: Config, role: str) -> Any:
     """The train engine's own checks of the config (a parallel layout against the model's
     shapes and the world) when its class declares `Preflighted`; returns the class."""
-    from rl.core.registry import load_engine_class
+    from rl.core.workers.build import train_engine_class
 
-    strategy = config.critic.strategy if role == "critic" else config.actor.strategy
-    engine_class = load_engine_class(strategy, "train", key=f"{role}.strategy")
+    engine_class = train_engine_class(config, role)
     if declares(engine_class, Preflighted):
         engine_class.preflight(config, role)
     return engine_class

@@ -10,12 +10,17 @@ from rl.core.engines import RolloutEngine, TrainEngine
 from rl.core.registry import load_engine_class
 
 
+def train_engine_class(config: Config, role: str) -> Any:
+    """The class of the `role` engine ("actor", "ref", "critic"): `actor.strategy`'s, the
+    critic's `critic.strategy`'s."""
+    section = "critic" if role == "critic" else "actor"
+    strategy = config.critic.strategy if section == "critic" else config.actor.strategy
+    return load_engine_class(strategy, "train", key=f"{section}.strategy")
+
+
 def build_train_engine(config: Config, role: str, tokenizer: Any, total_steps: int) -> TrainEngine:
     """An actor/ref/critic engine of `actor.strategy` (the critic's: `critic.strategy`)."""
-    section = "critic" if role == "critic" else "actor"
-    strategy = config.critic.strategy if role == "critic" else config.actor.strategy
-    engine_class = load_engine_class(strategy, "train", key=f"{section}.strategy")
-    engine: TrainEngine = engine_class.from_config(
+    engine: TrainEngine = train_engine_class(config, role).from_config(
         config, role, tokenizer, total_steps=total_steps, responses_per_prompt=config.rollout.n
     )
     return engine

@@ -106,11 +106,9 @@ def replica_size(config: Config, role: str) -> int:
     its class declares `Replicated`, else 1."""
     from rl.core.engine_contract import declares
     from rl.core.engines import Replicated
-    from rl.core.registry import load_engine_class
+    from rl.core.workers.build import train_engine_class
 
-    section = "critic" if role == "critic" else "actor"
-    strategy = config.critic.strategy if section == "critic" else config.actor.strategy
-    engine_class = load_engine_class(strategy, "train", key=f"{section}.strategy")
+    engine_class = train_engine_class(config, role)
     return int(engine_class.replica_size(config, role)) if declares(engine_class, Replicated) else 1
 
 

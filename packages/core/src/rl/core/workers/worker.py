@@ -49,6 +49,7 @@ class RoleWorker:
     def __init__(self, rank: int = 0, world_size: int = 1) -> None:
         self.rank, self.world_size = rank, world_size
         self.engines: dict[str, Any] = {}
+        self.members: dict[str, frozenset[str]] = {}
         self.turns: Turns | None = None
         self.sender: Any = None
         self.may_share_weights = False
@@ -99,6 +100,8 @@ class RoleWorker:
             )
             # in sync mode the rollout never generates while the actor updates
             self.may_share_weights = config.trainer.mode == "sync"
+        # what each engine declared: the members `run` may call on it
+        self.members = {role: callable_members(type(e)) for role, e in self.engines.items()}
         self.turns = Turns(self.engines, offloading_roles(self.engines), config.trainer.device)
 
     # --- calls --------------------------------------------------------------------
@@ -107,11 +110,11 @@ class RoleWorker:
         """`engines[role].method(*args)` after `role` takes its turn on the device; an
         iterator result is materialised (it crosses a process boundary)."""
         assert self.turns is not None, "build() first"
-        engine = self.engines[role]
-        if method not in callable_members(type(engine)):
+        engine, declared = self.engines[role], self.members[role]
+        if method not in declared:
             raise EngineContractError(
                 f"{role}: {type(engine).__qualname__} does not declare {method!r} (declared: "
-                f"{', '.join(sorted(callable_members(type(engine))))})"
+                f"{', '.join(sorted(declared))})"
             )
         if method not in ("sleep", "wake", "offload", "onload"):
             self.turns.enter(role)
