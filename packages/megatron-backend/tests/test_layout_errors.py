@@ -103,3 +103,24 @@ def test_shared_prompts_are_refused_before_anything_starts():
         MegatronTrainEngine.preflight(config, "actor")
     auto = load_config(overrides=["actor.strategy=megatron"])
     MegatronTrainEngine.preflight(auto, "actor")  # null: nothing asked, nothing refused
+
+
+@pytest.mark.parametrize("key", ["param_offload", "grad_offload", "optimizer_offload"])
+def test_overlapping_modes_refuse_megatrons_offload_keys_by_name(key):
+    """`Offloading.offload_keys`: the megatron engine names its own keys (trainer/modes.py
+    knows no backend)."""
+    from rl.core.config import ConfigError, load_config
+    from rl.core.trainer import modes
+
+    config = load_config(
+        overrides=[
+            "actor.strategy=megatron",
+            f"actor.megatron.{key}=true",
+            "trainer.mode=one_step_off",
+        ]
+    )
+    with pytest.raises(
+        ConfigError, match=rf"^actor.megatron.{key} with trainer.mode: one_step_off"
+    ):
+        modes.check(config)
+    modes.check(load_config(overrides=["actor.strategy=megatron", "trainer.mode=one_step_off"]))
