@@ -7,6 +7,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import yaml
+
 from rl.core.config import load_config
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -96,6 +98,8 @@ def test_rl_train_from_verl_runs_two_steps(tmp_path, rl_executable, metrics_rows
 def test_rl_sft_from_verl_runs_and_rl_train_refuses_an_sft_config(
     tmp_path, rl_executable, metrics_rows
 ):
+    """verl's SFT config sets weight decay and one length bound, which rl's SFT cannot
+    honour: refused by name until allowed; then the run records them and says so."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -111,14 +115,22 @@ def test_rl_sft_from_verl_runs_and_rl_train_refuses_an_sft_config(
         "trainer.device=cpu",
         f"trainer.default_local_dir={tmp_path / 'run'}",
     ]
-    result = subprocess.run(
-        [rl_executable, "sft", "--from", "verl", str(sft), *overrides],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    command = [rl_executable, "sft", "--from", "verl", str(sft), *overrides]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "optim.weight_decay = 0.01, data.max_length = 1024" in result.stderr
+    assert "--allow-unsupported optim.weight_decay,data.max_length" in result.stderr
+    assert not (tmp_path / "run").exists()
+    allow = ["--allow-unsupported", "optim.weight_decay", "--allow-unsupported", "data.max_*"]
+    result = subprocess.run([*command, *allow], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "verl's SFT trainer config" in result.stderr
+    assert "running WITHOUT verl:optim.weight_decay = 0.01" in result.stderr
+    recorded = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+    assert set(recorded["trainer"]["dropped_settings"]) == {
+        "verl:optim.weight_decay",
+        "verl:data.max_length",
+    }
     assert [r["step"] for r in metrics_rows(tmp_path / "run")] == [1, 2, 3]
     assert (tmp_path / "run" / "hf" / "config.json").is_file()
     refused = subprocess.run(

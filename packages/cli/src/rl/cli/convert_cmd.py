@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,11 +24,20 @@ FROM_OPTION = typer.Option(
 
 
 def convert_config(
-    dialect: str | None, source: Path, overrides: list[str], job: str | None = None
+    dialect: str | None,
+    source: Path,
+    overrides: list[str],
+    job: str | None = None,
+    allow: Sequence[str] = (),
+    show: Callable[[str], None] | None = None,
+    full: bool = False,
 ) -> tuple[Config, Report]:
     """Our validated Config and the conversion report for an upstream file and overrides;
-    with `job` ("train", "sft"), a ConfigError when the file is for the other command."""
-    from rl.cli.dialects import convert, detect
+    `show` gets the report (ranked; every key when `full`) before anything is refused. A
+    ConfigError when a setting that changes training cannot be honoured and is not in
+    `allow` (`refusal`), or with `job` ("train", "sft") when the file is for the other
+    command."""
+    from rl.cli.dialects import convert, detect, refusal
     from rl.core.config import ConfigError, config_from_mapping
 
     note = None
@@ -36,16 +45,28 @@ def convert_config(
         dialect = detect(source)
         note = f"detected dialect: {dialect} (pass --from to choose)"
     conversion = convert(dialect, source, overrides)
+    report = conversion.report
     if job is not None and conversion.job != job:
         raise ConfigError(
             f"{source} is {dialect}'s {'SFT' if conversion.job == 'sft' else 'RL'} trainer "
             f"config: run it with `rl {conversion.job} --from {dialect}`"
         )
     if note:
-        conversion.report.notes.append(note)
-    with naming_upstream_keys(conversion.report):
-        config = config_from_mapping(conversion.config, f"the config converted from {source}")
-    return config, conversion.report
+        report.notes.append(note)
+    try:
+        dropped = refusal.settle(report, refusal.patterns(allow))
+    except ConfigError:
+        if show is not None:
+            show(report.render(full, refusing=True))
+        raise
+    if show is not None:
+        show(report.render(full))
+    values = conversion.config
+    if dropped:
+        values = {**values, "trainer": {**values.get("trainer", {}), "dropped_settings": dropped}}
+    with naming_upstream_keys(report):
+        config = config_from_mapping(values, f"the config converted from {source}", conversion.own)
+    return config, report
 
 
 @contextmanager
@@ -60,28 +81,59 @@ def naming_upstream_keys(report: Report) -> Iterator[None]:
         raise
 
 
+REPORT_OPTION = typer.Option(
+    "short",
+    "--report",
+    help="short: what changes training, what rl handles itself (one line per reason) and "
+    "the count of mapped keys; full: every key.",
+)
+ALLOW_OPTION = typer.Option(
+    None,
+    "--allow-unsupported",
+    help="Run without these upstream settings that change training and that rl cannot "
+    "honour (KEY[,KEY]; shell patterns such as 'rewards.*'); they are recorded in "
+    "config.yaml (trainer.dropped_settings).",
+)
+
+
+def report_is_full(report: str, verbose: bool = False) -> bool:
+    from rl.core.config import ConfigError
+
+    if report not in ("short", "full"):
+        raise ConfigError(f"--report {report!r}: choose short or full")
+    return verbose or report == "full"
+
+
 def convert(
-    source: Path = typer.Argument(..., help="The upstream config file (YAML)."),
+    source: Path = typer.Argument(..., help="The upstream config file (YAML) or launch script."),
     overrides: list[str] = typer.Argument(
         None,
         help="Overrides in the upstream system's syntax (verl, ROLL, RLinf: Hydra's key=v, "
-        "+key=v, ~key; ChatLearn: key=v).",
+        "+key=v, ~key; ChatLearn: key=v), or rl's own keys (key=v).",
     ),
     dialect: str | None = FROM_OPTION,
     out: Path | None = typer.Option(None, "-o", "--out", help="Write our YAML here."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Report every key."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Same as --report full."),
+    report: str = REPORT_OPTION,
+    allow: list[str] = ALLOW_OPTION,
 ) -> None:
     """Convert a verl, ROLL, ChatLearn or RLinf config to ours: prints (or writes) the
-    YAML and reports every upstream key as mapped, default, ignored or unsupported."""
+    YAML and reports the upstream keys, ranked: what changes training and rl cannot honour
+    (refused unless allowed), what rl handles itself, what mapped."""
     with exit_on_error():
         from rl.core.config import dump_config
 
-        config, report = convert_config(dialect, source, list(overrides or []))
+        full = report_is_full(report, verbose)
+
+        def show(text: str) -> None:
+            typer.echo(text, err=out is None)
+
+        config, _ = convert_config(
+            dialect, source, list(overrides or []), allow=allow or (), show=show, full=full
+        )
         text = dump_config(config)
         if out is None:
             typer.echo(text, nl=False)
-            typer.echo(report.render(verbose), err=True)
         else:
             out.write_text(text)
-            typer.echo(report.render(verbose))
             typer.echo(f"wrote {out}")

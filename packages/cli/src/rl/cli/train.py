@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from rl.cli.convert_cmd import ALLOW_OPTION, REPORT_OPTION
 from rl.cli.errors import exit_on_error
 
 if TYPE_CHECKING:
@@ -69,20 +70,39 @@ def _run_converted(
     config: Path | None,
     arguments: list[str] | None,
     job: str,
+    allow: list[str] | None,
+    report_mode: str,
 ) -> None:
     """Run our Config from another system's file and overrides (the report on stderr);
     a refusal names the upstream key beside ours."""
-    from rl.cli.convert_cmd import convert_config, naming_upstream_keys
+    from rl.cli.convert_cmd import convert_config, naming_upstream_keys, report_is_full
     from rl.core.config import ConfigError
 
     items = list(arguments or [])
     if config is None and not items:
         raise ConfigError(f"--from {dialect} needs the {dialect} config file")
     source = config or Path(items.pop(0))
-    converted, report = convert_config(dialect, source, items, job=job)
-    typer.echo(report.render(), err=True)
+    converted, report = convert_config(
+        dialect,
+        source,
+        items,
+        job=job,
+        allow=allow or (),
+        show=lambda text: typer.echo(text, err=True),
+        full=report_is_full(report_mode),
+    )
     with naming_upstream_keys(report):
         run(converted)
+
+
+def _refuse_allow_without_from(dialect: str | None, allow: list[str] | None) -> None:
+    from rl.core.config import ConfigError
+
+    if allow and dialect is None:
+        raise ConfigError(
+            "--allow-unsupported names upstream settings of a config run with --from; "
+            "rl's own config has none to allow"
+        )
 
 
 def train(
@@ -93,6 +113,8 @@ def train(
     ),
     config: Path | None = CONFIG_OPTION,
     dialect: str | None = FROM_OPTION,
+    allow: list[str] = ALLOW_OPTION,
+    report: str = REPORT_OPTION,
 ) -> None:
     """Train with RL (GRPO, PPO, ...). With no config file: the embedded demo on the CPU."""
     with exit_on_error():
@@ -100,8 +122,9 @@ def train(
         from rl.core.demo import DEMO_CONFIG
         from rl.core.trainer import run_training
 
+        _refuse_allow_without_from(dialect, allow)
         if dialect is not None:
-            _run_converted(run_training, dialect, config, arguments, "train")
+            _run_converted(run_training, dialect, config, arguments, "train", allow, report)
             return
         path, overrides = config_and_overrides(config, arguments)
         run_training(load_config(path or DEMO_CONFIG, overrides))  # preflight runs first
@@ -113,6 +136,8 @@ def sft(
     ),
     config: Path | None = CONFIG_OPTION,
     dialect: str | None = FROM_OPTION,
+    allow: list[str] = ALLOW_OPTION,
+    report: str = REPORT_OPTION,
 ) -> None:
     """Supervised fine-tuning (full-parameter) of the actor on prompt/answer pairs (verl's
     SFT trainer config with --from verl)."""
@@ -120,8 +145,9 @@ def sft(
         from rl.core.config import load_config
         from rl.core.trainer import run_sft
 
+        _refuse_allow_without_from(dialect, allow)
         if dialect is not None:
-            _run_converted(run_sft, dialect, config, arguments, "sft")
+            _run_converted(run_sft, dialect, config, arguments, "sft", allow, report)
             return
         path, overrides = config_and_overrides(config, arguments)
         run_sft(load_config(path, ["sft.enable=true", *overrides]))

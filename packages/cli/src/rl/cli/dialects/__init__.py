@@ -34,17 +34,18 @@ class Conversion:
     config: dict[str, Any]  # ours, nested; only keys that differ from our defaults
     report: Report
     job: str = "train"  # what runs it: `rl train`, or `rl sft` for an SFT trainer config
+    own: tuple[str, ...] = ()  # overrides in rl's own keys, applied after the conversion
 
 
 def detect(path: Path) -> str:
     """The dialect of `path` from its top-level keys, or of a launch script from its
     python command (ConfigError when none fits)."""
     if path.suffix == ".sh":
-        from rl.cli.dialects.scripts import mentions_entry
-
         text = path.read_text(encoding="utf-8") if path.is_file() else ""
-        if mentions_entry(text):
-            return "verl"  # main_ppo, an experimental or recipe entry module, or SFT
+        for dialect in IMPLEMENTED:  # each reader names its system's entry points
+            mentions = getattr(module(dialect), "mentions_entry", None)
+            if mentions is not None and mentions(text):
+                return dialect
         raise ConfigError(f"{path}: no launch command of a known system in the script")
     try:
         top = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -72,7 +73,10 @@ def detect(path: Path) -> str:
 
 def module(dialect: str) -> ModuleType:
     """The importer of `dialect`: `compose(path, overrides)` (plain values; an unset `???`
-    may be left as "???"), `REWRITES` (what the system does to its config before reading
+    may be left as "???"), optionally `read_launch_script(script, overrides)` (a
+    `scripts.Launch`: the config file and overrides the system's launch script runs) with
+    `mentions_entry(text)` (whether a script's text names the system's entry point),
+    `REWRITES` (what the system does to its config before reading
     it: functions of the values that change them in place and return report notes),
     `SWITCHES` (sections not read while their switch is off),
     `RULES`, `REASONS`, `check(values)` (notes; ConfigError on inconsistent values),
@@ -89,17 +93,15 @@ def module(dialect: str) -> ModuleType:
 
 
 def convert(dialect: str, path: Path, overrides: Sequence[str] = ()) -> Conversion:
-    """Our config from the `dialect` file `path` with its `overrides` (upstream syntax)."""
+    """Our config from the `dialect` file (or launch script) `path` with its `overrides`
+    (upstream syntax, or rl's own keys: `own_keys`)."""
     importer = module(dialect)
-    source = str(path) + (f" with {len(overrides)} override(s)" if overrides else "")
+    overrides, own = _own_overrides(importer, dialect, path, overrides)
+    given = len(overrides) + len(own)
+    source = str(path) + (f" with {given} override(s)" if given else "")
     notes: list[str] = []
     if path.suffix == ".sh":
-        if dialect != "verl":
-            raise ConfigError(
-                f"{path}: launch scripts are read for verl only; pass the {dialect} config "
-                "file and its overrides instead"
-            )
-        path, overrides, notes = _from_launch_script(path, overrides)
+        path, overrides, notes = _from_launch_script(dialect, path, overrides)
     values = importer.compose(path, overrides)
     for rewrite in importer.REWRITES:
         notes += rewrite(values)
@@ -114,17 +116,52 @@ def convert(dialect: str, path: Path, overrides: Sequence[str] = ()) -> Conversi
             tables, job = verl_sft, "sft"
             notes.append("verl's SFT trainer config: run it with `rl sft --from verl`")
     config, report = translate(values, tables.RULES, dialect, source, tables.REASONS)
+    if own:
+        notes.append(f"rl's own keys, applied last: {' '.join(own)}")
     report.notes += notes
-    return Conversion(config, report, job)
+    return Conversion(config, report, job, tuple(own))
+
+
+def _own_overrides(
+    importer: ModuleType, dialect: str, path: Path, overrides: Sequence[str]
+) -> tuple[list[str], list[str]]:
+    """(the upstream overrides, rl's own) of `overrides`: an override is ours when its
+    key is not the upstream system's but is a key of our schema (`own_keys`)."""
+    from rl.cli.dialects import own_keys, schema_keys
+    from rl.cli.dialects.coverage import documented_keys
+    from rl.cli.dialects.mapping import flatten
+
+    candidates = [
+        o
+        for o in overrides
+        if "=" in o and not o.startswith(("+", "~")) and schema_keys.settable(own_keys.key_of(o))
+    ]
+    if not candidates:
+        return list(overrides), []
+    # the upstream keys: the file composed with the overrides that cannot be ours (they
+    # may fill a mandatory `???`); if even that fails, the real composition says why
+    theirs = [o for o in overrides if o not in candidates]
+    try:
+        file, script_overrides = path, theirs
+        if path.suffix == ".sh":
+            file, script_overrides, _ = _from_launch_script(dialect, path, theirs)
+        keys = [key for key, _ in flatten(importer.compose(file, script_overrides))]
+    except ConfigError:
+        return list(overrides), []
+    return own_keys.split(overrides, keys, importer, documented_keys(dialect))
 
 
 def _from_launch_script(
-    script: Path, overrides: Sequence[str]
+    dialect: str, script: Path, overrides: Sequence[str]
 ) -> tuple[Path, list[str], list[str]]:
-    """The config file and overrides a verl launch script runs when rl is given `overrides`
+    """The config file and overrides a launch script runs when rl is given `overrides`
     after it (they stand where its command has "$@", else after its own), and notes for
     the report. The script is read as bash would run it, never run (`scripts`)."""
-    from rl.cli.dialects.scripts import read_launch_script
-
-    launch = read_launch_script(script, overrides)
+    read = getattr(module(dialect), "read_launch_script", None)
+    if read is None:
+        raise ConfigError(
+            f"{script}: rl does not read {dialect}'s launch scripts yet; pass the {dialect} "
+            "config file and its overrides instead"
+        )
+    launch = read(script, overrides)
     return launch.config_file, launch.overrides, launch.notes

@@ -1,5 +1,8 @@
-"""What an import did with each upstream key: mapped to ours, left to our default, or not
-supported (with the reason), so that no key is dropped without a word."""
+"""What an import did with each upstream key, so that no key is dropped without a word:
+mapped to ours, left to our default (unset upstream, or equal to ours), ignored (what rl
+handles itself: infrastructure, logging, the process layout; with the reason) or
+unsupported (it would change what is trained and rl cannot honour it: a run refuses it
+unless the user allows it by name, `refusal`)."""
 
 from __future__ import annotations
 
@@ -20,31 +23,56 @@ class Entry:
     reason: str = ""
 
 
+def entry_line(entry: Entry) -> str:
+    """`key -> ours = value (reason)`."""
+    arrow = f" -> {entry.target}" if entry.target else ""
+    why = f" ({entry.reason})" if entry.reason else ""
+    return f"{entry.source}{arrow} = {entry.value!r}{why}"
+
+
 @dataclass
 class Report:
     dialect: str
     source: str  # the file (and overrides) converted
     entries: list[Entry] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # e.g. which dialect was detected
+    dropped: list[Entry] = field(default_factory=list)  # refused keys the user allowed
 
     def count(self, status: Status) -> int:
         return sum(entry.status == status for entry in self.entries)
 
-    def render(self, verbose: bool = False) -> str:
-        """The summary and every unsupported key with its reason (all keys if `verbose`)."""
+    def refused(self) -> list[Entry]:
+        """The keys that change what is trained and that rl cannot honour (status
+        "unsupported"): a run refuses them unless the user allows them by name."""
+        return [entry for entry in self.entries if entry.status == "unsupported"]
+
+    def render(self, full: bool = False, refusing: bool = False) -> str:
+        """The report ranked by consequence, one screen unless `full`: what changes
+        training (each key, its value and why), then what rl handles itself (one line per reason), then what mapped (each key
+        when `full`, else their count); `refusing` labels the first REFUSED. `full` lists
+        every key, defaults included."""
         counts = Counter(entry.status for entry in self.entries)
         lines = [*self.notes]
         lines.append(
             f"{self.dialect} -> rl: {len(self.entries)} keys from {self.source}: "
             + ", ".join(f"{counts[s]} {s}" for s in ("mapped", "default", "unsupported", "ignored"))
         )
-        for entry in self.entries:
-            if entry.status == "unsupported" or verbose:
-                arrow = f" -> {entry.target}" if entry.target else ""
-                why = f" ({entry.reason})" if entry.reason else ""
-                lines.append(f"  {entry.status:<11} {entry.source}{arrow} = {entry.value!r}{why}")
-        if not verbose:
-            lines += self._ignored_by_reason()
+        if self.dropped:
+            lines.append(f"  run WITHOUT {len(self.dropped)} setting(s) (--allow-unsupported):")
+            lines += [f"  dropped     {entry_line(entry)}" for entry in self.dropped]
+        label = "REFUSED    " if refusing else "unsupported"
+        lines += [f"  {label} {entry_line(e)}" for e in self.refused()]
+        if full:
+            for status in ("ignored", "mapped", "default"):
+                lines += [
+                    f"  {status:<11} {entry_line(e)}" for e in self.entries if e.status == status
+                ]
+            return "\n".join(lines)
+        lines += self._ignored_by_reason()
+        if counts["mapped"]:
+            lines.append(
+                f"  mapped      {counts['mapped']} key(s) to rl's (--report full lists them)"
+            )
         return "\n".join(lines)
 
     def _ignored_by_reason(self) -> list[str]:

@@ -14,7 +14,7 @@ line that names it, the override it feeds, and what to do.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -56,6 +56,31 @@ def read_launch_script(
     """The config file and overrides the verl launch `script` runs when called with
     `arguments` (rl's overrides after the script), in the environment `environ` (this
     process's by default) from the folder `cwd` (the current one). ConfigError, one line."""
+    found, shell = locate(
+        script,
+        arguments,
+        _is_launch,
+        "`python3 -m verl.trainer.main_ppo ...` command (nor another verl entry module)",
+        environ,
+        cwd,
+        now,
+    )
+    return _launch(script, found, shell, list(arguments))
+
+
+def locate(
+    script: Path,
+    arguments: Sequence[str],
+    is_launch: Callable[[list[Value]], bool],
+    command: str,
+    environ: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    now: datetime | None = None,
+) -> tuple[Found, Shell]:
+    """The launch command of `script` (the first whose words satisfy `is_launch`), read as
+    bash would run it with `arguments`, and the shell state there; ConfigError (one line,
+    naming `command`, what the script should hold) when there is none or it runs under a
+    condition or loop rl cannot decide. Any system's launch script is read with this."""
     try:
         text = script.read_text(encoding="utf-8")
     except OSError as error:
@@ -68,16 +93,13 @@ def read_launch_script(
             os.environ if environ is None else environ,
             cwd or Path.cwd(),
             now or datetime.now(),
-            _is_launch,
+            is_launch,
         )
     except ConfigError as error:
         raise ConfigError(f"{script}: {error} (bash this reader does not follow)") from None
     if found is None:
         stop = f" (it exits at line {shell.exited} first)" if shell.exited else ""
-        raise ConfigError(
-            f"{script}: no `python3 -m verl.trainer.main_ppo ...` command (nor another verl "
-            f"entry module) found in the script{stop}"
-        )
+        raise ConfigError(f"{script}: no {command} found in the script{stop}")
     if found.under is not None:
         fix = (
             "write one launch command per script"
@@ -88,7 +110,7 @@ def read_launch_script(
             f"{script}: its python command (line {found.line}) runs {found.under.what} "
             f"({found.under.why}), which rl cannot decide: {fix}"
         )
-    return _launch(script, found, shell, list(arguments))
+    return found, shell
 
 
 def _launch(script: Path, found: Found, shell: Shell, arguments: list[str]) -> Launch:
@@ -97,10 +119,10 @@ def _launch(script: Path, found: Found, shell: Shell, arguments: list[str]) -> L
     assert located is not None
     index, module = located
     file_word = texts[index] if texts[index - 1] not in ("-m", "--module") else None
-    options, words = _hydra_arguments(script, found.words[index + 1 :])
+    options, words = hydra_arguments(script, found.words[index + 1 :])
     # "$@" (or $*) read by the script placed them; else they follow the command's own
     overrides = words if "$@" in shell.read else [*words, *(Value(a) for a in arguments)]
-    _refuse_missing(script, overrides, options, shell.sourced)
+    refuse_missing(script, overrides, options, shell.sourced)
     pythonpath = found.prefix.get("PYTHONPATH") or shell.variable("PYTHONPATH")
     cwd = None if found.cwd.missing else Path(found.cwd.text)
     search = hydra_entry.Search(
@@ -117,7 +139,7 @@ def _launch(script: Path, found: Found, shell: Shell, arguments: list[str]) -> L
     return Launch(config_file, [w.text for w in overrides if w.text], [f"launch script: {note}"])
 
 
-def _hydra_arguments(script: Path, words: list[Value]) -> tuple[dict[str, Value], list[Value]]:
+def hydra_arguments(script: Path, words: list[Value]) -> tuple[dict[str, Value], list[Value]]:
     """Hydra's `--config-path`/`--config-name` (and short forms) apart from the overrides;
     ConfigError for another Hydra option or a word that is no override."""
     options: dict[str, Value] = {}
@@ -143,7 +165,7 @@ def _hydra_arguments(script: Path, words: list[Value]) -> tuple[dict[str, Value]
     return options, overrides
 
 
-def _refuse_missing(
+def refuse_missing(
     script: Path, overrides: list[Value], options: dict[str, Value], sourced: list[str]
 ) -> None:
     """One line naming each value the command needs but rl cannot know, unless a later

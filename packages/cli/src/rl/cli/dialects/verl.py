@@ -19,6 +19,7 @@ from typing import Any
 
 from rl.cli.dialects import hydra_files
 from rl.cli.dialects.mapping import Rule, Unsupported, as_list
+from rl.cli.dialects.scripts import mentions_entry, read_launch_script
 from rl.cli.dialects.switches import value_at
 from rl.cli.dialects.verl_reasons import REASONS
 from rl.cli.dialects.verl_sections import SWITCHES, move_legacy_reward_keys
@@ -27,7 +28,16 @@ from rl.core.config.errors import ConfigError
 
 # what verl does to its config before reading it, and what it does not read (verl_sections)
 REWRITES = [move_legacy_reward_keys]
-__all__ = ["REASONS", "REWRITES", "RULES", "SWITCHES", "check", "compose"]
+__all__ = [
+    "REASONS",
+    "REWRITES",
+    "RULES",
+    "SWITCHES",
+    "check",
+    "compose",
+    "mentions_entry",
+    "read_launch_script",
+]
 POLICY_LOSSES = ("vanilla", "gspo", "cispo")  # verl's loss_mode names rl implements
 
 

@@ -48,11 +48,16 @@ def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -
     return from_dict(Config, plain)
 
 
-def config_from_mapping(values: dict[str, Any], source: str) -> Config:
+def config_from_mapping(
+    values: dict[str, Any], source: str, overrides: Sequence[str] = ()
+) -> Config:
     """The validated config from a nested mapping of our keys over our defaults (what a
-    dialect importer produces); errors say it came from `source`."""
+    dialect importer produces), then `key.sub=value` overrides; errors say it came from
+    `source`."""
     _register_resolvers()
     merged = _merge(OmegaConf.create(to_dict(Config())), OmegaConf.create(values), source)
+    for override in overrides:
+        merged = _merge(merged, _parse_override(override), f"override {override!r}")
     try:
         plain: Any = OmegaConf.to_container(merged, resolve=True)
         return from_dict(Config, plain)

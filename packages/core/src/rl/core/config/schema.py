@@ -439,6 +439,9 @@ class TrainerConfig:
     # (verl: async_training.partial_rollout; ChatLearn: runtime_args.use_partial_rollout)
     partial_rollout: bool = False
     partial_rollout_chunk: int = 16
+    # upstream settings this run goes without (`rl train --from X --allow-unsupported KEY`):
+    # "dialect:key" -> "value (why rl cannot honour it)"; printed when the run starts
+    dropped_settings: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check(

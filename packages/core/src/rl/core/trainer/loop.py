@@ -99,6 +99,13 @@ def load_run(ctx: RunContext, point: ResumePoint, kl_ctrl: Any) -> int:
     return int(state["step"])
 
 
+def warn_dropped_settings(config: Config) -> None:
+    """Say, as the run starts, which upstream settings it goes without (allowed by name
+    with `--allow-unsupported`; kept in config.yaml as trainer.dropped_settings)."""
+    for key, what in config.trainer.dropped_settings.items():
+        log.warning("running WITHOUT %s = %s", key, what)
+
+
 def warm_start(ctx: RunContext) -> dict[str, float]:
     """Optional SFT, then the reference starts from the (warm) actor; returns SFT metrics."""
     metrics = {}
@@ -117,6 +124,7 @@ def run_training(config: Config) -> dict[str, float]:
     """Train with RL as configured; returns the last validation metrics."""
     seed_everything(config.trainer.seed)
     preflight(config)
+    warn_dropped_settings(config)
     output_dir = user_path(config.trainer.output_dir)
     trainer = config.trainer
     resume = find_resume_checkpoint(
@@ -204,6 +212,7 @@ def run_sft(config: Config) -> list[float]:
         raise ConfigError("sft.steps = 0: rl sft has nothing to train; set sft.steps")
     seed_everything(config.trainer.seed)
     preflight(config, with_rl_roles=False)
+    warn_dropped_settings(config)
     output_dir = user_path(config.trainer.output_dir)
     ctx = build_context(config, output_dir, with_rl_roles=False)
     write_run_config(output_dir, config)
