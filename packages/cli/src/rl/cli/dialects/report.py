@@ -30,6 +30,22 @@ def entry_line(entry: Entry) -> str:
     return f"{entry.source}{arrow} = {entry.value!r}{why}"
 
 
+UNREAD = "not read while "  # how a switched-off section's note starts (`switches.apply`)
+
+
+def _fold_unread(notes: list[str]) -> list[str]:
+    """The notes, with those of switched-off sections in one line."""
+    unread = [n for n in notes if n.startswith(UNREAD)]
+    if len(unread) < 2:
+        return list(notes)
+    sections = [n.split(": ", 1)[1].split(" (")[0] for n in unread if ": " in n]
+    shown = ", ".join(sections[:4]) + (
+        f" and {len(sections) - 4} more" if len(sections) > 4 else ""
+    )
+    folded = f"{len(unread)} sections not read while their switch is off, as upstream: {shown}"
+    return [n for n in notes if not n.startswith(UNREAD)] + [folded]
+
+
 @dataclass
 class Report:
     dialect: str
@@ -52,7 +68,7 @@ class Report:
         when `full`, else their count); `refusing` labels the first REFUSED. `full` lists
         every key, defaults included."""
         counts = Counter(entry.status for entry in self.entries)
-        lines = [*self.notes]
+        lines = [*self.notes] if full else _fold_unread(self.notes)
         lines.append(
             f"{self.dialect} -> rl: {len(self.entries)} keys from {self.source}: "
             + ", ".join(f"{counts[s]} {s}" for s in ("mapped", "default", "unsupported", "ignored"))

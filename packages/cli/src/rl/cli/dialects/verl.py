@@ -83,14 +83,19 @@ _SANDBOX_FUSION = (
 RULES: list[Rule] = [
     # ignored: verl's own plumbing
     Rule("**._target_", reason=DATACLASS_PATH, status="ignored"),
-    Rule("global_profiler.", reason=PROFILING),
-    Rule("**.profiler.", reason=PROFILING),
+    Rule("global_profiler.", reason=PROFILING, status="ignored"),
+    Rule("**.profiler.", reason=PROFILING, status="ignored"),
     Rule(
         "ray_kwargs.",
         reason="Ray's start-up options: rl starts Ray with its defaults, or "
         "joins trainer.ray_address",
+        status="ignored",
     ),
-    Rule("transfer_queue.", reason="verl's transfer queue: rl's controller moves batches itself"),
+    Rule(
+        "transfer_queue.",
+        reason="verl's transfer queue: rl's controller moves batches itself",
+        status="ignored",
+    ),
     Rule("actor_rollout_ref.nccl_timeout", reason=ENGINE_INTERNAL, status="ignored"),
     Rule(
         "model_engine",

@@ -81,7 +81,9 @@ REASONS: list[Rule] = [
         reason="rl's optimizer is torch AdamW with the schedule keys of critic.optim",
     ),
     Rule(
-        "actor_rollout_ref.rollout.prometheus.", reason="rl logs rollout metrics to its own sinks"
+        "actor_rollout_ref.rollout.prometheus.",
+        reason="rl logs rollout metrics to its own sinks",
+        status="ignored",
     ),
     Rule("actor_rollout_ref.rollout.checkpoint_engine.", reason=ENGINE_INTERNAL, status="ignored"),
     Rule(
@@ -202,7 +204,11 @@ REASONS: list[Rule] = [
         status="ignored",
     ),
     Rule("actor_rollout_ref.actor.freeze_vision_tower", reason="multi-modal models are not in rl"),
-    Rule("**.megatron.dist_checkpointing_prefix", reason="rl's dist checkpoints use mcore names"),
+    Rule(
+        "**.megatron.dist_checkpointing_prefix",
+        reason="rl's dist checkpoints use mcore names",
+        status="ignored",
+    ),
     Rule("**.megatron.forward_only", reason=ENGINE_INTERNAL, status="ignored"),
     Rule(
         "**.megatron.override_mcore_model_config",

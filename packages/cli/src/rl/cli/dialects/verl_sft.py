@@ -85,7 +85,12 @@ RULES: list[Rule] = [
         convert=_off_when(None),
     ),
     Rule("data.balance_dp_token", reason="rl's SFT draws random rows", convert=_off_when(False)),
-    Rule("data.use_shm", reason="rl reads the data from disk", convert=_off_when(False)),
+    Rule(
+        "data.use_shm",
+        reason="rl reads the data from disk",
+        convert=_off_when(False),
+        status="ignored",
+    ),
     Rule(
         "data.apply_chat_template_kwargs",
         reason="rl applies the template without kwargs",
@@ -115,7 +120,7 @@ RULES: list[Rule] = [
     Rule("model.lora_alpha", reason="read with lora_rank", status="ignored"),
     Rule("model.target_modules", reason="read with lora_rank", status="ignored"),
     Rule("model.use_liger", reason="Liger kernels are not in rl", convert=_off_when(False)),
-    Rule("model.use_shm", reason=MODEL_FROM_DISK, convert=_off_when(False)),
+    Rule("model.use_shm", reason=MODEL_FROM_DISK, convert=_off_when(False), status="ignored"),
     Rule(
         "model.external_lib",
         reason="rl imports custom models through its registry",
@@ -149,19 +154,26 @@ RULES: list[Rule] = [
         "trainer.default_hdfs_dir",
         reason="rl writes to trainer.output_dir only",
         convert=_off_when(None),
+        status="ignored",
     ),
     Rule("trainer.n_gpus_per_node", "cluster.n_gpus_per_node"),
     Rule("trainer.nnodes", "cluster.nnodes"),
-    Rule("trainer.checkpoint.", reason="rl's SFT saves the final model as a Hugging Face folder"),
+    Rule(
+        "trainer.checkpoint.",
+        reason="rl's SFT saves the final model as a Hugging Face folder",
+        status="ignored",
+    ),
     Rule(
         "trainer.test_freq",
         reason="rl's SFT does not validate (rl eval --model scores the result)",
         convert=_off_when(-1, None),
+        status="ignored",
     ),
     Rule(
         "trainer.save_freq",
         reason="rl's SFT saves the final model only",
         convert=_off_when(-1, None),
+        status="ignored",
     ),
     Rule(
         "trainer.resume_*",
