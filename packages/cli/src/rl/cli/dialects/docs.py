@@ -17,14 +17,29 @@ Generated from the importers' tables (`rl.cli.dialects`) by
 
 `rl convert [--from DIALECT] FILE [OVERRIDES...] [-o OUT.yaml]` prints our config and a
 report of every upstream key: **mapped** (written to ours), **default** (equal to our
-default, or unset upstream), **ignored** (upstream plumbing) or **unsupported** (with the
-reason). `rl train --from DIALECT FILE [OVERRIDES...]` converts and runs. The dialect is
-detected from the file when `--from` is left out. A key no rule names is moved as it is
-and kept if our schema has it, else reported unsupported ("{no_setting}").
+default, or unset upstream), **ignored** (infrastructure rl handles itself: processes,
+logging, checkpoint folders, engine internals; with the reason) or **unsupported** (it
+would change what is trained and rl cannot honour it). `rl train --from DIALECT FILE
+[OVERRIDES...]` converts and runs. The dialect is detected from the file when `--from` is
+left out. A key no rule names is moved as it is and kept if our schema has it, else
+reported unsupported ("{no_setting}").
 
-The report lists one by one what would change training (unsupported: the run is not
-verl's), and in one line per reason the keys rl handles itself (ignored: engine internals,
-memory and speed options). A refusal names the upstream key beside ours.
+Nothing that changes training is dropped silently: an unsupported key stops `rl convert`,
+`rl train --from` and `rl sft --from` (exit 2) in one line naming each key and its value;
+the report above it gives each one's reason. To run anyway, name them:
+`--allow-unsupported KEY[,KEY]` (repeatable; shell patterns such as `rewards.*`, `*` for
+all). The run then records them in its `config.yaml` as `trainer.dropped_settings` and
+warns about each when it starts. An allowance that matches no refused key is refused too.
+
+The report is ranked by consequence and fits a screen: what changes training (each key,
+its value and the reason), then what rl handles itself (one line per reason), then the
+count of mapped keys; `--report full` lists every key. A refusal later on (a bad value,
+a missing file) names the upstream key beside ours.
+
+Overrides may mix the system's keys and rl's own on one command line (`rl train --from roll
+rlvr_config.yaml seed=3 trainer.device=cpu`): an override whose key is not the upstream
+system's (not in its composed file, its documented keys or its importer's rules) but is a
+key of our schema is applied to the converted config, last.
 
 A section the system does not read while its switch is off (verl: a disabled reward
 model, the critic GRPO never builds, the reference model without a KL, profilers, LoRA at
