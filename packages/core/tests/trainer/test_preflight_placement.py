@@ -109,7 +109,14 @@ def test_cpu_shares_are_the_ray_launchers_and_must_fit_the_cpus(machine):
     shares = ["cluster.n_gpus_per_node=0", "cluster.num_cpus={actor: 8, rollout: 8}"]
     message = refused(*shares)
     assert message.startswith("cluster.num_cpus = {'actor': 8, 'rollout': 8}: CPU shares per")
-    assert "trainer.launcher=local runs every role in this one process" in message
+    assert message.endswith(
+        "trainer.launcher=local runs every role in this one process, on all its threads: pass "
+        "trainer.launcher=ray, or remove cluster.num_cpus"
+    )
+    message = refused(*shares, "trainer.launcher=ray", with_rl_roles=False)
+    assert message.endswith(
+        "rl sft trains in this one process, on all its threads: remove cluster.num_cpus"
+    )
     message = refused(*shares, "trainer.launcher=ray")
     assert message == (
         "cluster.num_cpus = {'actor': 8, 'rollout': 8} asks for 16 CPUs in one worker process "
@@ -117,6 +124,14 @@ def test_cpu_shares_are_the_ray_launchers_and_must_fit_the_cpus(machine):
         "cluster.num_cpus.rollout=1"
     )
     passes_with_the_shrink([*shares, "trainer.launcher=ray"], message)
+    elsewhere = [
+        "cluster.num_cpus={reward: 1}",
+        "cluster.cpus_per_worker=3",
+        "trainer.launcher=ray",
+    ]
+    message = refused(*elsewhere)  # no share for a role of the run: its worker's CPUs
+    assert message.endswith("this machine has 2: pass cluster.cpus_per_worker=2")
+    passes_with_the_shrink(elsewhere, message)
 
 
 def test_ray_on_cpu_starts_no_more_workers_than_the_cpus_hold(machine):
@@ -158,7 +173,7 @@ def test_the_shrink_keeps_the_batch_split_and_the_placement_within_the_devices(m
     message = refused(*asked)
     assert message.startswith(
         "cluster asks for 4 devices (cluster.component_placement places the roles on devices "
-        "[0, 1, 2, 3] of cluster.nnodes = 8 × cluster.n_gpus_per_node = 8)"
+        "0-3 of cluster.nnodes = 8 × cluster.n_gpus_per_node = 8)"
     )
     assert message.endswith(
         "pass cluster.nnodes=1 cluster.n_gpus_per_node=2 cluster.component_placement.reward=all "

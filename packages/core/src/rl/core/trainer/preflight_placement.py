@@ -87,11 +87,11 @@ def _one_process(config: Config, placement: Placement, with_rl_roles: bool) -> N
         else "rl sft trains in this one process"
     )
     if config.cluster.num_cpus:
+        what = "pass trainer.launcher=ray, or remove" if with_rl_roles else "remove"
         raise ConfigError(
             f"cluster.num_cpus = {dict(config.cluster.num_cpus)}: CPU shares per role are "
             f"given by trainer.launcher=ray (one worker process with their sum), but {who}, "
-            "on all its threads: pass trainer.launcher=ray, or remove cluster.num_cpus"
-            + ("" if with_rl_roles else " (rl sft runs in this process whatever the launcher)")
+            f"on all its threads: {what} cluster.num_cpus"
         )
     roles = needed_roles(config) if with_rl_roles else ("actor",)
     used = used_devices(placement, roles)
@@ -162,14 +162,17 @@ def _cpu_shares_fit(config: Config, placement: Placement, total: float) -> None:
     roles = needed_roles(config)
     shares = {role: placement.num_cpus[role] for role in roles if role in placement.num_cpus}
     scale = cpus / total
-    fix = {
+    fix: dict[str, Any] = {
         f"cluster.num_cpus.{role}": math.floor(share * scale * 100) / 100 or 0.01
         for role, share in shares.items()
     }
+    whose = f"the shares of {', '.join(shares)}"
+    if not shares:  # no role of the run has a share: the worker gets cpus_per_worker
+        fix = {"cluster.cpus_per_worker": cpus}
+        whose = "no role of the run has a share: cluster.cpus_per_worker"
     raise ConfigError(
         f"cluster.num_cpus = {dict(config.cluster.num_cpus)} asks for {total:g} CPUs in one "
-        f"worker process (the shares of {', '.join(shares)}); this machine has {cpus}: pass "
-        f"{render_overrides(fix)}"
+        f"worker process ({whose}); this machine has {cpus}: pass {render_overrides(fix)}"
     )
 
 
@@ -183,8 +186,19 @@ def _asked(config: Config, used: Sequence[int]) -> str:
         return f"cluster asks for {devices} ({shape})"
     return (
         f"cluster asks for {devices} (cluster.{cluster.dialects()[0]} places the roles on "
-        f"devices {list(used)} of {shape})"
+        f"devices {_ranges(used)} of {shape})"
     )
+
+
+def _ranges(devices: Sequence[int]) -> str:
+    """Device indices as RLinf writes them: "0-3,6"."""
+    runs: list[list[int]] = []
+    for d in devices:
+        if runs and d == runs[-1][-1] + 1:
+            runs[-1].append(d)
+        else:
+            runs.append([d])
+    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
 def shrink(
