@@ -125,11 +125,16 @@ def test_a_worker_killed_mid_run_ends_it_with_one_clear_error(
         ),
         (
             {"n_gpus_per_node": 4, "placement": {"actor": "0-1", "rollout": "2-3"}},
-            "{'rollout': [2, 3]} are not on the actor's devices [0, 1]",
+            "cluster.placement: {'rollout': [2, 3]} are not on the actor's devices [0, 1]",
         ),
         (
-            {"n_gpus_per_node": 3},
+            # 3 workers of half a CPU: what a 2-CPU machine holds
+            {"n_gpus_per_node": 3, "cpus_per_worker": 0.5},
             "data.train_batch_size = 16: × rollout.n (4) = 64 rows do not split evenly over 3",
+        ),
+        (
+            {"n_gpus_per_node": 1024},  # more than any machine's CPUs
+            "cluster asks for 1024 devices (cluster.n_gpus_per_node = 1024), each a worker",
         ),
     ],
 )

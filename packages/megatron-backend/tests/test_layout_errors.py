@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from transformers import AutoConfig
 
 from rl.core.config import ConfigError
 from rl.megatron.config import MegatronConfig
-from rl.megatron.parallel import check_layout
+from rl.megatron.parallel import check_layout, fit_world
 
 pytestmark = pytest.mark.megatron
 
@@ -91,6 +93,76 @@ def test_uneven_first_and_last_stages_are_checked():
     )
     with pytest.raises(ConfigError, match="leave 1 of 4 layers for 2 middle stages"):
         check_layout(config(), bad, 3)
+
+
+def shrunk(layout: MegatronConfig, overrides: dict) -> MegatronConfig:
+    """`layout` with `fit_world`'s overrides (keys under "actor.megatron.") applied."""
+    sizes, transformer = {}, dict(layout.override_transformer_config)
+    for key, value in overrides.items():
+        name = key.removeprefix("actor.megatron.")
+        if name.startswith("override_transformer_config."):
+            transformer[name.partition(".")[2]] = value
+        else:
+            sizes[name] = value
+    return replace(layout, **sizes, override_transformer_config=transformer)
+
+
+@pytest.mark.parametrize(
+    ("hf", "layout", "world", "expected"),
+    [
+        (config(), {"tensor_model_parallel_size": 2}, 4, {}),
+        (
+            config(num_hidden_layers=12),
+            {
+                "tensor_model_parallel_size": 2,
+                "pipeline_model_parallel_size": 4,
+                "virtual_pipeline_model_parallel_size": 3,
+            },
+            4,
+            {
+                "pipeline_model_parallel_size": 2,
+                "virtual_pipeline_model_parallel_size": None,
+            },
+        ),
+        (
+            config(),
+            {"tensor_model_parallel_size": 2, "context_parallel_size": 2},
+            1,
+            {"tensor_model_parallel_size": 1, "context_parallel_size": 1},
+        ),
+        (
+            config(),
+            {
+                "pipeline_model_parallel_size": 2,
+                "override_transformer_config": {"num_layers_in_first_pipeline_stage": 3},
+            },
+            1,
+            {
+                "pipeline_model_parallel_size": 1,
+                "override_transformer_config.num_layers_in_first_pipeline_stage": None,
+            },
+        ),
+        (
+            config("qwen3_moe"),
+            {"tensor_model_parallel_size": 2, "expert_model_parallel_size": 4},
+            2,
+            {"expert_model_parallel_size": 1},
+        ),
+        (
+            config("qwen3_moe"),
+            {"expert_model_parallel_size": 4, "expert_tensor_parallel_size": 2},
+            2,
+            {"expert_model_parallel_size": 1},
+        ),
+    ],
+)
+def test_a_layout_shrinks_to_one_the_smaller_world_runs(hf, layout, world, expected):
+    """What preflight prints when a run gets fewer devices than it asked for: each size at
+    its largest divisor that fits, and the shrunk layout passes the checks."""
+    layout = MegatronConfig(**layout)
+    overrides = fit_world(layout, world, "actor.megatron")
+    assert overrides == {f"actor.megatron.{key}": value for key, value in expected.items()}
+    check_layout(hf, shrunk(layout, overrides), world, "actor")
 
 
 def test_shared_prompts_are_refused_before_anything_starts():

@@ -178,6 +178,17 @@ def test_a_refusal_names_the_upstream_key_beside_ours():
         "rollout.tensor_parallel_size [verl: actor_rollout_ref.rollout."
         "tensor_model_parallel_size] = 2 is bad; data.max_prompt_length too"
     )
+    # a key met first in an override a refusal proposes: named after the override
+    message = "pass rollout.tensor_parallel_size=1 'rollout.tensor_parallel_size=2' (or ...)"
+    assert report.name_upstream(message) == (
+        "pass rollout.tensor_parallel_size=1 [verl: actor_rollout_ref.rollout."
+        "tensor_model_parallel_size] 'rollout.tensor_parallel_size=2' (or ...)"
+    )
+    quoted = "pass 'rollout.tensor_parallel_size=1 2' now"
+    assert report.name_upstream(quoted) == (
+        "pass 'rollout.tensor_parallel_size=1 2' [verl: actor_rollout_ref.rollout."
+        "tensor_model_parallel_size] now"
+    )
 
 
 def test_the_quickstart_as_a_launch_script_is_the_same_job(

@@ -296,6 +296,14 @@ class Replicated(Protocol):
         (Ulysses' group, megatron's TP x CP x PP); 1 when not declared."""
         ...
 
+    @classmethod
+    def fit_world(cls, config: Any, role: str, world: int) -> dict[str, Any]:
+        """The overrides (our dotted key -> value) that shrink `role`'s parallel sizes to a
+        layout that `world` ranks can run, e.g. {"actor.ulysses_sequence_parallel_size": 1};
+        {} when the layout fits already. Preflight prints them when a run asks for more
+        devices than it gets."""
+        ...
+
 
 CAPABILITIES: dict[str, tuple[type, ...]] = {
     "train": (Offloading, ExportsHF, ExportsViews, Preflighted, Replicated),

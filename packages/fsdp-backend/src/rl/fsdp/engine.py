@@ -227,6 +227,20 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
         section = config.critic if role == "critic" else config.actor
         return section.ulysses_sequence_parallel_size
 
+    @classmethod
+    def fit_world(cls, config: Config, role: str, world: int) -> dict[str, Any]:
+        """The Ulysses group and the FSDP shard group shrunk to divide `world` ranks."""
+        name = "critic" if role == "critic" else "actor"
+        section = getattr(config, name)
+        overrides: dict[str, Any] = {}
+        sp = section.ulysses_sequence_parallel_size
+        if world % sp:
+            overrides[f"{name}.ulysses_sequence_parallel_size"] = math.gcd(sp, world)
+        size = section.fsdp_config.fsdp_size
+        if size != -1 and world % size:
+            overrides[f"{name}.fsdp_config.fsdp_size"] = -1  # shard over every rank
+        return overrides
+
     # --- forward ------------------------------------------------------------------
 
     def _fused(self) -> bool:

@@ -46,7 +46,7 @@ from rl.megatron.layouts import converter_for
 from rl.megatron.model import resolve_spec
 from rl.megatron.offload import Offloader
 from rl.megatron.optimizer import make_training
-from rl.megatron.parallel import check_layout, init_model_parallel
+from rl.megatron.parallel import check_layout, fit_world, init_model_parallel
 from rl.megatron.schedule import PipelineSchedule
 from rl.megatron.update import TrainSteps
 
@@ -199,6 +199,12 @@ class MegatronTrainEngine(TrainEngine, Offloading, ExportsHF, Preflighted, Repli
     def replica_size(cls, config: Config, role: str) -> int:
         """Consecutive ranks that hold one model copy between them and share its rows."""
         return (config.critic if role == "critic" else config.actor).megatron.model_parallel_size
+
+    @classmethod
+    def fit_world(cls, config: Config, role: str, world: int) -> dict[str, Any]:
+        """TP, CP, PP, EP (and what depends on them) shrunk to a layout of `world` ranks."""
+        name = "critic" if role == "critic" else "actor"
+        return fit_world(getattr(config, name).megatron, world, f"{name}.megatron")
 
     # --- forward and update -----------------------------------------------------------
 

@@ -9,6 +9,7 @@ and take the same rows; data parallelism is over those groups.
 from __future__ import annotations
 
 import importlib.util
+import math
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,36 @@ def _check_experts(hf_config: Any, m: MegatronConfig, world_size: int, key: str)
             f"({m.tensor_model_parallel_size * m.context_parallel_size}) (megatron-core's rank "
             "order keeps a model copy's ranks together)"
         )
+
+
+def fit_world(m: MegatronConfig, world: int, key: str) -> dict[str, Any]:
+    """The overrides (`key`.name -> value) that shrink `m` to a layout of `world` ranks:
+    each size to its largest divisor that still fits (so what divided the model's heads,
+    layers and experts still does), TP first, then CP, PP, expert TP and EP; VPP and the
+    uneven first/last stages are dropped when PP changes under them. {} when `m` fits."""
+    tp = math.gcd(m.tensor_model_parallel_size, world)
+    cp = math.gcd(m.context_parallel_size, world // tp)
+    pp = math.gcd(m.pipeline_model_parallel_size, world // (tp * cp))
+    per_stage = world // pp
+    sizes: dict[str, Any] = {
+        "tensor_model_parallel_size": tp,
+        "context_parallel_size": cp,
+        "pipeline_model_parallel_size": pp,
+    }
+    etp = m.expert_tensor_parallel_size
+    if etp is not None:
+        etp = sizes["expert_tensor_parallel_size"] = math.gcd(etp, per_stage)
+    sizes["expert_model_parallel_size"] = math.gcd(
+        m.expert_model_parallel_size, per_stage // (etp or tp)
+    )
+    overrides = {f"{key}.{name}": v for name, v in sizes.items() if getattr(m, name) != v}
+    if m.virtual_pipeline_model_parallel_size is not None and pp < 3:
+        overrides[f"{key}.virtual_pipeline_model_parallel_size"] = None
+    if pp != m.pipeline_model_parallel_size:
+        for name in ("num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage"):
+            if m.override_transformer_config.get(name) is not None:
+                overrides[f"{key}.override_transformer_config.{name}"] = None
+    return overrides
 
 
 def replica_size(m: MegatronConfig) -> int:

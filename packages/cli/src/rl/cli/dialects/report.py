@@ -107,7 +107,8 @@ class Report:
         """`message` with the upstream key written after each of our keys it names that an
         upstream key was mapped to: `rollout.tensor_parallel_size [verl:
         actor_rollout_ref.rollout.tensor_model_parallel_size]`, so that a refusal names
-        the key the user wrote."""
+        the key the user wrote. A key met first in an override (`key=value`, as a refusal
+        proposes them) gets it after the whole override, which stays as typed."""
         sources: dict[str, list[str]] = {}
         for entry in self.entries:
             if entry.status in ("mapped", "default") and entry.target:
@@ -119,6 +120,21 @@ class Report:
             found = pattern.search(message)
             if found is None or message[found.end() :].startswith(" ["):
                 continue
+            end = _override_end(message, found.start(), found.end())
+            if message[end:].startswith(" ["):
+                continue
             named = f" [{self.dialect}: {', '.join(sources[target])}]"
-            message = message[: found.end()] + named + message[found.end() :]
+            message = message[:end] + named + message[end:]
         return message
+
+
+def _override_end(message: str, start: int, end: int) -> int:
+    """Where the override `key=value` whose key spans start..end ends (a quoted one at its
+    closing quote); `end` itself when the key is not followed by `=`."""
+    if not message[end:].startswith("="):
+        return end
+    if start and message[start - 1] in "'\"":
+        close = message.find(message[start - 1], end)
+        return len(message) if close < 0 else close + 1
+    space = re.search(r"\s", message[end:])
+    return len(message) if space is None else end + space.start()

@@ -12,6 +12,11 @@ Exactly one placement dialect may be given; `placement_from_cluster` reads it in
 `nnodes` and `n_gpus_per_node` are verl's names (RLinf: num_nodes / num_gpus_per_node;
 ROLL: num_gpus_per_node). ROLL's per-role device_mapping lives in each role's section in
 ROLL and is read by `rl.core.placement.parse_roll`.
+
+A run gets exactly the devices this section asks for, or a refusal before any model
+loads (`rl.core.trainer.preflight_placement`): the local launcher runs one process on one
+device, and the Ray launcher on this machine runs no more workers than its GPUs and CPUs
+hold; the refusal gives the overrides that shrink the run.
 """
 
 from __future__ import annotations

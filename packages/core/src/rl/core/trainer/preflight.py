@@ -2,8 +2,9 @@
 
 The schema (`rl.core.config`) checks what a value may be; this checks that the machine
 can run it: CUDA when `trainer.device=cuda`, the engines and logger packages installed,
-model, reward and data paths that exist, the checkpoint to resume from, and the
-algorithm names registered. Each failure is one line naming the key: a `ConfigError`,
+model, reward and data paths that exist, the checkpoint to resume from, the devices and
+worker processes the placement asks for (`preflight_placement`), and the algorithm names
+registered. Each failure is one line naming the key: a `ConfigError`,
 or a `MissingDependencyError` when a package is to be installed. Nothing here loads a
 model, reads a data file or reaches the network.
 """
@@ -30,6 +31,7 @@ from rl.core.trainer.preflight_limits import (
     check_rollout_devices,
     check_tracker_credentials,
 )
+from rl.core.trainer.preflight_placement import check_placement
 
 # trainer.logger backends that need a package of their own: (module, pip extra)
 LOGGER_PACKAGES = {
@@ -55,6 +57,7 @@ def preflight(config: Config, *, with_rl_roles: bool = True) -> None:
         _output_dir,
         _resume,
         _train_engines,
+        lambda config: check_placement(config, with_rl_roles=with_rl_roles),
     ]
     if with_rl_roles:
         checks += [

@@ -67,7 +67,8 @@ def check_rollout_devices(config: Config) -> None:
     many, and a whole number of replicas."""
     tp = config.rollout.tensor_parallel_size
     cluster = config.cluster
-    devices = cluster.nnodes * cluster.n_gpus_per_node
+    # CPU mode (num_cpus): one worker process, whatever n_gpus_per_node says
+    devices = 1 if cluster.num_cpus else cluster.nnodes * cluster.n_gpus_per_node
     if config.trainer.launcher == "local" and tp > 1:
         raise ConfigError(
             f"rollout.tensor_parallel_size = {tp}: one rollout replica would span {tp} "

@@ -20,6 +20,7 @@ from typing import Any
 
 from rl.core.config import Config, ConfigError
 from rl.core.config.cluster import placement_from_cluster
+from rl.core.config.overrides import render_overrides
 from rl.core.placement import Placement, PlacementError, parse_verl_hybrid
 from rl.core.workers.local_group import LocalWorkerGroup
 from rl.core.workers.roles import RolloutRole, TrainRole
@@ -79,6 +80,15 @@ def cluster_placement(config: Config) -> Placement:
 def ray_world(config: Config) -> tuple[int, float]:
     """(ranks, CPUs per rank) of the Ray launcher, checked against what it supports and
     what the batch sizes allow."""
+    world, cpus = ray_ranks(config)
+    check_divisible(config, world)
+    return world, cpus
+
+
+def ray_ranks(config: Config) -> tuple[int, float]:
+    """(ranks, CPUs per rank) of the Ray launcher: one rank per device of the actor, which
+    every role shares (a placement that puts a role elsewhere is refused); in CPU mode
+    (`cluster.num_cpus`) one rank with the roles' CPU shares."""
     placement = cluster_placement(config)
     roles = needed_roles(config)
     if placement.n_gpus_per_node == 0:  # CPU mode: one process hosting every role
@@ -90,14 +100,13 @@ def ray_world(config: Config) -> tuple[int, float]:
         raise ConfigError("cluster: the actor is not placed on any device")
     apart = {role: list(d) for role, d in devices.items() if d is not None and d != actor_devices}
     if apart:
+        key = f"cluster.{config.cluster.dialects()[0]}"
         raise ConfigError(
-            f"cluster: {apart} are not on the actor's devices {list(actor_devices)}; with "
+            f"{key}: {apart} are not on the actor's devices {list(actor_devices)}; with "
             "trainer.launcher=ray every role shares the actor's devices for now (the hybrid "
-            "engine: cluster.hybrid_engine=true)"
+            f"engine): place them on {list(actor_devices)} too"
         )
-    world = len(actor_devices)
-    check_divisible(config, world)
-    return world, config.cluster.cpus_per_worker
+    return len(actor_devices), config.cluster.cpus_per_worker
 
 
 def replica_size(config: Config, role: str) -> int:
@@ -112,6 +121,19 @@ def replica_size(config: Config, role: str) -> int:
     return int(engine_class.replica_size(config, role)) if declares(engine_class, Replicated) else 1
 
 
+def fit_world(config: Config, role: str, world: int) -> dict[str, Any]:
+    """The overrides that shrink `role`'s parallel sizes to fit `world` ranks (the train
+    engine's answer when its class declares `Replicated`, else none)."""
+    from rl.core.engine_contract import declares
+    from rl.core.engines import Replicated
+    from rl.core.workers.build import train_engine_class
+
+    engine_class = train_engine_class(config, role)
+    if not declares(engine_class, Replicated):
+        return {}
+    return dict(engine_class.fit_world(config, role, world))
+
+
 def check_divisible(config: Config, world: int) -> None:
     """Rows split evenly over data-parallel ranks (every rank runs as many passes): the
     world divided by each role's ranks per model copy (ROLL's global batch arithmetic)."""
@@ -122,9 +144,11 @@ def check_divisible(config: Config, world: int) -> None:
     for section, role in sections:
         sp = replica_size(config, section)
         if world % sp:
+            fix = render_overrides(fit_world(config, section, world))
             raise ConfigError(
                 f"{section}: {sp} ranks per model copy (ulysses_sequence_parallel_size, or "
                 f"megatron's TP × PP × CP) do not divide the {world} ranks"
+                + (f": pass {fix}" if fix else "")
             )
         dp = world // sp
         for key, size in (
