@@ -66,7 +66,37 @@ def convert_config(
         values = {**values, "trainer": {**values.get("trainer", {}), "dropped_settings": dropped}}
     with naming_upstream_keys(report):
         config = config_from_mapping(values, f"the config converted from {source}", conversion.own)
+    if "launcher" not in values.get("trainer", {}) and not any(
+        o.startswith("trainer.launcher=") for o in conversion.own
+    ):
+        config, note = _ray_for_several_devices(config, report.dialect)
+        if note:
+            report.notes.append(note)
+            if show is not None:
+                show(note)
     return config, report
+
+
+def _ray_for_several_devices(config: Config, dialect: str) -> tuple[Config, str]:
+    """Every system rl imports runs a job of several devices as one Ray worker per device:
+    so does rl (trainer.launcher=ray) when the converted placement uses more than one and
+    the launcher was not chosen. Preflight then checks that this machine has them."""
+    from rl.core.config import ConfigError
+    from rl.core.config.overrides import apply_overrides
+    from rl.core.trainer.preflight_placement import cluster_placement, used_devices
+    from rl.core.workers.launch import needed_roles
+
+    try:
+        used = used_devices(cluster_placement(config), needed_roles(config))
+    except ConfigError:
+        return config, ""  # preflight says what is wrong with the placement
+    if len(used) <= 1:
+        return config, ""
+    note = (
+        f"{dialect} runs its {len(used)} devices as Ray workers: so does rl "
+        "(trainer.launcher=ray; with one device, trainer.launcher=local runs in this process)"
+    )
+    return apply_overrides(config, {"trainer.launcher": "ray"}), note
 
 
 @contextmanager
