@@ -31,6 +31,7 @@ from rl.cli.dialects.roll.defaults import (
     TRAINING_ARGS,
     VARIABLES_KEY,
 )
+from rl.cli.dialects.roll.launch import mentions_entry, read_launch_script
 from rl.cli.dialects.roll.rules import REASONS, RULES
 from rl.core.config.errors import ConfigError
 
@@ -43,6 +44,8 @@ __all__ = [
     "SWITCHES",
     "check",
     "compose",
+    "mentions_entry",
+    "read_launch_script",
 ]
 
 # what the system does to its config before reading it, and the sections it reads only

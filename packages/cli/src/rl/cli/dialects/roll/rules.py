@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rl.cli.dialects.mapping import Rule, Unsupported, as_list
+from rl.cli.dialects.mapping import Rule, as_list
 from rl.cli.dialects.roll import batch, values
 from rl.cli.dialects.vocabulary import (
     CRITIC_WARMUP,
@@ -49,7 +49,6 @@ WORKER_OPTIONS = {
     "topr_*": "ROLL's TOPR loss is not in rl",
     "opd_kl_coef": _DISTILL,
     "tag_included": _REWARDS,
-
     "use_dynamic_batching_in_infer": "rl's critic forward takes forward_max_token_len_per_gpu",
     "max_tokens_per_microbatch_in_infer": "set critic.forward_max_token_len_per_gpu",
     "use_remove_padding": "a key ROLL no longer reads (rl: actor.use_remove_padding)",
