@@ -32,8 +32,10 @@ def messages_of(value: Any) -> Any:
         parsed = json.loads(value)
     except ValueError:
         return value
-    if isinstance(parsed, list) and parsed and all(
-        isinstance(m, dict) and "role" in m and "content" in m for m in parsed
+    if (
+        isinstance(parsed, list)
+        and parsed
+        and all(isinstance(m, dict) and "role" in m and "content" in m for m in parsed)
     ):
         return parsed
     return value
