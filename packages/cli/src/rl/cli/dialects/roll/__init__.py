@@ -122,6 +122,14 @@ def _file_strategy(args: dict[str, Any], role: str, path: Path) -> dict[str, Any
     rest = {k: v for k, v in args.items() if k not in ("strategy_name", "strategy_config")}
     if str(name).startswith("megatron"):
         config = _merge(MEGATRON_DEFAULTS, config)
+        # mcore_adapter's default for full recompute: every layer, uniformly
+        full = config.get("recompute_granularity") == "full"
+        if (
+            full
+            and config.get("recompute_method") is None
+            and not config.get("recompute_num_layers")
+        ):
+            config.update(recompute_method="uniform", recompute_num_layers=1)
     filed = {"strategy_name": name, **rest}
     if config:
         filed[str(name)] = config

@@ -22,9 +22,9 @@ _INFRA = "ROLL's scheduling/infrastructure setting; rl's launcher decides it"
 _MASKS = "ROLL's sample masks and loss weights are not in rl"
 _DISTILL = "on-policy distillation is not in rl"
 _REWARDS = (
-    "rl scores each row by its data source with one reward (reward.custom_reward_function, "
-    "or the built-in rule scorers); ROLL's per-domain reward workers are not converted: "
-    "point reward.custom_reward_function at a scorer"
+    "ROLL's per-domain reward workers are not in rl, which scores each row by its data "
+    "source with one reward: pass reward.custom_reward_function.path=FILE and "
+    "--allow-unsupported 'rewards.*'"
 )
 _REWARD_WORKER = "a setting of a ROLL reward worker (refused by rewards.<domain>.worker_cls)"
 _SCHEDULER = "ROLL's rollout scheduler; rl's engine generates each step's prompts in one batch"
@@ -494,6 +494,11 @@ RULES: list[Rule] = [
     Rule("actor_train.pg_variant", "actor.policy_loss", convert=values.pg_variant),
     Rule("pg_variant", reason="a name ROLL files interpolate elsewhere", status="ignored"),
     Rule("max_len_mask", reason=_MASKS),
+    Rule(
+        "difficulty_*_threshold",
+        reason="read only with difficulty_mask (refused when on)",
+        status="ignored",
+    ),
     Rule("difficulty_*", reason=_MASKS),
     Rule("error_max_len_clip", reason=_MASKS),
     Rule("error_max_len_threshold", reason=_MASKS),
@@ -521,7 +526,13 @@ RULES: list[Rule] = [
     Rule("**.lora_*", reason=LORA),
     Rule("rewards.", reason=_REWARDS),
     Rule("reward_model.", reason=_REWARDS),
-    Rule("reward.", reason=_REWARDS),
+    # ROLL's `reward` role (a WorkerConfig); rl's own reward.custom_reward_function.* is not
+    # one of its fields, so it stays ours on a command line (own_keys)
+    *[
+        Rule(f"reward.{part}.", reason=_REWARDS)
+        for part in ("model_args", "strategy_args", "generating_args", "data_args", "training_args")
+    ],
+    Rule("reward.*", reason=_REWARDS),
     # roles
     Rule("actor_train.model_args.dtype", "model.dtype", convert=values.dtype),
     Rule(
