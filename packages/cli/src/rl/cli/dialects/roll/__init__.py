@@ -64,7 +64,7 @@ never evaluated, into `cluster.placement`. ROLL counts batches in responses per
 data-parallel rank, we in prompts: `actor.ppo_mini_batch_size` = per_device_train_batch_size
 × gradient_accumulation_steps × dp / num_return_sequences_in_group, and the divisibility
 ROLL documents is checked first (rollout_batch_size × n a multiple of that batch; with
-megatron, rollout_batch_size a multiple of dp).
+megatron, rollout_batch_size a multiple of dp). Walkthrough: [coming from ROLL](coming-from-roll.md).
 """
 DOCUMENTED = (
     "the fields of ROLL's RLVRConfig, its WorkerConfig roles and their model, training, "
