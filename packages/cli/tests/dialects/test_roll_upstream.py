@@ -29,7 +29,7 @@ ONE_DEVICE = [
     "prompt_length=64",
     "response_length=64",
 ]
-MASKS = {"max_len_mask", "difficulty_mask", "difficulty_low_threshold", "difficulty_high_threshold"}
+MASKS = {"max_len_mask", "difficulty_mask"}  # the thresholds are read only with the mask
 DOMAINS = {
     f"actor_train.data_args.domain_interleave_probs.{d}"
     for d in ("math_rule", "code_sandbox", "llm_judge", "crossthinkqa", "ifeval")
