@@ -36,6 +36,8 @@ def test_a_megatron_rlvr_file_maps_role_by_role():
     assert config.actor.megatron.tensor_model_parallel_size == 2
     assert config.actor.megatron.override_transformer_config == {
         "recompute_granularity": "full",
+        "recompute_method": "uniform",  # mcore_adapter's default for full recompute
+        "recompute_num_layers": 1,
         "moe_token_dispatcher_type": "alltoall",
     }
     assert config.actor.megatron.sequence_parallel is False  # ROLL's default, not ours
