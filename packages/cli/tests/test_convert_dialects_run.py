@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "packages" / "cli" / "tests" / "dialects"
 
 CASES = {
-    "roll": (FIXTURES / "roll" / "rlvr" / "rlvr_fsdp2_gae.yaml", []),
+    "roll": (FIXTURES / "roll" / "rlvr" / "rlvr_fsdp2_gae.yaml", ["+whiten_advantages=true"]),
     "chatlearn": (
         FIXTURES / "chatlearn" / "grpo_megatron.yaml",
         ["models.policy_trainer.use_group_sequence_policy=true"],

@@ -36,6 +36,8 @@ def test_a_megatron_rlvr_file_maps_role_by_role():
     assert config.actor.megatron.tensor_model_parallel_size == 2
     assert config.actor.megatron.override_transformer_config == {
         "recompute_granularity": "full",
+        "recompute_method": "uniform",  # mcore_adapter's default for full recompute
+        "recompute_num_layers": 1,
         "moe_token_dispatcher_type": "alltoall",
     }
     assert config.actor.megatron.sequence_parallel is False  # ROLL's default, not ours
@@ -72,7 +74,10 @@ def test_a_megatron_rlvr_file_maps_role_by_role():
 
 
 def test_roll_defaults_apply_where_the_file_is_silent_and_backends_mix_per_role():
-    conversion = convert("roll", HERE / "rlvr_fsdp2_gae.yaml")
+    # ROLL's GAE is unwhitened unless whiten_advantages (its default: false); rl's gae whitens
+    plain = entries(convert("roll", HERE / "rlvr_fsdp2_gae.yaml").report)["adv_estimator"]
+    assert plain.status == "unsupported" and "whiten_advantages" in plain.reason
+    conversion = convert("roll", HERE / "rlvr_fsdp2_gae.yaml", ["+whiten_advantages=true"])
     config = config_from_mapping(conversion.config, "converted")
     # ROLL's dataclass defaults, unlike ours
     assert config.actor.optim.lr_scheduler == "linear"

@@ -19,6 +19,7 @@ from rl.core.algorithms import (
 ESTIMATORS = [
     "gae",
     "grpo",
+    "reinforce",
     "reinforce_plus_plus",
     "reinforce_plus_plus_baseline",
     "remax",
@@ -238,7 +239,8 @@ def test_errors_name_what_is_missing():
     with pytest.raises(
         ValueError,
         match=r"algorithm.adv_estimator = 'ppo2' is not a known advantage estimator; "
-        r"valid: gae, grpo, reinforce_plus_plus, reinforce_plus_plus_baseline, remax, rloo$",
+        r"valid: gae, grpo, reinforce, reinforce_plus_plus, reinforce_plus_plus_baseline, "
+        r"remax, rloo$",
     ):
         compute_advantages("ppo2", torch.zeros(1, 1), torch.ones(1, 1))
     with pytest.raises(ValueError, match="'gae' needs values"):

@@ -1,7 +1,9 @@
 """The RL math as pure functions (tensors in, tensors out), each selectable by name.
 
 - advantages (`algorithm.adv_estimator`): `compute_advantages` — gae, grpo, rloo,
-  reinforce_plus_plus, reinforce_plus_plus_baseline, remax; `normalize_advantages`.
+  reinforce (ROLL's), reinforce_plus_plus, reinforce_plus_plus_baseline, remax;
+  `normalize_advantages`; ROLL's shaping around them (`algorithm.reward_clip`,
+  `advantage_clip`, `whiten_rewards`, `whiten_advantages`): `clip_values`, `whiten`.
 - policy losses (`actor.policy_loss`): vanilla/ppo (clip, asymmetric clip, dual-clip),
   gspo, cispo; the whole objective with entropy, KL loss and rollout correction in
   `actor_loss` (normaliser: `actor_loss_denominator`).
@@ -67,6 +69,7 @@ from rl.core.algorithms.policy_losses import (
     register_policy_loss,
 )
 from rl.core.algorithms.registry import Registry
+from rl.core.algorithms.reinforce import reinforce
 from rl.core.algorithms.returns import discounted_returns, gae_advantages_returns
 from rl.core.algorithms.rollout_correction import (
     RolloutCorrection,
@@ -75,6 +78,7 @@ from rl.core.algorithms.rollout_correction import (
     rollout_correction_metrics,
 )
 from rl.core.algorithms.segments import pad_packed, per_token, sequence_sums, unpad_packed
+from rl.core.algorithms.shaping import clip_values, whiten
 from rl.core.algorithms.value_loss import clipped_value_loss, value_loss
 
 __all__ = [
@@ -101,6 +105,7 @@ __all__ = [
     "agg_loss",
     "apply_kl_in_reward",
     "check_loss_scale_factor",
+    "clip_values",
     "clipped_value_loss",
     "compute_advantages",
     "discounted_returns",
@@ -129,10 +134,12 @@ __all__ = [
     "register_kl_estimator",
     "register_loss_agg_mode",
     "register_policy_loss",
+    "reinforce",
     "rollout_correction",
     "rollout_correction_metrics",
     "sequence_sums",
     "truncated_is_weights",
     "unpad_packed",
     "value_loss",
+    "whiten",
 ]

@@ -376,11 +376,25 @@ class AlgorithmConfig:
     use_kl_in_reward: bool = False
     kl_penalty: str = "kl"
     kl_ctrl: KLControlConfig = field(default_factory=KLControlConfig)
+    # ROLL's shaping around the estimator (rl.core.algorithms.shaping), all off by
+    # default: clamp sequence scores (and token rewards after the KL penalty) to
+    # +-reward_clip; whiten token rewards over the batch before the estimator, and
+    # advantages after it; clamp advantages to +-advantage_clip, last
+    reward_clip: float | None = None
+    whiten_rewards: bool = False
+    whiten_advantages: bool = False
+    advantage_clip: float | None = None
     # IS weights / rejection sampling / veto against the rollout engine's log-probs
     rollout_correction: RolloutCorrectionConfig = field(default_factory=RolloutCorrectionConfig)
 
     def __post_init__(self) -> None:
-        check(self, gamma=PROBABILITY, lam=PROBABILITY)
+        check(
+            self,
+            gamma=PROBABILITY,
+            lam=PROBABILITY,
+            reward_clip=optional(POSITIVE),
+            advantage_clip=optional(POSITIVE),
+        )
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rl.core.data import roll_layout
 from rl.core.data.reader import SourcedRow
 from rl.core.errors import DataError
 
@@ -69,6 +70,7 @@ def _messages(row: SourcedRow, options: PromptOptions) -> list[dict[str, str]] |
             f"{row.source}, row {row.index}: no prompt column {options.prompt_key!r} (nor "
             f"'messages'); columns are {sorted(data)}. Set data.prompt_key to the right column."
         )
+    value = roll_layout.messages_of(value)  # ROLL's layout: messages as a JSON string
     if isinstance(value, str):
         return value
     if isinstance(value, Sequence) and len(value) == 0:

@@ -140,32 +140,48 @@ def load_kl_state(controller: Any, state: dict[str, float]) -> None:
 
 
 def assign_token_rewards(config: Config, batch: Batch, kl_ctrl: Any) -> dict[str, float]:
-    """token_level_rewards = scores, minus the KL penalty when `use_kl_in_reward`."""
+    """token_level_rewards = scores, minus the KL penalty when `use_kl_in_reward`; with
+    `algorithm.reward_clip` the scores are clamped before the penalty and the token
+    rewards after it (ROLL's order)."""
+    bound, metrics = config.algorithm.reward_clip, {}
+    scores = batch["token_level_scores"]
+    if bound is not None:
+        scores, share = alg.clip_values(scores, bound, batch["response_mask"])
+        metrics["algorithm/reward_clip_frac"] = share
     if not config.algorithm.use_kl_in_reward:
-        batch["token_level_rewards"] = batch["token_level_scores"]
-        return {}
+        batch["token_level_rewards"] = scores
+        return metrics
     rewards, seq_kl = alg.apply_kl_in_reward(
-        batch["token_level_scores"],
+        scores,
         batch["old_logprobs"],
         batch["ref_logprobs"],
         batch["response_mask"],
         config.algorithm.kl_penalty,
         kl_ctrl.value,
     )
+    if bound is not None:
+        rewards, share = alg.clip_values(rewards, bound, batch["response_mask"])
+        metrics["algorithm/token_reward_clip_frac"] = share
     batch["token_level_rewards"] = rewards
     current_kl = float(seq_kl.mean())
     kl_ctrl.update(current_kl, n_steps=batch["responses"].shape[0])
-    return {"actor/reward_kl_penalty": current_kl, "actor/reward_kl_coef": kl_ctrl.value}
+    coef = kl_ctrl.value
+    return metrics | {"actor/reward_kl_penalty": current_kl, "actor/reward_kl_coef": coef}
 
 
 def assign_advantages(
     config: Config, batch: Batch, uids: Sequence[str], reward_baselines: torch.Tensor | None = None
-) -> None:
-    algorithm = config.algorithm
+) -> dict[str, float]:
+    """advantages and returns by the estimator, with ROLL's optional shaping around it
+    (whiten_rewards before; whiten_advantages, then advantage_clip after); its metrics."""
+    algorithm, mask, metrics = config.algorithm, batch["response_mask"], {}
+    rewards = batch["token_level_rewards"]
+    if algorithm.whiten_rewards:
+        rewards = alg.whiten(rewards, mask)
     advantages, returns = alg.compute_advantages(
         algorithm.adv_estimator,
-        batch["token_level_rewards"],
-        batch["response_mask"],
+        rewards,
+        mask,
         values=batch.get("values"),
         group_index=alg.group_index(uids),
         gamma=algorithm.gamma,
@@ -173,7 +189,13 @@ def assign_advantages(
         norm_adv_by_std=algorithm.norm_adv_by_std_in_grpo,
         reward_baselines=reward_baselines,
     )
+    if algorithm.whiten_advantages:
+        advantages = alg.whiten(advantages, mask)
+    if algorithm.advantage_clip is not None:
+        advantages, share = alg.clip_values(advantages, algorithm.advantage_clip, mask)
+        metrics["algorithm/advantage_clip_frac"] = share
     batch["advantages"], batch["returns"] = advantages, returns
+    return metrics
 
 
 def rollout_mismatch_metrics(config: Config, batch: Batch) -> dict[str, float]:

@@ -88,7 +88,9 @@ def learn(
             baselines = greedy_baselines(ctx, collected.items, config.rollout.n)
     with timer.phase("advantages"):
         reward_kl_metrics = algorithm_setup.assign_token_rewards(config, batch, kl_ctrl)
-        algorithm_setup.assign_advantages(config, batch, collected.uids, reward_baselines=baselines)
+        reward_kl_metrics |= algorithm_setup.assign_advantages(
+            config, batch, collected.uids, reward_baselines=baselines
+        )
     metrics.update(reward_kl_metrics)
     if release_rollout:
         ctx.rollout.sleep()  # generation is over until the sync: free its memory for updates

@@ -31,6 +31,7 @@ from rl.cli.dialects.roll.defaults import (
     TRAINING_ARGS,
     VARIABLES_KEY,
 )
+from rl.cli.dialects.roll.launch import mentions_entry, read_launch_script
 from rl.cli.dialects.roll.rules import REASONS, RULES
 from rl.core.config.errors import ConfigError
 
@@ -43,6 +44,8 @@ __all__ = [
     "SWITCHES",
     "check",
     "compose",
+    "mentions_entry",
+    "read_launch_script",
 ]
 
 # what the system does to its config before reading it, and the sections it reads only
@@ -61,7 +64,7 @@ never evaluated, into `cluster.placement`. ROLL counts batches in responses per
 data-parallel rank, we in prompts: `actor.ppo_mini_batch_size` = per_device_train_batch_size
 × gradient_accumulation_steps × dp / num_return_sequences_in_group, and the divisibility
 ROLL documents is checked first (rollout_batch_size × n a multiple of that batch; with
-megatron, rollout_batch_size a multiple of dp).
+megatron, rollout_batch_size a multiple of dp). Walkthrough: [coming from ROLL](coming-from-roll.md).
 """
 DOCUMENTED = (
     "the fields of ROLL's RLVRConfig, its WorkerConfig roles and their model, training, "
@@ -119,6 +122,14 @@ def _file_strategy(args: dict[str, Any], role: str, path: Path) -> dict[str, Any
     rest = {k: v for k, v in args.items() if k not in ("strategy_name", "strategy_config")}
     if str(name).startswith("megatron"):
         config = _merge(MEGATRON_DEFAULTS, config)
+        # mcore_adapter's default for full recompute: every layer, uniformly
+        full = config.get("recompute_granularity") == "full"
+        if (
+            full
+            and config.get("recompute_method") is None
+            and not config.get("recompute_num_layers")
+        ):
+            config.update(recompute_method="uniform", recompute_num_layers=1)
     filed = {"strategy_name": name, **rest}
     if config:
         filed[str(name)] = config

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rl.cli.dialects.mapping import Rule, Unsupported, as_list
+from rl.cli.dialects.mapping import Rule, as_list
 from rl.cli.dialects.roll import batch, values
 from rl.cli.dialects.vocabulary import (
     CRITIC_WARMUP,
@@ -22,10 +22,11 @@ _INFRA = "ROLL's scheduling/infrastructure setting; rl's launcher decides it"
 _MASKS = "ROLL's sample masks and loss weights are not in rl"
 _DISTILL = "on-policy distillation is not in rl"
 _REWARDS = (
-    "rl scores each row by its data source with one reward (reward.custom_reward_function, "
-    "or the built-in rule scorers); ROLL's per-domain reward workers are not converted: "
-    "point reward.custom_reward_function at a scorer"
+    "ROLL's per-domain reward workers are not in rl, which scores each row by its data "
+    "source with one reward: pass reward.custom_reward_function.path=FILE and "
+    "--allow-unsupported 'rewards.*'"
 )
+_REWARD_WORKER = "a setting of a ROLL reward worker (refused by rewards.<domain>.worker_cls)"
 _SCHEDULER = "ROLL's rollout scheduler; rl's engine generates each step's prompts in one batch"
 _UNUSED = "defined by ROLL but not read by its RLVR pipeline"
 _ENVS = (
@@ -48,14 +49,19 @@ WORKER_OPTIONS = {
     "topr_*": "ROLL's TOPR loss is not in rl",
     "opd_kl_coef": _DISTILL,
     "tag_included": _REWARDS,
-    "use_sequence_packing": "rl packs sequences whenever use_remove_padding is on (default)",
-    "sequence_packing_args.": "rl packs sequences whenever use_remove_padding is on (default)",
-    "sequence_length_round_in_*": "rl pads packed micro-batches itself",
     "use_dynamic_batching_in_infer": "rl's critic forward takes forward_max_token_len_per_gpu",
     "max_tokens_per_microbatch_in_infer": "set critic.forward_max_token_len_per_gpu",
     "use_remove_padding": "a key ROLL no longer reads (rl: actor.use_remove_padding)",
     "checkpoint_config.": "rl checkpoints under trainer.output_dir/checkpoints",
     "resume_from_checkpoint": "ROLL copies the top-level value",
+}
+
+# WorkerConfig fields that change how, not what, a role computes
+_PACKING = "rl packs sequences whenever use_remove_padding is on (default); numerics only"
+WORKER_INFRA = {
+    "use_sequence_packing": _PACKING,
+    "sequence_packing_args.": _PACKING,
+    "sequence_length_round_in_*": "rl pads packed micro-batches itself",
 }
 
 # top-level RLVRConfig / PPOConfig / BaseConfig fields without a counterpart
@@ -65,7 +71,6 @@ PIPELINE_OPTIONS = {
     "max_additional_running_prompts": _SCHEDULER,
     "router_args.": _SCHEDULER,
     "user_defined_rollout_loop_cls": _SCHEDULER,
-    "rollout_mock.": _SCHEDULER,
     "model_download_type": "rl reads model.path from disk (no model hub download)",
     "profiler_*": PROFILING,
     "otlp_output_dir": PROFILING,
@@ -77,7 +82,6 @@ PIPELINE_OPTIONS = {
     "is_offload_optimizer_states_in_train_step": "set *.optimizer_offload",
     "local_rank": _INFRA,
     "base_dir": _INFRA,
-    "sequence_length": "ROLL derives it (prompt + response length)",
     "val_prompt_length": "rl validates with data.max_prompt_length",
     "val_sequence_length": "rl validates with data.max_prompt_length + max_response_length",
     "num_nodes": "derived from the device mappings (cluster.nnodes)",
@@ -253,14 +257,52 @@ RULES: list[Rule] = [
     Rule("train_env_manager.", reason=_ENVS),
     Rule("val_env_manager.", reason=_ENVS),
     Rule("env_manager_cls", reason=_ENVS),
+    # ROLL's per-domain reward workers: the worker and its routing are refused by name,
+    # the rest of its section is its own plumbing
+    Rule("rewards.*.worker_cls", reason=_REWARDS),
+    Rule("rewards.*.tag_included", reason=_REWARDS),
+    Rule("rewards.*.", reason=_REWARD_WORKER, status="ignored"),
+    Rule("reward_model.model_args.model_name_or_path", reason=_REWARDS),
+    Rule("reward_model.", reason=_REWARD_WORKER, status="ignored"),
+    *[Rule(f"*.{key}", reason=why, status="ignored") for key, why in WORKER_INFRA.items()],
+    Rule(
+        "rollout_mock.mode",
+        convert=lambda v: None if v == "dump" else v,  # dump only records the rollouts
+        reason="ROLL's rollout replay (mock mode) is not in rl",
+    ),
+    Rule(
+        "rollout_mock.",
+        reason="ROLL's rollout dump for precision tests",
+        status="ignored",
+    ),
+    Rule("sequence_length", reason="ROLL derives it (prompt + response)", status="ignored"),
+    Rule("*_agent_template", reason=_ENVS),
+    Rule("*_agent_system_template", reason=_ENVS),
+    Rule(
+        "reward_normalization.",
+        reason="the agentic pipeline's reward normalisation is not in rl (its RLVR keys "
+        "norm_mean_type / norm_std_type map)",
+    ),
     # ROLL's plumbing
     Rule("hydra.", reason="Hydra's own run settings", status="ignored"),
     Rule("**.worker_cls", reason="ROLL's worker class path", status="ignored"),
-    Rule("system_envs.", reason="set environment variables in the shell that runs rl"),
-    Rule("**.system_envs.", reason="set environment variables in the shell that runs rl"),
+    Rule(
+        "system_envs.",
+        reason="set environment variables in the shell that runs rl",
+        status="ignored",
+    ),
+    Rule(
+        "**.system_envs.",
+        reason="set environment variables in the shell that runs rl",
+        status="ignored",
+    ),
     Rule("logging_dir", reason=OUTPUT_DIR_LOGS, status="ignored"),
     Rule("logging_steps", reason="rl logs every step", status="ignored"),
-    Rule("checkpoint_config.", reason="rl checkpoints under trainer.output_dir/checkpoints"),
+    Rule(
+        "checkpoint_config.",
+        reason="rl checkpoints under trainer.output_dir/checkpoints",
+        status="ignored",
+    ),
     Rule("rpc_timeout", "trainer.worker_timeout_s"),
     Rule("num_gpus_per_node", "cluster.n_gpus_per_node"),
     # run, logging, checkpoints
@@ -271,7 +313,9 @@ RULES: list[Rule] = [
     Rule("tracker_kwargs.project", "trainer.project_name"),
     Rule("tracker_kwargs.name", "trainer.experiment_name"),
     Rule(
-        "tracker_kwargs.", reason="a tracker option rl does not pass (use the tracker's env vars)"
+        "tracker_kwargs.",
+        reason="a tracker option rl does not pass (use the tracker's env vars)",
+        status="ignored",
     ),
     Rule("*.name", reason="ROLL's cluster name", status="ignored"),
     Rule("max_steps", "trainer.total_training_steps"),
@@ -291,39 +335,68 @@ RULES: list[Rule] = [
     Rule("reference.model_args.model_name_or_path", "model.path", derive=values.model_path),
     Rule(
         "reward_pretrain",
-        reason="the critic starts from model.path in rl; ROLL's reward workers are not converted",
+        reason="read by ROLL's reward workers only (refused by rewards.*.worker_cls)",
+        status="ignored",
     ),
     Rule("rollout_batch_size", "data.train_batch_size"),
     Rule("val_batch_size", "data.val_batch_size"),
-    Rule("prompt_length", "data.max_prompt_length"),
+    Rule(
+        "prompt_length",
+        "data.max_prompt_length",
+        # ROLL drops prompts longer than prompt_length (preprocess_dataset's filter)
+        also=(("data.filter_overlong_prompts", lambda flat: True),),
+    ),
     Rule("response_length", "data.max_response_length"),
     Rule("num_return_sequences_in_group", "rollout.n"),
     Rule(
         "actor_train.data_args.file_name",
         "data.train_files",
         convert=as_list,
+        also=(  # ROLL's layout: the answer in `ground_truth`, the domain by `tag`
+            ("data.answer_key", lambda flat: "ground_truth"),
+            ("data.data_source_key", lambda flat: flat.get("actor_train.data_args.tag", "tag")),
+        ),
     ),
     Rule(
         "validation.data_args.file_name",
         "data.val_files",
         convert=as_list,
     ),
+    *[
+        Rule(
+            key,
+            "data.chat_template",
+            derive=values.template_mode,
+            also=(
+                ("data.apply_chat_template_kwargs", values.template_kwargs),
+                ("model.custom_chat_template", values.custom_template),
+            ),
+        )
+        for key in ("global_template", "actor_train.data_args.template")
+    ],
     Rule(
         "*.data_args.template",
-        "data.chat_template",
-        convert=lambda v: (
-            "native"
-            if v == "native"
-            else Unsupported(
-                f"template {v!r}: rl applies the tokenizer's own chat template (native) or none"
-            )
-        ),
+        reason="ROLL renders every prompt, validation's too, with actor_train's template "
+        "(or global_template)",
+        status="ignored",
+    ),
+    Rule(
+        "*.data_args.dataset_dir",
+        reason="not a field of ROLL's DataArguments: ROLL drops it (file names are "
+        "relative to where it runs)",
+        status="ignored",
+    ),
+    Rule(
+        "*.data_args.interleave_probs",
+        reason="not a field of ROLL's DataArguments: ROLL drops it",
+        status="ignored",
     ),
     Rule("*.data_args.prompt", "data.prompt_key"),
     Rule("*.data_args.messages", "data.prompt_key"),
     Rule("*.data_args.preprocessing_num_workers", "data.filter_num_workers"),
     Rule(
         "*.data_args.domain_interleave_probs.",
+        convert=lambda v: None if v == 1 else v,  # one domain: its rows are the batch
         reason="per-domain batch mixing is not in rl: mix the data files beforehand",
     ),
     Rule(
@@ -351,10 +424,23 @@ RULES: list[Rule] = [
         reason="rl samples when the temperature is > 0 and decodes greedily at 0",
         status="ignored",
     ),
+    Rule(
+        "*.generating_args.num_beams",
+        convert=lambda v: None if v in (None, 1) else v,
+        reason="beam search is not in rl (it samples)",
+    ),
     Rule("*.generating_args.", reason="a generation option rl does not expose"),
     Rule("validation.", reason="rl validates with data.val_files and rollout.val_kwargs"),
     # algorithm
-    Rule("adv_estimator", "algorithm.adv_estimator", convert=values.estimator),
+    *[
+        Rule(
+            key,
+            "algorithm.adv_estimator",
+            derive=values.estimator,
+            also=(("algorithm.norm_adv_by_std_in_grpo", values.norm_by_std),),
+        )
+        for key in ("adv_estimator", "norm_mean_type", "norm_std_type")
+    ],
     Rule("ppo_epochs", "actor.ppo_epochs", also=(("critic.ppo_epochs", None),)),
     Rule("max_grad_norm", "actor.optim.grad_clip", also=(("critic.optim.grad_clip", None),)),
     Rule("gamma", "algorithm.gamma"),
@@ -382,22 +468,10 @@ RULES: list[Rule] = [
     ),
     Rule("entropy_loss_coef", "actor.entropy_coeff"),
     Rule("loss_agg_mode", "actor.loss_agg_mode"),
-    Rule(
-        "norm_mean_type",
-        reason="ROLL's reward normalisation: grpo normalises per group (rl's grpo too); "
-        "other estimators keep rl's own",
-        status="ignored",
-    ),
-    Rule(
-        "norm_std_type",
-        reason="ROLL's reward normalisation: grpo divides by the group std (rl's "
-        "algorithm.norm_adv_by_std_in_grpo, on)",
-        status="ignored",
-    ),
-    Rule("whiten_advantages", convert=None, reason="batch whitening of advantages is not in rl"),
-    Rule("whiten_rewards", reason="batch whitening of rewards is not in rl"),
-    Rule("reward_clip", reason="reward clipping is not in rl"),
-    Rule("advantage_clip", reason="advantage clipping is not in rl"),
+    Rule("whiten_advantages", "algorithm.whiten_advantages", derive=values.whiten_advantages),
+    Rule("whiten_rewards", "algorithm.whiten_rewards", derive=values.whiten_rewards),
+    Rule("reward_clip", "algorithm.reward_clip", derive=values.reward_clip),
+    Rule("advantage_clip", "algorithm.advantage_clip"),
     Rule("critic_warmup", reason=CRITIC_WARMUP),
     Rule(
         "train_infer_correction.is_weight.enabled",
@@ -420,6 +494,11 @@ RULES: list[Rule] = [
     Rule("actor_train.pg_variant", "actor.policy_loss", convert=values.pg_variant),
     Rule("pg_variant", reason="a name ROLL files interpolate elsewhere", status="ignored"),
     Rule("max_len_mask", reason=_MASKS),
+    Rule(
+        "difficulty_*_threshold",
+        reason="read only with difficulty_mask (refused when on)",
+        status="ignored",
+    ),
     Rule("difficulty_*", reason=_MASKS),
     Rule("error_max_len_clip", reason=_MASKS),
     Rule("error_max_len_threshold", reason=_MASKS),
@@ -439,7 +518,6 @@ RULES: list[Rule] = [
     Rule("is_num_return_sequences_expand", reason=_INFRA, status="ignored"),
     Rule("max_running_requests", "rollout.max_num_seqs"),
     Rule("model_update_buffer_size_mb", "rollout.update_weights_bucket_megabytes"),
-    Rule("global_template", reason="set data.chat_template (native uses the tokenizer's template)"),
     Rule("tag_to_template.", reason="per-tag chat templates are not in rl"),
     Rule("teacher.", reason=_DISTILL),
     Rule("student_*", reason=_DISTILL),
@@ -448,7 +526,13 @@ RULES: list[Rule] = [
     Rule("**.lora_*", reason=LORA),
     Rule("rewards.", reason=_REWARDS),
     Rule("reward_model.", reason=_REWARDS),
-    Rule("reward.", reason=_REWARDS),
+    # ROLL's `reward` role (a WorkerConfig); rl's own reward.custom_reward_function.* is not
+    # one of its fields, so it stays ours on a command line (own_keys)
+    *[
+        Rule(f"reward.{part}.", reason=_REWARDS)
+        for part in ("model_args", "strategy_args", "generating_args", "data_args", "training_args")
+    ],
+    Rule("reward.*", reason=_REWARDS),
     # roles
     Rule("actor_train.model_args.dtype", "model.dtype", convert=values.dtype),
     Rule(
@@ -457,7 +541,19 @@ RULES: list[Rule] = [
         convert=lambda v: not v,
     ),
     Rule(
-        "actor_train.model_args.attn_implementation", reason="rl picks the attention kernel itself"
+        "*.model_args.attn_implementation",
+        reason="rl picks the attention kernel itself",
+        status="ignored",
+    ),
+    Rule(
+        "actor_infer.model_args.disable_gradient_checkpointing",
+        reason="ROLL's inference role: nothing is checkpointed",
+        status="ignored",
+    ),
+    Rule(
+        "actor_train.training_args.num_train_epochs",
+        reason="ROLL's RLVR pipeline runs max_steps steps (it reads no epoch count)",
+        status="ignored",
     ),
     Rule("actor_train.infer_batch_size", "rollout.log_prob_micro_batch_size_per_gpu"),
     Rule("actor_train.use_dynamic_batching_in_infer", "rollout.log_prob_use_dynamic_bsz"),
@@ -518,7 +614,10 @@ RULES: list[Rule] = [
     Rule("reference.max_tokens_per_microbatch_in_infer", "ref.log_prob_max_token_len_per_gpu"),
     Rule("reference.device_mapping", "cluster.placement.ref", convert=values.placement),
     Rule(
-        "reference.strategy_args.strategy_name", "actor.strategy", derive=values.reference_strategy
+        "reference.strategy_args.strategy_name",
+        reason="rl computes the reference log-probs on the actor's backend (the same "
+        "weights; only the kernels differ)",
+        status="ignored",
     ),
     Rule("reference.strategy_args.", reason=REF_LAYOUT, status="ignored"),
     Rule("reference.model_args.", reason=REF_LAYOUT, status="ignored"),

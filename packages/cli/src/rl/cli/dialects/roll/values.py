@@ -52,15 +52,134 @@ def reference_strategy(flat: Mapping[str, Any]) -> Any:
     return actor
 
 
-def estimator(value: Any) -> Any:
-    known = {"gae": "gae", "grpo": "grpo"}
-    return known.get(
-        value,
-        Unsupported(
-            f"adv_estimator {value!r}: ROLL's variant has no exact counterpart in rl (grpo, "
-            "gae, rloo, remax, reinforce_plus_plus[_baseline]); set algorithm.adv_estimator"
-        ),
-    )
+def _normalisation(flat: Mapping[str, Any]) -> tuple[Any, Any]:
+    """ROLL's reward normalisation (norm_mean_type, norm_std_type); grpo forces group/group
+    (roll/utils/functionals.py reward_postprocess)."""
+    if flat.get("adv_estimator") == "grpo":
+        return "group", "group"
+    return flat.get("norm_mean_type"), flat.get("norm_std_type")
+
+
+def grouped(flat: Mapping[str, Any]) -> bool:
+    """Whether ROLL's run is a group-normalised REINFORCE that rl runs as its grpo."""
+    return flat.get("adv_estimator") in ("grpo", "reinforce") and _normalisation(flat)[0] == "group"
+
+
+def estimator(flat: Mapping[str, Any]) -> Any:
+    """ROLL's estimator with its reward normalisation, as rl's estimator.
+
+    ROLL: the sequence reward is normalised (norm_mean_type / norm_std_type: batch, group,
+    running or none; grpo forces group/group), then gae, or for reinforce and grpo the
+    discounted return of the token rewards (`compute_reinforce_return`). So reinforce
+    without normalisation is rl's `reinforce`; group mean (and std) with gamma 1 and no
+    token-level KL is rl's grpo (Dr.GRPO without the std); GAE without normalisation is
+    rl's gae, which whitens its advantages as ROLL does with whiten_advantages."""
+    name = flat.get("adv_estimator")
+    mean, std = _normalisation(flat)
+    if name in ("gigpo", "step_reinforce", "agentic_reinforce"):
+        return Unsupported(
+            f"adv_estimator {name!r}: ROLL's agentic estimators are not in rl (its "
+            "estimators: gae, grpo, reinforce, rloo, remax, reinforce_plus_plus[_baseline])"
+        )
+    if name not in ("gae", "grpo", "reinforce"):
+        return Unsupported(f"adv_estimator {name!r}: ROLL has gae, reinforce, grpo")
+    if (mean, std) == (None, None):
+        if name == "gae" and not flat.get("whiten_advantages"):
+            return Unsupported(
+                "adv_estimator 'gae' with whiten_advantages false: ROLL leaves GAE advantages "
+                "unwhitened, rl's gae whitens them over the batch (verl's); set "
+                "whiten_advantages: true to train as rl does"
+            )
+        return name
+    shown = f"norm_mean_type {mean!r}, norm_std_type {std!r}"
+    if name == "gae" or mean != "group" or std not in ("group", None):
+        return Unsupported(
+            f"{name} with reward normalisation {shown}: rl normalises rewards per prompt "
+            "group only (grpo; Dr.GRPO without the std), before no estimator but its own"
+        )
+    if float(flat.get("gamma", 1.0)) != 1.0 or flat.get("add_token_level_kl"):
+        return Unsupported(
+            f"{name} with {shown}, gamma {flat.get('gamma')} and add_token_level_kl "
+            f"{flat.get('add_token_level_kl')}: ROLL discounts the normalised reward plus "
+            "the token KL; rl's grpo puts the normalised score on every token (gamma 1, "
+            "no token-level KL)"
+        )
+    return "grpo"
+
+
+def norm_by_std(flat: Mapping[str, Any]) -> Any:
+    """grpo divides by the group std unless ROLL's norm_std_type is unset (Dr.GRPO)."""
+    return _normalisation(flat)[1] == "group" if grouped(flat) else None
+
+
+def whiten_advantages(flat: Mapping[str, Any]) -> Any:
+    """ROLL whitens after any estimator; rl's gae whitens already (once, as ROLL)."""
+    on = bool(flat.get("whiten_advantages"))
+    return None if flat.get("adv_estimator") == "gae" else on
+
+
+def reward_clip(flat: Mapping[str, Any]) -> Any:
+    """ROLL clamps the reward after normalising it (`if reward_clip`: 0 is off)."""
+    bound = flat.get("reward_clip") or None
+    if bound is not None and grouped(flat):
+        return Unsupported(
+            f"reward_clip {bound} with a group-normalised estimator: ROLL clamps the "
+            "normalised reward, rl's algorithm.reward_clip clamps the score before grpo"
+        )
+    return bound
+
+
+def whiten_rewards(flat: Mapping[str, Any]) -> Any:
+    on = bool(flat.get("whiten_rewards"))
+    if on and grouped(flat):
+        return Unsupported(
+            "whiten_rewards with a group-normalised estimator: ROLL whitens the token rewards "
+            "before its return-to-go, rl's grpo sums them into one score per sequence"
+        )
+    return on
+
+
+# ROLL's named chat templates (roll/datasets/chat_template.py): how rl renders each.
+# ROLL renders the messages with add_generation_prompt and tokenizes the text.
+CHATML = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{{ message['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+TEMPLATES: dict[str, tuple[str, dict[str, Any], str | None]] = {
+    "native": ("native", {}, None),
+    "qwen2_5": ("native", {}, None),  # ROLL: the tokenizer's own template
+    "qwen3": ("native", {"enable_thinking": True}, None),
+    "chatml": ("native", {}, CHATML),
+}
+
+
+def _template(flat: Mapping[str, Any]) -> Any:
+    name = flat.get("global_template") or flat.get("actor_train.data_args.template")
+    if name is None:
+        return None
+    if name not in TEMPLATES:
+        return Unsupported(
+            f"template {name!r}: rl renders ROLL's native, qwen2_5, qwen3 and chatml "
+            "templates; its base/empty/longCOT/longcot_V3 templates rewrite the text "
+            "(set model.custom_chat_template to a Jinja template of your own)"
+        )
+    return TEMPLATES[name]
+
+
+def template_mode(flat: Mapping[str, Any]) -> Any:
+    found = _template(flat)
+    return found if found is None or isinstance(found, Unsupported) else found[0]
+
+
+def template_kwargs(flat: Mapping[str, Any]) -> Any:
+    found = _template(flat)
+    return found[1] or None if isinstance(found, tuple) else None
+
+
+def custom_template(flat: Mapping[str, Any]) -> Any:
+    found = _template(flat)
+    return found[2] if isinstance(found, tuple) else None
 
 
 def pg_variant(value: Any) -> Any:

@@ -1,0 +1,5 @@
+#!/bin/bash
+set +x
+
+CONFIG_PATH=$(basename $(dirname $0))
+python examples/start_rlvr_rollout_pipeline.py --config_path $CONFIG_PATH  --config_name rlvr_config_8gpus

@@ -1,0 +1,178 @@
+"""Each ROLL setting that changes what is trained, flipped: the conversion follows ROLL's
+formula (roll/utils/functionals.py, roll/pipeline/rlvr/actor_worker.py at 8eb27cc2) or the
+key is refused by name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rl.cli.dialects import convert
+from rl.core.config import config_from_mapping
+
+BASE = """
+pretrain: /models/Qwen2.5-0.5B
+rollout_batch_size: 4
+num_return_sequences_in_group: 2
+prompt_length: 64
+response_length: 64
+adv_estimator: reinforce
+actor_train:
+  training_args: {per_device_train_batch_size: 2, gradient_accumulation_steps: 1}
+  data_args: {template: qwen2_5, file_name: [data/train.jsonl], messages: messages}
+  strategy_args: {strategy_name: fsdp2_train}
+actor_infer:
+  strategy_args: {strategy_name: hf_infer}
+"""
+
+
+@pytest.fixture
+def file(tmp_path: Path) -> Path:
+    path = tmp_path / "rlvr_config.yaml"
+    path.write_text(BASE)
+    return path
+
+
+def run(file: Path, *overrides: str):
+    conversion = convert("roll", file, list(overrides))
+    by_key = {e.source: e for e in conversion.report.entries}
+    refused = {k for k, e in by_key.items() if e.status == "unsupported"}
+    config = config_from_mapping(conversion.config, "converted")
+    return config, refused, by_key
+
+
+def test_reinforce_without_normalisation_is_rls_reinforce_not_grpo(file):
+    config, refused, _ = run(file)
+    assert config.algorithm.adv_estimator == "reinforce" and not refused
+    assert not config.algorithm.whiten_advantages  # ROLL's default: off
+
+
+@pytest.mark.parametrize(
+    ("overrides", "estimator", "by_std"),
+    [
+        (["adv_estimator=grpo"], "grpo", True),  # ROLL forces group mean / group std
+        (["+norm_mean_type=group", "+norm_std_type=group"], "grpo", True),
+        (["+norm_mean_type=group"], "grpo", False),  # no std: Dr.GRPO
+    ],
+)
+def test_group_normalisation_is_grpo(file, overrides, estimator, by_std):
+    config, refused, _ = run(file, *overrides)
+    assert not refused
+    assert config.algorithm.adv_estimator == estimator
+    assert config.algorithm.norm_adv_by_std_in_grpo is by_std
+
+
+@pytest.mark.parametrize(
+    ("overrides", "refused_key"),
+    [
+        (["+norm_mean_type=batch"], "adv_estimator"),
+        (["+norm_std_type=running"], "norm_std_type"),
+        (["adv_estimator=grpo", "+gamma=0.9"], "adv_estimator"),
+        (["adv_estimator=grpo", "+add_token_level_kl=true"], "adv_estimator"),
+        (["adv_estimator=grpo", "+reward_clip=5"], "reward_clip"),
+        (["adv_estimator=grpo", "+whiten_rewards=true"], "whiten_rewards"),
+        (["adv_estimator=gigpo"], "adv_estimator"),
+        (["adv_estimator=step_reinforce"], "adv_estimator"),
+        (["adv_estimator=gae"], "adv_estimator"),  # unwhitened GAE: rl's gae whitens
+    ],
+)
+def test_what_rl_cannot_compute_as_roll_does_is_refused_by_name(file, overrides, refused_key):
+    _, refused, _ = run(file, *overrides)
+    assert refused_key in refused
+
+
+def test_gae_with_whitening_is_rls_gae(file):
+    critic = "+critic={training_args: {per_device_train_batch_size: 2}}"
+    config, refused, _ = run(file, "adv_estimator=gae", "+whiten_advantages=true", critic)
+    assert not refused and config.algorithm.adv_estimator == "gae"
+    assert not config.algorithm.whiten_advantages  # rl's gae whitens itself, once
+
+
+@pytest.mark.parametrize(
+    ("override", "check"),
+    [
+        ("+whiten_advantages=true", lambda c: c.algorithm.whiten_advantages),
+        ("+whiten_rewards=true", lambda c: c.algorithm.whiten_rewards),
+        ("+reward_clip=10", lambda c: c.algorithm.reward_clip == 10),
+        ("+advantage_clip=2.0", lambda c: c.algorithm.advantage_clip == 2.0),
+        ("+add_token_level_kl=true", lambda c: c.algorithm.use_kl_in_reward),
+        ("+dual_clip_loss=true", lambda c: c.actor.clip_ratio_c == pytest.approx(1.4)),
+        ("+loss_agg_mode=token-mean", lambda c: c.actor.loss_agg_mode == "token-mean"),
+        (
+            "+use_pg_clip_range=true",
+            lambda c: (c.actor.clip_ratio_low, c.actor.clip_ratio_high) == (0.2, 0.2),
+        ),
+        ("+actor_train.model_args.dtype=fp16", lambda c: c.model.dtype == "float16"),
+        ("+actor_train.model_args.dtype=fp32", lambda c: c.model.dtype == "float32"),
+    ],
+)
+def test_each_setting_flipped_changes_the_conversion(file, override, check):
+    base, _, _ = run(file)
+    config, refused, _ = run(file, override)
+    assert not refused and check(config) and config != base
+
+
+def test_a_zero_reward_clip_is_off_as_in_roll(file):
+    config, refused, _ = run(file, "+reward_clip=0")  # ROLL: `if reward_clip:`
+    assert not refused and config.algorithm.reward_clip is None
+
+
+def test_clip_range_low_high_only_with_use_pg_clip_range(file):
+    config, _, _ = run(file, "+pg_clip_low=0.1", "+pg_clip_high=0.3")
+    assert config.actor.clip_ratio_low is None  # ROLL reads them only with the switch on
+    config, _, _ = run(file, "+use_pg_clip_range=true", "+pg_clip_low=0.1", "+pg_clip_high=0.3")
+    assert (config.actor.clip_ratio_low, config.actor.clip_ratio_high) == (0.1, 0.3)
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("+actor_train.model_args.lora_rank=32", "actor_train.model_args.lora_rank"),
+        ("+lora_target=all-linear", "lora_target"),
+        ("+is_lora=true", "is_lora"),
+        ("+reward_norm=true", "reward_norm"),
+        ("+reward_scale=2", "reward_scale"),
+        ("+max_len_mask=true", "max_len_mask"),
+        (
+            "+actor_train.data_args.domain_interleave_probs={math_rule: 0.5, ifeval: 0.5}",
+            "actor_train.data_args.domain_interleave_probs.ifeval",
+        ),
+        ("+rewards.math_rule.tag_included=[aime]", "rewards.math_rule.tag_included"),
+        ("actor_train.data_args.template=longCOT_qwen2.5", "actor_train.data_args.template"),
+        ("+global_template=base", "global_template"),
+        ("+actor_train.model_args.dtype=int8", "actor_train.model_args.dtype"),
+    ],
+)
+def test_settings_rl_has_not_are_refused_by_name(file, override, key):
+    _, refused, _ = run(file, override)
+    assert key in refused
+
+
+def test_a_single_domain_with_all_the_batch_is_no_mixing(file):
+    _, refused, by_key = run(
+        file, "+actor_train.data_args.domain_interleave_probs={math_rule: 1.0}"
+    )
+    assert not refused
+    assert by_key["actor_train.data_args.domain_interleave_probs.math_rule"].status == "default"
+
+
+@pytest.mark.parametrize(
+    ("template", "mode", "kwargs", "custom"),
+    [
+        ("qwen2_5", "native", {}, None),
+        ("native", "native", {}, None),
+        ("qwen3", "native", {"enable_thinking": True}, None),
+        ("chatml", "native", {}, "<|im_start|>"),
+    ],
+)
+def test_named_templates_render_as_roll_renders_them(file, template, mode, kwargs, custom):
+    config, refused, _ = run(file, f"actor_train.data_args.template={template}")
+    assert not refused and config.data.chat_template == mode
+    assert config.data.apply_chat_template_kwargs == kwargs
+    assert (config.model.custom_chat_template or None) == custom or custom in (
+        config.model.custom_chat_template or ""
+    )
+    # global_template wins over actor_train's (ROLL's pipeline)
+    config, _, _ = run(file, "+global_template=qwen3")
+    assert config.data.apply_chat_template_kwargs == {"enable_thinking": True}

@@ -1,0 +1,181 @@
+"""ROLL's own example configs and launch scripts (`roll/upstream/`, verbatim from ROLL
+8eb27cc2): each converts with only shrink overrides in ROLL's keys, or is refused in one
+line naming the keys it cannot honour; what is refused is pinned per file, and allowing
+exactly those keys gives a config our schema accepts. The launch scripts resolve their
+config as ROLL's entry script does."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from rl.cli.convert_cmd import convert_config
+from rl.cli.dialects import convert, detect
+from rl.core.config import ConfigError
+
+UPSTREAM = Path(__file__).parent / "roll" / "upstream"
+EXAMPLES = UPSTREAM / "examples"
+ONE_DEVICE = [
+    "num_gpus_per_node=1",
+    "actor_train.device_mapping='list(range(0,1))'",
+    "actor_infer.device_mapping='list(range(0,1))'",
+    "reference.device_mapping='list(range(0,1))'",
+    "rollout_batch_size=4",
+    "num_return_sequences_in_group=2",
+    "actor_train.training_args.per_device_train_batch_size=2",
+    "actor_train.training_args.gradient_accumulation_steps=1",
+    "prompt_length=64",
+    "response_length=64",
+]
+MASKS = {"max_len_mask", "difficulty_mask"}  # the thresholds are read only with the mask
+DOMAINS = {
+    f"actor_train.data_args.domain_interleave_probs.{d}"
+    for d in ("math_rule", "code_sandbox", "llm_judge", "crossthinkqa", "ifeval")
+}
+FIVE_REWARDS = {
+    f"rewards.{d}.{k}"
+    for d in ("math_rule", "code_sandbox", "llm_judge", "crossthinkqa", "ifeval")
+    for k in ("worker_cls", "tag_included")
+}
+MATH_REWARD = {"rewards.math_rule.worker_cls", "rewards.math_rule.tag_included"}
+JUDGE = {"rewards.llm_judge.worker_cls", "rewards.llm_judge.tag_included"}
+MULTI_DOMAIN = MASKS | DOMAINS | FIVE_REWARDS
+LORA = {
+    f"{r}model_args.lora_{k}"
+    for r in ("actor_train.", "actor_infer.")
+    for k in ("target", "rank", "alpha")
+}
+# what each file is refused for (every other key maps or is rl's own business)
+REFUSED = {
+    "qwen2.5-7B-rlvr_megatron/rlvr_config.yaml": MULTI_DOMAIN,
+    "qwen2.5-7B-rlvr_megatron/rlvr_config_8gpus.yaml": MULTI_DOMAIN,
+    "qwen2.5-7B-rlvr_megatron/rlvr_config_amd.yaml": MULTI_DOMAIN,
+    "qwen2.5-7B-rlvr_megatron/rlvr_config_dynamic_batching.yaml": MULTI_DOMAIN,
+    "qwen2.5-7B-rlvr_megatron/rlvr_config_sequence_packing.yaml": MULTI_DOMAIN,
+    "qwen2.5-7B-rlvr_megatron/rlvr_fsdp2_sp2.yaml": MULTI_DOMAIN,
+    "qwen2.5-7B-rlvr_megatron/rlvr_qwen2.5_7B_seperate.yaml": MULTI_DOMAIN,
+    "qwen2.5-7B-rlvr_megatron/rlvr_config_8gpus_llm_as_judge.yaml": MASKS | JUDGE,
+    "qwen2.5-7B-rlvr_megatron/rlvr_config_8gpus_llm_as_judge_server.yaml": MASKS
+    | JUDGE
+    | {"reward_model.model_args.model_name_or_path"},
+    "qwen2.5-7B-rlvr_megatron/rlvr_config_async.yaml": MASKS
+    | MATH_REWARD
+    | {"async_generation_ratio"},
+    "qwen2.5-7B-rlvr_megatron/rlvr_config_amd_async.yaml": MASKS
+    | MATH_REWARD
+    | {"async_generation_ratio"},
+    "qwen2.5-7B-rlvr_megatron/rlvr_rollout_mock_dump.yaml": MASKS | MATH_REWARD,
+    "qwen2.5-7B-rlvr_megatron/rlvr_config_lora.yaml": MULTI_DOMAIN | LORA,
+    "qwen2.5-7B-rlvr_megatron/rlvr_lora_fsdp2.yaml": MULTI_DOMAIN
+    | LORA
+    | {"lora_target", "lora_rank", "lora_alpha"},
+    "qwen3-8B-rlvr_fsdp2/rlvr_config.yaml": MULTI_DOMAIN,
+    "qwen3-8B-rlvr_fsdp2/rlvr_config_wo_cpuoffload.yaml": MULTI_DOMAIN,
+}
+ALGORITHM_KEYS = ("adv_estimator", "reward_clip", "advantage_clip", "whiten_advantages")
+
+
+def _refused_keys(message: str) -> set[str]:
+    named = message.split("the reason): ", 1)[1].split("; remove them", 1)[0]
+    return {part.split(" = ", 1)[0] for part in named.split(", ") if " = " in part}
+
+
+def test_every_upstream_config_is_pinned():
+    files = {
+        str(p.relative_to(EXAMPLES))
+        for p in EXAMPLES.rglob("*.yaml")
+        if p.parent.name not in ("config", "qwen3_agentic_gem")
+    }
+    assert files == set(REFUSED)
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_an_upstream_config_converts_or_is_refused_in_one_line(name):
+    path = EXAMPLES / name
+    assert detect(path) == "roll"
+    with pytest.raises(ConfigError) as refused:
+        convert_config("roll", path, ONE_DEVICE)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert _refused_keys(message) >= REFUSED[name]
+    keys = _refused_keys(message)
+    # keys that are not exact names (a value with ", " in it) stay out of the pin
+    assert {k for k in keys if k not in REFUSED[name]} <= {k for k in keys if "'" in k or "[" in k}
+    # ROLL's estimator and shaping map (reinforce + whitening + both clips)
+    assert not keys & set(ALGORITHM_KEYS)
+    config, _ = convert_config("roll", path, ONE_DEVICE, allow=sorted(REFUSED[name]))
+    assert config.algorithm.adv_estimator == "reinforce"
+    assert config.algorithm.whiten_advantages and config.algorithm.advantage_clip == 2.0
+    assert config.algorithm.reward_clip == 10
+    assert config.data.answer_key == "ground_truth" and config.data.data_source_key == "tag"
+    assert config.data.filter_overlong_prompts
+    assert set(config.trainer.dropped_settings) == {f"roll:{k}" for k in REFUSED[name]}
+
+
+def test_the_templates_of_the_examples_map():
+    fsdp, _ = convert_config(
+        "roll", EXAMPLES / "qwen3-8B-rlvr_fsdp2/rlvr_config.yaml", ONE_DEVICE, allow=["*"]
+    )
+    assert fsdp.data.chat_template == "native"
+    assert fsdp.data.apply_chat_template_kwargs == {"enable_thinking": True}  # qwen3
+    assert fsdp.actor.strategy == "fsdp"
+    megatron, _ = convert_config(
+        "roll", EXAMPLES / "qwen2.5-7B-rlvr_megatron/rlvr_config.yaml", ONE_DEVICE, allow=["*"]
+    )
+    assert megatron.data.chat_template == "native" and not megatron.data.apply_chat_template_kwargs
+    assert megatron.actor.strategy == "megatron"
+
+
+def test_the_agentic_gem_config_is_refused_by_name():
+    with pytest.raises(ConfigError) as refused:
+        convert_config("roll", EXAMPLES / "qwen3_agentic_gem" / "gem_math_dapo.yaml", [])
+    keys = _refused_keys(str(refused.value))
+    assert {"env_manager_cls", "custom_envs.dapo_17k.env_type"} <= keys
+    assert "reward_normalization.method" in keys
+
+
+@pytest.mark.parametrize("example", ["qwen2.5-7B-rlvr_megatron", "qwen3-8B-rlvr_fsdp2"])
+def test_a_launch_script_runs_its_folders_rlvr_config(example, monkeypatch):
+    monkeypatch.chdir(UPSTREAM)  # where ROLL's examples run from: its checkout root
+    script = Path("examples") / example / "run_rlvr_pipeline.sh"
+    assert detect(script) == "roll"
+    conversion = convert("roll", script, ["rollout_batch_size=4", *ONE_DEVICE[:4]])
+    assert any(
+        f"--config_path {example} --config_name rlvr_config" in note
+        and note.endswith(
+            f"{example}/rlvr_config.yaml (Hydra's config_path, relative to the entry script)"
+        )
+        for note in conversion.report.notes
+    )
+    assert conversion.config["data"]["train_batch_size"] == 4
+
+
+def test_a_launch_script_read_from_elsewhere_finds_its_own_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    script = EXAMPLES / "qwen3-8B-rlvr_fsdp2" / "run_rlvr_pipeline.sh"
+    conversion = convert("roll", script, ONE_DEVICE)
+    assert conversion.config["data"]["apply_chat_template_kwargs"] == {"enable_thinking": True}
+
+
+def test_the_agentic_launch_script_is_refused_in_one_line(monkeypatch):
+    monkeypatch.chdir(UPSTREAM)
+    with pytest.raises(ConfigError, match="start_agentic_pipeline.py; rl reads ROLL's RLVR"):
+        convert("roll", Path("examples/qwen3_agentic_gem/run_agentic_pipeline_gem.sh"))
+
+
+def test_a_config_path_rl_cannot_know_says_what_to_export(tmp_path):
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "python examples/start_rlvr_pipeline.py --config_path $EXP --config_name rlvr_config\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "EXP"}
+    from rl.cli.dialects.roll import read_launch_script
+
+    with pytest.raises(ConfigError, match="export EXP"):
+        read_launch_script(script, [], environ=env, cwd=UPSTREAM)
+    launch = read_launch_script(
+        script, [], environ={**env, "EXP": "qwen3-8B-rlvr_fsdp2"}, cwd=UPSTREAM
+    )
+    assert launch.config_file == EXAMPLES / "qwen3-8B-rlvr_fsdp2" / "rlvr_config.yaml"
