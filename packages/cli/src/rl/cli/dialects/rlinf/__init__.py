@@ -16,6 +16,7 @@ from typing import Any
 
 from rl.cli.dialects import hydra_files
 from rl.cli.dialects.rlinf.rules import REASONS, RULES
+from rl.cli.dialects.rlinf.unread import unread_keys
 from rl.core.config.errors import ConfigError
 
 __all__ = [
@@ -29,9 +30,10 @@ __all__ = [
     "compose",
 ]
 
-# what the system does to its config before reading it, and the sections it reads only
-# while a switch is on (`switches.Switch`): none in this dialect
-REWRITES: list = []
+# what the system does to its config before reading it (here: the keys RLinf does not
+# read for the role's backend and precision), and the sections it reads only while a
+# switch is on (`switches.Switch`): none in this dialect
+REWRITES: list = [unread_keys]
 SWITCHES: list = []
 
 DESCRIPTION = """
@@ -87,6 +89,14 @@ def check(values: dict[str, Any]) -> list[str]:
         raise ConfigError(
             f"runner.task_type = {task!r}: rl converts RLinf's reasoning runner only "
             "(embodied, agent and SFT runners have no counterpart in rl)"
+        )
+    if values.get("agentloop") or values.get("tools"):
+        raise ConfigError(
+            "agentloop / tools: RLinf's agent loop (rStar2: its own tool-call parser "
+            f"{(values.get('agentloop') or {}).get('toolcall_parser')!r}, a code-judge server "
+            "under tools.codejudge, down-sampling of the rollouts) has no counterpart in rl: "
+            "rl's rollout.multi_turn runs hermes/call tool calls against built-in tools "
+            "(calculator, python) without down-sampling; write that config in rl's schema"
         )
     if data.get("rollout_batch_size") is None:
         raise ConfigError("data.rollout_batch_size is not set (prompts per step)")

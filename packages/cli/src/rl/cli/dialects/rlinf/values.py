@@ -40,16 +40,107 @@ def rollout_backend(value: Any) -> Any:
 
 
 def estimator(flat: Mapping[str, Any]) -> Any:
+    """RLinf's rlinf/algorithms/advantages.py as rl's estimators: grpo is (r - group mean) /
+    (unbiased group std + 1e-6), as ours; reinpp is the return-to-go of the reward at the
+    last response token minus reinpp_kl_beta × KL per token, whitened over the batch, as
+    our reinforce_plus_plus with the KL in the reward; its baseline variant subtracts the
+    group mean first, which ours does without a KL return-to-go."""
     kind = flat.get("algorithm.adv_type")
     if kind == "reinpp":
-        if flat.get("algorithm.use_reinpp_baseline"):
-            return "reinforce_plus_plus_baseline"
-        return "reinforce_plus_plus"
-    known = {"grpo": "grpo", "gae": "gae"}
-    return known.get(
-        str(kind),
-        Unsupported(f"adv_type {kind!r}: rl has grpo, gae, reinpp (reinforce_plus_plus)"),
+        if not flat.get("algorithm.use_reinpp_baseline"):
+            return "reinforce_plus_plus"
+        if float(flat.get("algorithm.reinpp_kl_beta") or 0.0) > 0:
+            return Unsupported(
+                "adv_type reinpp with use_reinpp_baseline and reinpp_kl_beta > 0: RLinf "
+                "accumulates the per-token KL as a return-to-go after the group baseline; rl's "
+                "reinforce_plus_plus_baseline puts one score on every token (set "
+                "reinpp_kl_beta: 0, or use_reinpp_baseline: false)"
+            )
+        return "reinforce_plus_plus_baseline"
+    if kind == "grpo":
+        return "grpo"
+    if kind == "gae":
+        return Unsupported(
+            "adv_type gae: RLinf's reasoning GAE puts the reward on the last padded position "
+            "and bootstraps through the critic's values on the padding; rl's gae puts it on "
+            "the last response token"
+        )
+    return Unsupported(f"adv_type {kind!r}: rl has RLinf's grpo and reinpp")
+
+
+def whitened_estimator(flat: Mapping[str, Any]) -> Any:
+    """RLinf's normalize_advantages whitens the advantages over the whole batch (masked,
+    biased std + 1e-5) after the estimator. reinpp's are whitened already, as rl's
+    reinforce_plus_plus(_baseline) are: whitening twice is the same up to the epsilon.
+    grpo's are not, and rl has no whitening after grpo."""
+    if not flat.get("algorithm.normalize_advantages"):
+        return None
+    if flat.get("algorithm.adv_type") == "reinpp":
+        return estimator(flat)
+    return Unsupported(
+        f"normalize_advantages after adv_type {flat.get('algorithm.adv_type')!r}: RLinf "
+        "whitens the advantages over the batch after computing them; rl whitens only "
+        "reinforce_plus_plus and its baseline variant (set normalize_advantages: false)"
     )
+
+
+_SWAPPED_KL = ("kl", "k1", "low_var_kl", "k3")
+
+
+def kl_loss_type(flat: Mapping[str, Any]) -> Any:
+    """RLinf's KL loss calls kl_penalty(ref_logprobs, logprobs): the policy and the
+    reference swapped against its own definition (and ours). The symmetric estimators
+    (mse / k2, abs) are the same; k1 and k3 are not."""
+    kind = flat.get("algorithm.kl_penalty_type")
+    if float(flat.get("algorithm.kl_beta") or 0.0) <= 0:
+        return None  # no KL loss: not read by the loss
+    if kind in _SWAPPED_KL:
+        return Unsupported(
+            f"kl_penalty_type {kind!r} with kl_beta > 0: RLinf's KL loss passes the "
+            "reference log-probs as the policy's (kl_penalty(ref, logprobs)), so its "
+            f"{kind} is rl's with the two swapped; mse / k2 and abs are the same in both"
+        )
+    return kind
+
+
+def in_reward_kl_type(flat: Mapping[str, Any]) -> Any:
+    """reinpp's KL in the reward calls kl_penalty(logprob, ref_logprob): ours as it is."""
+    if in_reward_kl(flat) is None:
+        return None
+    return flat.get("algorithm.kl_penalty_type")
+
+
+def one_is_off(value: Any) -> Any:
+    """1 (one pipeline stage, one generation batch) is what rl does: not in use."""
+    return None if value is None or int(value) == 1 else value
+
+
+def weight_reload(value: Any) -> Any:
+    return None if value == "sync" else value
+
+
+def adam_eps(value: Any) -> Any:
+    return None if value is None or float(value) == 1e-8 else value
+
+
+def constant_weight_decay(section: str) -> Any:
+    """megatron's start/end weight decay: rl's optim.weight_decay when both equal it (the
+    constant style), else not expressible."""
+
+    def derive(flat: Mapping[str, Any]) -> Any:
+        start = flat.get(f"{section}.lr_sched.start_weight_decay")
+        end = flat.get(f"{section}.lr_sched.end_weight_decay")
+        decay = flat.get(f"{section}.optim.weight_decay")
+        known = [float(v) for v in (start, end, decay) if v is not None]
+        if len(set(known)) <= 1:
+            return None if decay is not None or not known else known[0]
+        return Unsupported(
+            f"{section}.lr_sched start/end_weight_decay {start} -> {end} besides "
+            f"optim.weight_decay {decay}: rl's weight decay is optim.weight_decay (constant, "
+            "or rising with weight_decay_incr_style from it)"
+        )
+
+    return derive
 
 
 def policy_loss(value: Any) -> Any:
@@ -179,9 +270,9 @@ def model_path(flat: Mapping[str, Any]) -> Any:
     return flat.get("rollout.model.model_path") or flat.get("actor.model.model_path")
 
 
-def offload_for(backend_name: str, key: str) -> Any:
+def offload_for(backend_name: str, key: str, section: str = "actor") -> Any:
     def derive(flat: Mapping[str, Any]) -> Any:
-        if flat.get("actor.training_backend") != backend_name:
+        if flat.get(f"{section}.training_backend") != backend_name:
             return None
         return flat.get(key)
 
