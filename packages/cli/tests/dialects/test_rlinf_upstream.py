@@ -40,7 +40,11 @@ REFUSED = {
         "actor.optim.adam_eps",
         "actor.optim.loss_scale",
     },
-    "qwen2.5-1.5b-ppo-megatron": {"algorithm.adv_type", "algorithm.normalize_advantages"},
+    "qwen2.5-1.5b-ppo-megatron": {
+        "algorithm.adv_type",
+        "algorithm.normalize_advantages",
+        "algorithm.loss_agg_func",
+    },
     "qwen2.5-1.5b-reinpp-megatron": {"actor.optim.adam_eps", "actor.optim.loss_scale"},
     "qwen2.5-1.5b-single-gpu": {
         "algorithm.normalize_advantages",
@@ -60,6 +64,7 @@ REFUSED = {
     "qwen3-30b-grpo-megatron": {"algorithm.normalize_advantages", "actor.optim.adam_eps"},
     "moonlight-16b-grpo-megatron": {
         "algorithm.normalize_advantages",
+        "algorithm.loss_agg_func",
         "actor.optim.use_precision_aware_optimizer",
     },
 }

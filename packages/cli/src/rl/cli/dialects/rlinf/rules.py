@@ -104,6 +104,11 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
         ),
         Rule(optim + "fp16", reason="from the precision (model.dtype)", status="ignored"),
         Rule(optim + "bf16", reason="from the precision (model.dtype)", status="ignored"),
+        Rule(
+            optim + "loss_scale",
+            reason="megatron's static fp16 loss scale: rl's fp16 uses megatron's dynamic "
+            "loss scaling",
+        ),
         Rule(optim + "loss_scale*", reason="rl's fp16 loss scaling is megatron's own"),
         Rule(optim + "adam_eps", reason="rl's AdamW uses eps 1e-8", convert=values.adam_eps),
         Rule(
@@ -291,7 +296,7 @@ RULES: list[Rule] = [
         convert=values.one_is_off,
     ),
     Rule("algorithm.loss_type", "actor.policy_loss", convert=values.policy_loss),
-    Rule("algorithm.loss_agg_func", "actor.loss_agg_mode"),
+    Rule("algorithm.loss_agg_func", "actor.loss_agg_mode", derive=values.loss_agg),
     Rule(
         "algorithm.kl_beta",
         "actor.kl_loss_coef",

@@ -110,6 +110,28 @@ def in_reward_kl_type(flat: Mapping[str, Any]) -> Any:
     return flat.get("algorithm.kl_penalty_type")
 
 
+def loss_agg(flat: Mapping[str, Any]) -> Any:
+    """RLinf aggregates each micro-batch on its own (`loss_agg_func(loss, mask)`) and
+    averages the micro-batches (loss / gradient accumulation steps) and the ranks. The
+    sequence means are then the mini-batch's, as ours; its token-mean is the mean of each
+    micro-batch's token mean: with one sequence per micro-batch
+    (`training_batch_size_per_gpu: 1`) that is our seq-mean-token-mean."""
+    mode = flat.get("algorithm.loss_agg_func")
+    if mode in ("seq-mean-token-sum", "seq-mean-token-mean"):
+        return mode
+    if mode != "token-mean":
+        return Unsupported(f"loss_agg_func {mode!r}: RLinf has token-mean and the seq-mean ones")
+    micro = int(flat.get("algorithm.training_batch_size_per_gpu") or 1)
+    if micro == 1 and not flat.get("runner.enable_dynamic_batch_size"):
+        return "seq-mean-token-mean"
+    return Unsupported(
+        "loss_agg_func token-mean: RLinf averages the token mean of each micro-batch "
+        f"({micro} sequence(s), or a token budget with enable_dynamic_batch_size); rl's "
+        "token-mean is over the whole mini-batch (with training_batch_size_per_gpu: 1 it is "
+        "rl's seq-mean-token-mean)"
+    )
+
+
 def one_is_off(value: Any) -> Any:
     """1 (one pipeline stage, one generation batch) is what rl does: not in use."""
     return None if value is None or int(value) == 1 else value
