@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rl.cli.dialects import hydra_files
+from rl.cli.dialects.rlinf.launch import mentions_entry, read_launch_script
 from rl.cli.dialects.rlinf.rules import REASONS, RULES
 from rl.cli.dialects.rlinf.unread import unread_keys
 from rl.core.config.errors import ConfigError
@@ -28,6 +29,8 @@ __all__ = [
     "SWITCHES",
     "check",
     "compose",
+    "mentions_entry",
+    "read_launch_script",
 ]
 
 # what the system does to its config before reading it (here: the keys RLinf does not
