@@ -49,7 +49,7 @@ def test_a_megatron_grpo_file_resolves_with_rlinfs_resolvers():
     assert config.actor.optim.betas == (0.9, 0.95) and config.actor.optim.min_lr_ratio == 0.0
     assert config.rollout.top_k == -1  # RLinf's 1000000: off
     assert (config.rollout.name, config.rollout.tensor_parallel_size) == ("sglang", 2)
-    assert config.model.dtype == "bfloat16" and config.data.chat_template == "native"
+    assert config.model.dtype == "bfloat16" and config.data.chat_template == "auto"
     assert config.cluster.component_placement == {"actor,rollout,reward": "all"}
     assert (config.cluster.nnodes, config.cluster.n_gpus_per_node) == (2, 8)
     assert config.trainer.output_dir == "../results/grpo-1.5b"

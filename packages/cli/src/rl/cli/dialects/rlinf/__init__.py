@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rl.cli.dialects import hydra_files
+from rl.cli.dialects.rlinf import values as values_module
 from rl.cli.dialects.rlinf.launch import mentions_entry, read_launch_script
 from rl.cli.dialects.rlinf.rules import REASONS, RULES
 from rl.cli.dialects.rlinf.unread import unread_keys
@@ -117,7 +118,13 @@ def check(values: dict[str, Any]) -> list[str]:
             f"runner.seq_length = {seq_length} must exceed data.max_prompt_length = "
             f"{prompt_length} (RLinf's rule: it is prompt + response length)"
         )
-    notes = [
+    notes = values_module.latex_note(values)
+    if data.get("apply_chat_template"):
+        notes.append(
+            "RLinf encodes the chat-templated prompt with the tokenizer's special tokens "
+            "again; rl does not (the same ids unless the tokenizer adds a BOS, e.g. Llama's)"
+        )
+    notes += [
         f"RLinf batch: {prompts} prompts × {group} responses, {minibatches} optimizer "
         f"step(s) of {prompts * group // minibatches} sequences"
     ]

@@ -23,6 +23,7 @@ _DEAD = "not read by RLinf's reasoning runner"
 _CKPT = "RLinf's HF -> megatron conversion; rl converts HF weights itself (rl.megatron.layouts)"
 _ENGINE = "an engine option rl does not expose"
 _DYNAMIC = "RLinf's dynamic scheduler is not in rl"
+_REWARD_RANGE = "rl's RLinf math reward is +1 / -1 (times reward.reward_scale)"
 _ROLLOUT_INFRA = "a rollout engine's kernels, logging or process setup; rl's engine chooses them"
 _FSDP_INFRA = "an FSDP performance switch (prefetch, kernels, pinning); the same update in rl"
 _SPEC = "megatron's layer spec (which kernels build the GPT layers): rl uses megatron's local spec"
@@ -389,10 +390,15 @@ RULES: list[Rule] = [
     ),
     Rule("rollout.", reason=_ENGINE),
     # data
-    Rule("data.type", reason="rl reads prompt/answer rows (RLinf's math type)", status="ignored"),
+    Rule("data.type", "data.chat_template", derive=values.data_type),
     Rule("data.dataset_name", reason="a label RLinf logs", status="ignored"),
     Rule("data.max_prompt_length", "data.max_prompt_length"),
-    Rule("data.filter_prompt_by_length", "data.filter_overlong_prompts"),
+    Rule(
+        "data.filter_prompt_by_length",
+        "data.filter_overlong_prompts",
+        # RLinf keeps the first max_prompt_length tokens of a longer prompt it did not filter
+        also=(("data.truncation", lambda flat: "right"),),
+    ),
     Rule("data.process_workers", "data.filter_num_workers"),
     Rule("data.rollout_batch_size", "data.train_batch_size"),
     Rule("data.val_rollout_batch_size", "data.val_batch_size"),
@@ -451,9 +457,11 @@ RULES: list[Rule] = [
     # reward, inference
     Rule(
         "reward.reward_type",
-        reason="rl scores rows by data source (its math scorer for math); RLinf's math reward",
-        status="ignored",
+        "reward.custom_reward_function.path",
+        convert=values.reward_function,
     ),
+    Rule("reward.reward_min_val", reason=_REWARD_RANGE, convert=values.unless(-1.0)),
+    Rule("reward.reward_max_val", reason=_REWARD_RANGE, convert=values.unless(1.0)),
     Rule("reward.reward_scale", "reward.reward_scale"),
     Rule(
         "reward.use_reward_model", reason="RLinf's reward model is not implemented upstream either"

@@ -247,7 +247,47 @@ def in_reward_kl(flat: Mapping[str, Any]) -> Any:
 
 
 def chat_template(value: Any) -> Any:
-    return "native" if value else "none"
+    """RLinf's apply_chat_template: true renders the prompt column's chat messages through
+    the tokenizer's template (add_generation_prompt); false takes the prompt text as it is."""
+    return "auto" if value else "none"
+
+
+def data_type(flat: Mapping[str, Any]) -> Any:
+    """RLinf's reasoning dataset types: math (prompt / answer columns of json or jsonl)."""
+    kind = flat.get("data.type")
+    if kind == "math":
+        return chat_template(flat.get("data.apply_chat_template"))
+    return Unsupported(f"data.type {kind!r}: rl reads RLinf's math dataset (prompt/answer rows)")
+
+
+def reward_function(value: Any) -> Any:
+    """RLinf's reward_type math: rl's RLinf math scorer (rl.core.rewards.rlinf_math)."""
+    if value != "math":
+        return Unsupported(f"reward_type {value!r}: rl has RLinf's math reward")
+    from rl.core.rewards import rlinf_math
+
+    return rlinf_math.__file__
+
+
+def latex_note(values: Mapping[str, Any]) -> list[str]:
+    """RLinf compares LaTeX answers symbolically through latex2sympy2 (its dependency
+    rlinf_latex2sympy2); rl's scorer does when it is installed, as RLinf would without."""
+    if (values.get("reward") or {}).get("reward_type") != "math":
+        return []
+    try:
+        import latex2sympy2  # noqa: F401
+    except Exception:
+        return [
+            "RLinf's math reward compares LaTeX answers (\\frac{1}{2} against 0.5) through "
+            "latex2sympy2, which is not installed here: pip install rlinf_latex2sympy2 to "
+            "score as RLinf does (without it such answers are compared as text)"
+        ]
+    return []
+
+
+def unless(default: float) -> Any:
+    """A setting whose `default` is what rl does: not in use at that value."""
+    return lambda value: None if value is None or float(value) == default else value
 
 
 def load_format(value: Any) -> Any:
