@@ -49,8 +49,12 @@ reasoning` converts (embodied and agent runners are refused by name). RLinf deri
 optimizer batch (`rollout_batch_size × group_size / n_minibatches` sequences); ours is
 `rollout_batch_size / n_minibatches` prompts, and RLinf's divisibility rules are checked
 first. RLinf reads the GPUs per node from Ray: give ours as the override
-`+cluster.num_gpus_per_node=N` (or leave rl's `cluster.n_gpus_per_node`). RLinf's math
-reward is ±reward_scale, as is ours with `reward.reward_scale` set.
+`+cluster.num_gpus_per_node=N` (or leave rl's `cluster.n_gpus_per_node`). Keys RLinf
+does not read for a role's backend and precision (an FSDP actor's `lr_sched`, megatron's
+fp16 `loss_scale` outside fp16) are dropped first. `reward_type: math` is RLinf's math
+reward (rl's `rlinf_math` scorer, ±reward_scale). Launch scripts (`run_main_grpo_math.sh
+[CONFIG_NAME] [OVERRIDES]`) are read as bash runs them. See
+[coming from RLinf](coming-from-rlinf.md).
 """
 DOCUMENTED = (
     "every key of RLinf's math reasoning configs as Hydra composes them (GRPO on megatron "

@@ -441,7 +441,9 @@ RULES: list[Rule] = [
     Rule("actor.calculate_flops", reason=PROFILING),
     # critic (PPO)
     Rule(
-        "critic.use_critic_model", reason="rl runs a critic when adv_type is gae", status="ignored"
+        "critic.use_critic_model",
+        reason="RLinf's critic serves adv_type gae, which is refused",
+        status="ignored",
     ),
     Rule("critic.training_backend", "critic.strategy", convert=values.backend),
     Rule("critic.model.precision", reason="the critic runs in model.dtype", status="ignored"),

@@ -3,7 +3,8 @@
 RLinf's example files carry both backends' keys: an FSDP actor has megatron's `optim.*`
 loss-scale keys, a megatron actor has `fsdp_config`; megatron reads its static
 `optim.loss_scale*` only in fp16 (`optim.fp16`, else from `model.precision`), FSDP reads
-`amp_autocast.precision` only while `amp_autocast.enabled`. These are removed before
+`amp_autocast.precision` only while `amp_autocast.enabled`, and its schedule from `optim`
+(megatron's `lr_sched` section is not read). These are removed before
 mapping (`REWRITES`), with one note each, so that they are neither mapped nor refused.
 """
 
@@ -39,6 +40,12 @@ def unread_keys(values: dict[str, Any]) -> list[str]:
             notes.append(
                 f"{name}.optim.{{{', '.join(scale_keys)}}}: not read by RLinf ({why}: "
                 "megatron's static loss scale applies under fp16 only)"
+            )
+        if backend == "fsdp" and isinstance(role.get("lr_sched"), dict):
+            role.pop("lr_sched")
+            notes.append(
+                f"{name}.lr_sched: not read by RLinf's FSDP backend (its schedule is "
+                "optim.lr_scheduler, lr_warmup_steps(_ratio), min_lr / min_lr_rate)"
             )
         fsdp = role.get("fsdp_config")
         if backend == "megatron" and isinstance(fsdp, dict):

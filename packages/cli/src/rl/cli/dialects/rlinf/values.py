@@ -35,6 +35,9 @@ def backend(value: Any) -> Any:
 
 
 def rollout_backend(value: Any) -> Any:
+    """vLLM or SGLang, as RLinf; null leaves rl's default, its HF engine (CPU runs)."""
+    if value is None:
+        return None
     known = {"vllm": "vllm", "sglang": "sglang"}
     return known.get(value, Unsupported(f"rollout_backend {value!r}: vllm or sglang"))
 
