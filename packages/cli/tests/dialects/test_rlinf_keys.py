@@ -19,6 +19,7 @@ CLEAN = [
     "algorithm.normalize_advantages=false",
     "actor.optim.adam_eps=1e-8",
     "actor.optim.fp16=false",
+    "actor.optim.bf16=true",
     "actor.model.precision=bf16",
 ]
 
@@ -117,8 +118,12 @@ def test_precision():
     config, _ = run("actor.model.precision=fp32")
     assert config.model.dtype == "float32"
     # megatron's static loss scale under fp16: rl scales dynamically
-    _, refused = run("actor.model.precision=fp16", "actor.optim.fp16=true")
+    _, refused = run(
+        "actor.model.precision=fp16", "actor.optim.fp16=true", "actor.optim.bf16=false"
+    )
     assert "loss scaling" in refused["actor.optim.loss_scale"]
+    _, refused = run("actor.model.precision=fp32", "actor.optim.bf16=true")
+    assert "against model.precision" in refused["actor.optim.bf16"]
     _, refused = run(path=FSDP)
     assert "gradient scaler" in refused["actor.fsdp_config.grad_scaler.enabled"]
     assert "autocast" in refused["actor.fsdp_config.amp_autocast.enabled"]
@@ -126,7 +131,7 @@ def test_precision():
 
 def test_lora_is_refused():
     _, refused = run("+actor.model.is_lora=true", "+actor.model.lora_rank=32")
-    assert "LoRA" in refused["actor.model.is_lora"]
+    assert "LoRA" in refused["actor.model.is_lora"] and set(refused) == {"actor.model.is_lora"}
 
 
 def test_dynamic_scheduling_is_refused_and_pipeline_placement_maps():

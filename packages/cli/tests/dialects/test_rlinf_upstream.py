@@ -66,6 +66,7 @@ REFUSED = {
         "algorithm.normalize_advantages",
         "algorithm.loss_agg_func",
         "actor.optim.use_precision_aware_optimizer",
+        "actor.optim.bf16",  # false against precision bf16: no fp32 master weights
     },
 }
 # files refused as a whole, in one line, for a stated reason

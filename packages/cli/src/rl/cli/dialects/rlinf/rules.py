@@ -82,6 +82,11 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
             status="ignored",
         ),
         Rule(model + "is_lora", reason=LORA),
+        Rule(
+            model + "lora_*",
+            reason=f"read only with is_lora, which is refused ({LORA})",
+            status="ignored",
+        ),
         Rule(model + "use_cpu_initialization", reason="rl initialises on the device (or meta)"),
         Rule(model + "*", reason=_ARCH, status="ignored"),
         Rule(optim + "lr", f"{ours}.optim.lr"),
@@ -103,8 +108,8 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
         Rule(
             optim + "optimizer", reason="rl's optimizer is AdamW (RLinf's adam)", status="ignored"
         ),
-        Rule(optim + "fp16", reason="from the precision (model.dtype)", status="ignored"),
-        Rule(optim + "bf16", reason="from the precision (model.dtype)", status="ignored"),
+        Rule(optim + "fp16", "model.dtype", derive=values.optim_precision(section, "fp16")),
+        Rule(optim + "bf16", "model.dtype", derive=values.optim_precision(section, "bf16")),
         Rule(
             optim + "loss_scale",
             reason="megatron's static fp16 loss scale: rl's fp16 uses megatron's dynamic "

@@ -351,3 +351,26 @@ def sharding(value: Any) -> Any:
     return Unsupported(
         f"sharding_strategy {value!r}: rl shards fully, or hybrid with fsdp_config.fsdp_size"
     )
+
+
+def optim_precision(section: str, flag: str) -> Any:
+    """megatron's optim.fp16 / optim.bf16, which RLinf derives from model.precision when
+    unset: set against the precision, megatron trains in the flag's dtype, which rl's
+    model.dtype (from the precision) would not. None: it agrees (or FSDP, which does not
+    read it)."""
+
+    def derive(flat: Mapping[str, Any]) -> Any:
+        value = flat.get(f"{section}.optim.{flag}")
+        if value is None or flat.get(f"{section}.training_backend") != "megatron":
+            return None
+        precision = dtype(flat.get(f"{section}.model.precision"))
+        implied = precision == {"fp16": "float16", "bf16": "bfloat16"}[flag]
+        if bool(value) == implied:
+            return None
+        return Unsupported(
+            f"{section}.optim.{flag} = {value} against model.precision "
+            f"{flat.get(f'{section}.model.precision')!r}: rl trains in the precision's dtype "
+            "(set both alike)"
+        )
+
+    return derive
