@@ -9,7 +9,9 @@ The two settings rl cannot honour in these files (adam_eps 1e-5: rl's AdamW eps 
 normalize_advantages after GRPO) are allowed by name; the files' fp16 / offload settings
 are switched off with RLinf's keys (a CPU run), and `rollout.rollout_backend=null` leaves
 rl's HF engine (RLinf's engines, vLLM and SGLang, need a GPU). The megatron run needs
-megatron's CPU mode (branch megatron-cpu-mode) until it is merged."""
+megatron's CPU mode (branch megatron-cpu-mode) until it is merged; with the test-only CPU
+shims before it, it trained once and then stopped at the first training rollout with
+"probability tensor contains nan" (the same config both times): see the branch's report."""
 
 from __future__ import annotations
 

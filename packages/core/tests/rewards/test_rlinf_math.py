@@ -119,7 +119,9 @@ def test_the_verdict_is_rlinfs(oracle, response, reference):
     assert rlinf_math.is_correct(response, reference) == expected
 
 
-@pytest.mark.parametrize("text", [*RESPONSES, *REFERENCES, "five", "one hundred and two", "007"])
+@pytest.mark.parametrize(
+    "text", [*RESPONSES, *REFERENCES, "five", "one hundred and two", "007", "\\boxed{\\$ 007}"]
+)
 def test_the_answer_is_read_and_normalised_as_rlinf_does(oracle, text):
     parser = oracle["parser"]
     assert rlinf_math.extract(text) == parser.extract_answer(text, "math", use_last_number=False)

@@ -78,7 +78,7 @@ def word_number(text: str) -> str:
     """Number words as digits, as the `word2number` package reads them: the text's number
     words (others are passed over; "and" too) make one number; digits alone lose leading
     zeros; text without number words, or with a scale word twice, is left as it is."""
-    cleaned = text.replace("-", " ").lower().strip()
+    cleaned = text.replace("-", " ").lower()
     if cleaned.isdigit():
         return str(int(cleaned))
     words = [
