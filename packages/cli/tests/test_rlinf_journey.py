@@ -10,8 +10,8 @@ normalize_advantages after GRPO) are allowed by name; the files' fp16 / offload 
 are switched off with RLinf's keys (a CPU run), and `rollout.rollout_backend=null` leaves
 rl's HF engine (RLinf's engines, vLLM and SGLang, need a GPU). The megatron run needs
 megatron's CPU mode (branch megatron-cpu-mode) until it is merged; with the test-only CPU
-shims before it, it trained once and then stopped at the first training rollout with
-"probability tensor contains nan" (the same config both times): see the branch's report."""
+shims before it, it trained in two of four tries with the same config; the others stopped
+at the first training rollout (HF sampling: "probability tensor contains nan")."""
 
 from __future__ import annotations
 
