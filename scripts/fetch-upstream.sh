@@ -15,3 +15,11 @@ for version in "${VERL_VERSIONS[@]}"; do
   rm -rf "$target"
   python -m pip install --quiet --no-deps --no-compile --target "$target" "verl==$version"
 done
+# RLinf's math verifier (the oracle of rl's rlinf_math scorer), with the two packages it
+# imports that rl does not install (its LaTeX parser and word2number)
+target=".upstream/rlinf-0.3.0"
+if [ ! -f "$target/rlinf/algorithms/rewards/math/math_verifier/verify.py" ]; then
+  rm -rf "$target"
+  python -m pip install --quiet --no-deps --no-compile --target "$target" \
+    "rlinf==0.3.0" "rlinf_latex2sympy2==1.9.0" "word2number==1.1"
+fi

@@ -49,7 +49,7 @@ def test_a_megatron_grpo_file_resolves_with_rlinfs_resolvers():
     assert config.actor.optim.betas == (0.9, 0.95) and config.actor.optim.min_lr_ratio == 0.0
     assert config.rollout.top_k == -1  # RLinf's 1000000: off
     assert (config.rollout.name, config.rollout.tensor_parallel_size) == ("sglang", 2)
-    assert config.model.dtype == "bfloat16" and config.data.chat_template == "native"
+    assert config.model.dtype == "bfloat16" and config.data.chat_template == "auto"
     assert config.cluster.component_placement == {"actor,rollout,reward": "all"}
     assert (config.cluster.nnodes, config.cluster.n_gpus_per_node) == (2, 8)
     assert config.trainer.output_dir == "../results/grpo-1.5b"
@@ -67,8 +67,10 @@ def test_an_fsdp_file_takes_its_fragment_and_disaggregated_placement():
     assert config.model.gradient_checkpointing  # from the fragment
     assert config.actor.strategy == "fsdp"
     assert config.actor.fsdp_config.param_offload and config.actor.fsdp_config.optimizer_offload
-    assert config.algorithm.adv_estimator == "reinforce_plus_plus_baseline"
-    assert config.algorithm.use_kl_in_reward and not config.actor.use_kl_loss
+    # reinpp's baseline with a KL return-to-go is not rl's reinforce_plus_plus_baseline
+    refused = {e.source: e.reason for e in conversion.report.refused()}
+    assert "KL as a return-to-go" in refused["algorithm.adv_type"]
+    assert not config.actor.use_kl_loss
     assert config.actor.tis_cap == 2.0  # importance_sampling_fix with its clip
     assert config.rollout.temperature == 0.0  # do_sample: false
     assert config.rollout.load_format == "auto"  # validate_weight
@@ -96,6 +98,24 @@ def test_rlinfs_batch_rules_are_checked():
 def test_rlinf_files_are_detected():
     assert detect(HERE / "grpo_megatron.yaml") == "rlinf"
     assert detect(HERE / "grpo_fsdp_disaggregated.yaml") == "rlinf"
+
+
+def test_reinforce_plus_plus_takes_its_kl_in_the_reward():
+    conversion = convert(
+        "rlinf",
+        HERE / "grpo_fsdp_disaggregated.yaml",
+        ["algorithm.use_reinpp_baseline=false", "+algorithm.normalize_advantages=true"],
+    )
+    config = config_from_mapping(conversion.config, "converted")
+    assert not conversion.report.refused()
+    assert config.algorithm.adv_estimator == "reinforce_plus_plus"
+    assert config.algorithm.use_kl_in_reward and config.algorithm.kl_ctrl.kl_coef == 0.001
+    # without the KL, the baseline variant is ours
+    conversion = convert(
+        "rlinf", HERE / "grpo_fsdp_disaggregated.yaml", ["algorithm.reinpp_kl_beta=0"]
+    )
+    config = config_from_mapping(conversion.config, "converted")
+    assert config.algorithm.adv_estimator == "reinforce_plus_plus_baseline"
 
 
 def test_a_reinforce_plus_plus_kl_is_not_read_by_other_estimators():

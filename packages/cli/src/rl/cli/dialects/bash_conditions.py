@@ -100,6 +100,8 @@ class _Condition:
         return operand.missing[0] if operand.missing else operand.text != ""
 
     def unary(self, op: str, operand: Value) -> Status:
+        if op in ("-z", "-n") and _absent_arguments(operand):
+            return op == "-z"  # `[ -z "$1" ]` with no argument 1: bash reads it as ""
         if operand.missing:
             return operand.missing[0]
         if op in ("-z", "-n"):
@@ -184,3 +186,12 @@ def evaluate_double(raw: str, expand: Callable[[str], Value], cwd: Value) -> Sta
     operators = ("&&", "||", "(", ")", "!", *STRINGS, *INTEGERS, *FILES, "-z", "-n", "-v")
     words = [(w, Value(w) if w in operators else expand(w)) for w in split_double(raw)]
     return _Condition(words, double=True, cwd=cwd).either()
+
+
+def _absent_arguments(operand: Value) -> bool:
+    """Whether `operand` is nothing but script arguments that were not given (`"$1"`,
+    `"$1$2"`): empty in bash, so that `-z` / `-n` of it is known."""
+    if not operand.missing:
+        return False
+    absent = all(m.what[1:].isdigit() and not m.exportable for m in operand.missing)
+    return absent and operand.text == "".join(m.what for m in operand.missing)

@@ -15,7 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from rl.cli.dialects import hydra_files
+from rl.cli.dialects.rlinf import values as values_module
+from rl.cli.dialects.rlinf.launch import mentions_entry, read_launch_script
 from rl.cli.dialects.rlinf.rules import REASONS, RULES
+from rl.cli.dialects.rlinf.unread import unread_keys
 from rl.core.config.errors import ConfigError
 
 __all__ = [
@@ -27,11 +30,14 @@ __all__ = [
     "SWITCHES",
     "check",
     "compose",
+    "mentions_entry",
+    "read_launch_script",
 ]
 
-# what the system does to its config before reading it, and the sections it reads only
-# while a switch is on (`switches.Switch`): none in this dialect
-REWRITES: list = []
+# what the system does to its config before reading it (here: the keys RLinf does not
+# read for the role's backend and precision), and the sections it reads only while a
+# switch is on (`switches.Switch`): none in this dialect
+REWRITES: list = [unread_keys]
 SWITCHES: list = []
 
 DESCRIPTION = """
@@ -43,8 +49,12 @@ reasoning` converts (embodied and agent runners are refused by name). RLinf deri
 optimizer batch (`rollout_batch_size × group_size / n_minibatches` sequences); ours is
 `rollout_batch_size / n_minibatches` prompts, and RLinf's divisibility rules are checked
 first. RLinf reads the GPUs per node from Ray: give ours as the override
-`+cluster.num_gpus_per_node=N` (or leave rl's `cluster.n_gpus_per_node`). RLinf's math
-reward is ±reward_scale, as is ours with `reward.reward_scale` set.
+`+cluster.num_gpus_per_node=N` (or leave rl's `cluster.n_gpus_per_node`). Keys RLinf
+does not read for a role's backend and precision (an FSDP actor's `lr_sched`, megatron's
+fp16 `loss_scale` outside fp16) are dropped first. `reward_type: math` is RLinf's math
+reward (rl's `rlinf_math` scorer, ±reward_scale). Launch scripts (`run_main_grpo_math.sh
+[CONFIG_NAME] [OVERRIDES]`) are read as bash runs them. See
+[coming from RLinf](coming-from-rlinf.md).
 """
 DOCUMENTED = (
     "every key of RLinf's math reasoning configs as Hydra composes them (GRPO on megatron "
@@ -88,6 +98,14 @@ def check(values: dict[str, Any]) -> list[str]:
             f"runner.task_type = {task!r}: rl converts RLinf's reasoning runner only "
             "(embodied, agent and SFT runners have no counterpart in rl)"
         )
+    if values.get("agentloop") or values.get("tools"):
+        raise ConfigError(
+            "agentloop / tools: RLinf's agent loop (rStar2: its own tool-call parser "
+            f"{(values.get('agentloop') or {}).get('toolcall_parser')!r}, a code-judge server "
+            "under tools.codejudge, down-sampling of the rollouts) has no counterpart in rl: "
+            "rl's rollout.multi_turn runs hermes/call tool calls against built-in tools "
+            "(calculator, python) without down-sampling; write that config in rl's schema"
+        )
     if data.get("rollout_batch_size") is None:
         raise ConfigError("data.rollout_batch_size is not set (prompts per step)")
     prompts = int(data["rollout_batch_size"])
@@ -104,7 +122,13 @@ def check(values: dict[str, Any]) -> list[str]:
             f"runner.seq_length = {seq_length} must exceed data.max_prompt_length = "
             f"{prompt_length} (RLinf's rule: it is prompt + response length)"
         )
-    notes = [
+    notes = values_module.latex_note(values)
+    if data.get("apply_chat_template"):
+        notes.append(
+            "RLinf encodes the chat-templated prompt with the tokenizer's special tokens "
+            "again; rl does not (the same ids unless the tokenizer adds a BOS, e.g. Llama's)"
+        )
+    notes += [
         f"RLinf batch: {prompts} prompts × {group} responses, {minibatches} optimizer "
         f"step(s) of {prompts * group // minibatches} sequences"
     ]

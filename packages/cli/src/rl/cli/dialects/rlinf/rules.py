@@ -23,6 +23,10 @@ _DEAD = "not read by RLinf's reasoning runner"
 _CKPT = "RLinf's HF -> megatron conversion; rl converts HF weights itself (rl.megatron.layouts)"
 _ENGINE = "an engine option rl does not expose"
 _DYNAMIC = "RLinf's dynamic scheduler is not in rl"
+_REWARD_RANGE = "rl's RLinf math reward is +1 / -1 (times reward.reward_scale)"
+_ROLLOUT_INFRA = "a rollout engine's kernels, logging or process setup; rl's engine chooses them"
+_FSDP_INFRA = "an FSDP performance switch (prefetch, kernels, pinning); the same update in rl"
+_SPEC = "megatron's layer spec (which kernels build the GPT layers): rl uses megatron's local spec"
 _INFERENCE = (
     "RLinf's disaggregated inference workers run the reference (and old) log-probs; rl's "
     "reference runs with the actor's layout (placement: cluster.component_placement.inference)"
@@ -78,6 +82,11 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
             status="ignored",
         ),
         Rule(model + "is_lora", reason=LORA),
+        Rule(
+            model + "lora_*",
+            reason=f"read only with is_lora, which is refused ({LORA})",
+            status="ignored",
+        ),
         Rule(model + "use_cpu_initialization", reason="rl initialises on the device (or meta)"),
         Rule(model + "*", reason=_ARCH, status="ignored"),
         Rule(optim + "lr", f"{ours}.optim.lr"),
@@ -99,10 +108,23 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
         Rule(
             optim + "optimizer", reason="rl's optimizer is AdamW (RLinf's adam)", status="ignored"
         ),
-        Rule(optim + "fp16", reason="from the precision (model.dtype)", status="ignored"),
-        Rule(optim + "bf16", reason="from the precision (model.dtype)", status="ignored"),
+        Rule(optim + "fp16", "model.dtype", derive=values.optim_precision(section, "fp16")),
+        Rule(optim + "bf16", "model.dtype", derive=values.optim_precision(section, "bf16")),
+        Rule(
+            optim + "loss_scale",
+            reason="megatron's static fp16 loss scale: rl's fp16 uses megatron's dynamic "
+            "loss scaling",
+        ),
         Rule(optim + "loss_scale*", reason="rl's fp16 loss scaling is megatron's own"),
-        Rule(optim + "adam_eps", reason="rl's AdamW uses eps 1e-8"),
+        Rule(optim + "adam_eps", reason="rl's AdamW uses eps 1e-8", convert=values.adam_eps),
+        Rule(
+            optim + "optimizer_cpu_offload",
+            reason="megatron's CPU optimizer runs the same Adam on the host; rl keeps it on "
+            "the device (offload between phases: actor.megatron.optimizer_offload)",
+            status="ignored",
+        ),
+        Rule(optim + "optimizer_offload_fraction", reason=_INFRA, status="ignored"),
+        Rule(optim + "optimizer_enable_pin", reason=_INFRA, status="ignored"),
         Rule(
             optim + "total_training_steps",
             reason="rl takes it from trainer.total_training_steps",
@@ -117,6 +139,16 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
         Rule(sched + "min_lr", f"{ours}.optim.min_lr_ratio", derive=values.min_lr_ratio(section)),
         Rule(sched + "max_lr", reason="RLinf sets it to optim.lr", status="ignored"),
         Rule(sched + "weight_decay_incr_style", f"{ours}.optim.weight_decay_incr_style"),
+        Rule(
+            sched + "start_weight_decay",
+            f"{ours}.optim.weight_decay",
+            derive=values.constant_weight_decay(section),
+        ),
+        Rule(
+            sched + "end_weight_decay",
+            f"{ours}.optim.weight_decay",
+            derive=values.constant_weight_decay(section),
+        ),
         Rule(sched + "lr_wsd_decay_style", f"{ours}.optim.lr_wsd_decay_style"),
         Rule(
             sched + "use_checkpoint_opt_param_scheduler",
@@ -165,6 +197,26 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
             reason="rl keeps buffers in the parameters' dtype",
             status="ignored",
         ),
+        *[
+            Rule(f"{section}.fsdp_config.{key}", reason=_FSDP_INFRA, status="ignored")
+            for key in (
+                "enable_gradient_accumulation",
+                "forward_prefetch",
+                "backward_prefetch",
+                "limit_all_gathers",
+                "use_orig_params",
+                "use_liger_kernel",
+                "offload_pin_memory",
+            )
+        ],
+        Rule(
+            f"{section}.fsdp_config.amp_autocast.",
+            reason="rl has no autocast: FSDP computes in fsdp_config.mixed_precision.param_dtype",
+        ),
+        Rule(
+            f"{section}.fsdp_config.grad_scaler.",
+            reason="rl's FSDP has no gradient scaler (fp16 without loss scaling)",
+        ),
         Rule(f"{section}.fsdp_config.", reason="an FSDP detail rl sets itself"),
         Rule(f"{section}.tokenizer.trust_remote_code", "model.trust_remote_code"),
         Rule(
@@ -175,6 +227,23 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
         Rule(f"{section}.micro_batch_size", reason=_DERIVED, status="ignored"),
         Rule(f"{section}.global_batch_size", reason=_DERIVED, status="ignored"),
         Rule(f"{section}.group_name", reason=_INFRA, status="ignored"),
+        Rule(f"{section}.mcore_gpt", reason="rl builds megatron's GPT model", status="ignored"),
+        Rule(f"{section}.spec_name", reason=_SPEC, status="ignored"),
+        Rule(
+            f"{section}.offload_weight",
+            f"{ours}.megatron.param_offload",
+            derive=values.offload_for("megatron", f"{section}.offload_weight", section),
+        ),
+        Rule(
+            f"{section}.offload_optimizer",
+            f"{ours}.megatron.optimizer_offload",
+            derive=values.offload_for("megatron", f"{section}.offload_optimizer", section),
+        ),
+        Rule(
+            f"{section}.offload_grad",
+            f"{ours}.megatron.grad_offload",
+            derive=values.offload_for("megatron", f"{section}.offload_grad", section),
+        ),
     ]
 
 
@@ -227,15 +296,24 @@ RULES: list[Rule] = [
         status="ignored",
     ),
     Rule("algorithm.shuffle_rollout", "actor.shuffle"),
-    Rule("algorithm.max_num_gen_batches", reason="rl generates one batch of prompts per step"),
+    Rule(
+        "algorithm.max_num_gen_batches",
+        reason="rl generates one batch of prompts per step",
+        convert=values.one_is_off,
+    ),
     Rule("algorithm.loss_type", "actor.policy_loss", convert=values.policy_loss),
-    Rule("algorithm.loss_agg_func", "actor.loss_agg_mode"),
+    Rule("algorithm.loss_agg_func", "actor.loss_agg_mode", derive=values.loss_agg),
     Rule(
         "algorithm.kl_beta",
         "actor.kl_loss_coef",
         also=(("actor.use_kl_loss", values.kl_loss),),
     ),
-    Rule("algorithm.kl_penalty_type", "actor.kl_loss_type", also=(("algorithm.kl_penalty", None),)),
+    Rule(
+        "algorithm.kl_penalty_type",
+        "actor.kl_loss_type",
+        derive=values.kl_loss_type,
+        also=(("algorithm.kl_penalty", values.in_reward_kl_type),),
+    ),
     Rule("algorithm.ratio_clip_eps", "actor.clip_ratio"),
     Rule("algorithm.clip_ratio_low", "actor.clip_ratio_low"),
     Rule("algorithm.clip_ratio_high", "actor.clip_ratio_high"),
@@ -257,7 +335,8 @@ RULES: list[Rule] = [
     ),
     Rule(
         "algorithm.normalize_advantages",
-        reason="RLinf whitens the advantages over the batch after computing them; rl does not",
+        "algorithm.adv_estimator",
+        derive=values.whitened_estimator,
     ),
     Rule("algorithm.early_stop_imp_ratio", "actor.early_stop_imp_ratio"),
     Rule("algorithm.use_valid_token_scale", "actor.use_valid_token_scale"),
@@ -299,18 +378,32 @@ RULES: list[Rule] = [
         reason="rl's engines return log-probs when asked",
         status="ignored",
     ),
-    Rule("rollout.pipeline_parallel_size", reason=ROLLOUT_TP_ONLY),
+    Rule("rollout.pipeline_parallel_size", reason=ROLLOUT_TP_ONLY, convert=values.one_is_off),
+    Rule("rollout.sglang.", reason=_ROLLOUT_INFRA, status="ignored"),
+    Rule("rollout.vllm.attention_backend", reason=_ROLLOUT_INFRA, status="ignored"),
+    Rule("rollout.vllm.enable_flash_infer_sampler", reason=_ROLLOUT_INFRA, status="ignored"),
+    Rule("rollout.distributed_executor_backend", reason=_ROLLOUT_INFRA, status="ignored"),
+    Rule("rollout.disable_log_stats", reason=_ROLLOUT_INFRA, status="ignored"),
     Rule("rollout.custom_chat_template", "model.custom_chat_template"),
     Rule("rollout.group_name", reason=_INFRA, status="ignored"),
     Rule("rollout.print_outputs", reason=VAL_GENERATIONS),
     Rule("rollout.validate_save_dir", reason=_DEAD, status="ignored"),
-    Rule("rollout.weight_reload", reason="rl syncs the weights after every update"),
+    Rule(
+        "rollout.weight_reload",
+        reason="rl syncs the weights after every update (RLinf's sync)",
+        convert=values.weight_reload,
+    ),
     Rule("rollout.", reason=_ENGINE),
     # data
-    Rule("data.type", reason="rl reads prompt/answer rows (RLinf's math type)", status="ignored"),
+    Rule("data.type", "data.chat_template", derive=values.data_type),
     Rule("data.dataset_name", reason="a label RLinf logs", status="ignored"),
     Rule("data.max_prompt_length", "data.max_prompt_length"),
-    Rule("data.filter_prompt_by_length", "data.filter_overlong_prompts"),
+    Rule(
+        "data.filter_prompt_by_length",
+        "data.filter_overlong_prompts",
+        # RLinf keeps the first max_prompt_length tokens of a longer prompt it did not filter
+        also=(("data.truncation", lambda flat: "right"),),
+    ),
     Rule("data.process_workers", "data.filter_num_workers"),
     Rule("data.rollout_batch_size", "data.train_batch_size"),
     Rule("data.val_rollout_batch_size", "data.val_batch_size"),
@@ -322,28 +415,17 @@ RULES: list[Rule] = [
     Rule("data.train_data_paths", "data.train_files"),
     Rule("data.val_data_paths", "data.val_files"),
     Rule("data.num_workers", reason="rl reads the data in the driver", status="ignored"),
-    Rule("data.validation_shuffle", reason="rl validates on the whole set in order"),
+    Rule(
+        "data.validation_shuffle",
+        reason="not read by RLinf; rl validates on the whole set in order",
+        status="ignored",
+    ),
     Rule("data.", reason="a data option rl does not have (see data.* in rl config show)"),
     # actor
     Rule("actor.training_backend", "actor.strategy", convert=values.backend),
     Rule("actor.model.precision", "model.dtype", convert=values.dtype),
     Rule("actor.model.model_path", "model.path", derive=values.model_path),
     Rule("actor.seed", "trainer.seed"),
-    Rule(
-        "actor.offload_weight",
-        "actor.megatron.param_offload",
-        derive=values.offload_for("megatron", "actor.offload_weight"),
-    ),
-    Rule(
-        "actor.offload_optimizer",
-        "actor.megatron.optimizer_offload",
-        derive=values.offload_for("megatron", "actor.offload_optimizer"),
-    ),
-    Rule(
-        "actor.offload_grad",
-        "actor.megatron.grad_offload",
-        derive=values.offload_for("megatron", "actor.offload_grad"),
-    ),
     Rule(
         "actor.enable_offload",
         "actor.fsdp_config.param_offload",
@@ -356,8 +438,6 @@ RULES: list[Rule] = [
         ),
     ),
     *_trainer_rules("actor", "actor"),
-    Rule("actor.mcore_gpt", reason="rl builds megatron's GPT model", status="ignored"),
-    Rule("actor.spec_name", reason="rl uses megatron's local spec (TE where installed)"),
     Rule(
         "actor.enable_dp_load_balance",
         reason="rl balances rows over data-parallel ranks by tokens",
@@ -366,7 +446,9 @@ RULES: list[Rule] = [
     Rule("actor.calculate_flops", reason=PROFILING),
     # critic (PPO)
     Rule(
-        "critic.use_critic_model", reason="rl runs a critic when adv_type is gae", status="ignored"
+        "critic.use_critic_model",
+        reason="RLinf's critic serves adv_type gae, which is refused",
+        status="ignored",
     ),
     Rule("critic.training_backend", "critic.strategy", convert=values.backend),
     Rule("critic.model.precision", reason="the critic runs in model.dtype", status="ignored"),
@@ -376,16 +458,17 @@ RULES: list[Rule] = [
         status="ignored",
     ),
     Rule("critic.seed", reason=SEEDED_BY_TRAINER, status="ignored"),
-    Rule("critic.offload_*", reason="set critic.megatron / fsdp_config offload keys"),
     Rule("critic.enable_offload", reason="set critic.fsdp_config offload keys"),
     *_trainer_rules("critic", "critic"),
     Rule("critic.", reason="a critic option rl does not have"),
     # reward, inference
     Rule(
         "reward.reward_type",
-        reason="rl scores rows by data source (its math scorer for math); RLinf's math reward",
-        status="ignored",
+        "reward.custom_reward_function.path",
+        convert=values.reward_function,
     ),
+    Rule("reward.reward_min_val", reason=_REWARD_RANGE, convert=values.unless(-1.0)),
+    Rule("reward.reward_max_val", reason=_REWARD_RANGE, convert=values.unless(1.0)),
     Rule("reward.reward_scale", "reward.reward_scale"),
     Rule(
         "reward.use_reward_model", reason="RLinf's reward model is not implemented upstream either"

@@ -35,21 +35,137 @@ def backend(value: Any) -> Any:
 
 
 def rollout_backend(value: Any) -> Any:
+    """vLLM or SGLang, as RLinf; null leaves rl's default, its HF engine (CPU runs)."""
+    if value is None:
+        return None
     known = {"vllm": "vllm", "sglang": "sglang"}
     return known.get(value, Unsupported(f"rollout_backend {value!r}: vllm or sglang"))
 
 
 def estimator(flat: Mapping[str, Any]) -> Any:
+    """RLinf's rlinf/algorithms/advantages.py as rl's estimators: grpo is (r - group mean) /
+    (unbiased group std + 1e-6), as ours; reinpp is the return-to-go of the reward at the
+    last response token minus reinpp_kl_beta × KL per token, whitened over the batch, as
+    our reinforce_plus_plus with the KL in the reward; its baseline variant subtracts the
+    group mean first, which ours does without a KL return-to-go."""
     kind = flat.get("algorithm.adv_type")
     if kind == "reinpp":
-        if flat.get("algorithm.use_reinpp_baseline"):
-            return "reinforce_plus_plus_baseline"
-        return "reinforce_plus_plus"
-    known = {"grpo": "grpo", "gae": "gae"}
-    return known.get(
-        str(kind),
-        Unsupported(f"adv_type {kind!r}: rl has grpo, gae, reinpp (reinforce_plus_plus)"),
+        if not flat.get("algorithm.use_reinpp_baseline"):
+            return "reinforce_plus_plus"
+        if float(flat.get("algorithm.reinpp_kl_beta") or 0.0) > 0:
+            return Unsupported(
+                "adv_type reinpp with use_reinpp_baseline and reinpp_kl_beta > 0: RLinf "
+                "accumulates the per-token KL as a return-to-go after the group baseline; rl's "
+                "reinforce_plus_plus_baseline puts one score on every token (set "
+                "reinpp_kl_beta: 0, or use_reinpp_baseline: false)"
+            )
+        return "reinforce_plus_plus_baseline"
+    if kind == "grpo":
+        return "grpo"
+    if kind == "gae":
+        return Unsupported(
+            "adv_type gae: RLinf's reasoning GAE puts the reward on the last padded position "
+            "and bootstraps through the critic's values on the padding; rl's gae puts it on "
+            "the last response token"
+        )
+    return Unsupported(f"adv_type {kind!r}: rl has RLinf's grpo and reinpp")
+
+
+def whitened_estimator(flat: Mapping[str, Any]) -> Any:
+    """RLinf's normalize_advantages whitens the advantages over the whole batch (masked,
+    biased std + 1e-5) after the estimator. reinpp's are whitened already, as rl's
+    reinforce_plus_plus(_baseline) are: whitening twice is the same up to the epsilon.
+    grpo's are not, and rl has no whitening after grpo."""
+    if not flat.get("algorithm.normalize_advantages"):
+        return None
+    if flat.get("algorithm.adv_type") == "reinpp":
+        return estimator(flat)
+    return Unsupported(
+        f"normalize_advantages after adv_type {flat.get('algorithm.adv_type')!r}: RLinf "
+        "whitens the advantages over the batch after computing them; rl whitens only "
+        "reinforce_plus_plus and its baseline variant (set normalize_advantages: false)"
     )
+
+
+_SWAPPED_KL = ("kl", "k1", "low_var_kl", "k3")
+
+
+def kl_loss_type(flat: Mapping[str, Any]) -> Any:
+    """RLinf's KL loss calls kl_penalty(ref_logprobs, logprobs): the policy and the
+    reference swapped against its own definition (and ours). The symmetric estimators
+    (mse / k2, abs) are the same; k1 and k3 are not."""
+    kind = flat.get("algorithm.kl_penalty_type")
+    if float(flat.get("algorithm.kl_beta") or 0.0) <= 0:
+        return None  # no KL loss: not read by the loss
+    if kind in _SWAPPED_KL:
+        return Unsupported(
+            f"kl_penalty_type {kind!r} with kl_beta > 0: RLinf's KL loss passes the "
+            "reference log-probs as the policy's (kl_penalty(ref, logprobs)), so its "
+            f"{kind} is rl's with the two swapped; mse / k2 and abs are the same in both"
+        )
+    return kind
+
+
+def in_reward_kl_type(flat: Mapping[str, Any]) -> Any:
+    """reinpp's KL in the reward calls kl_penalty(logprob, ref_logprob): ours as it is."""
+    if in_reward_kl(flat) is None:
+        return None
+    return flat.get("algorithm.kl_penalty_type")
+
+
+def loss_agg(flat: Mapping[str, Any]) -> Any:
+    """RLinf aggregates each micro-batch on its own (`loss_agg_func(loss, mask)`) and
+    averages the micro-batches (loss / gradient accumulation steps) and the ranks. The
+    sequence means are then the mini-batch's, as ours; its token-mean is the mean of each
+    micro-batch's token mean: with one sequence per micro-batch
+    (`training_batch_size_per_gpu: 1`) that is our seq-mean-token-mean."""
+    mode = flat.get("algorithm.loss_agg_func")
+    if mode in ("seq-mean-token-sum", "seq-mean-token-mean"):
+        return mode
+    if mode != "token-mean":
+        return Unsupported(f"loss_agg_func {mode!r}: RLinf has token-mean and the seq-mean ones")
+    micro = int(flat.get("algorithm.training_batch_size_per_gpu") or 1)
+    if micro == 1 and not flat.get("runner.enable_dynamic_batch_size"):
+        return "seq-mean-token-mean"
+    return Unsupported(
+        "loss_agg_func token-mean: RLinf averages the token mean of each micro-batch "
+        f"({micro} sequence(s), or a token budget with enable_dynamic_batch_size); rl's "
+        "token-mean is over the whole mini-batch (with training_batch_size_per_gpu: 1 it is "
+        "rl's seq-mean-token-mean)"
+    )
+
+
+def one_is_off(value: Any) -> Any:
+    """1 (one pipeline stage, one generation batch) is what rl does: not in use."""
+    return None if value is None or int(value) == 1 else value
+
+
+def weight_reload(value: Any) -> Any:
+    return None if value == "sync" else value
+
+
+def adam_eps(value: Any) -> Any:
+    return None if value is None or float(value) == 1e-8 else value
+
+
+def constant_weight_decay(section: str) -> Any:
+    """megatron's start/end weight decay: rl's optim.weight_decay when both equal it (the
+    constant style), else not expressible."""
+
+    def derive(flat: Mapping[str, Any]) -> Any:
+        start = flat.get(f"{section}.lr_sched.start_weight_decay")
+        end = flat.get(f"{section}.lr_sched.end_weight_decay")
+        decay = flat.get(f"{section}.optim.weight_decay")
+        known = [float(v) for v in (start, end, decay) if v is not None]
+        if len(set(known)) <= 1:
+            return None if decay is not None or not known else known[0]
+        return Unsupported(
+            f"{section}.lr_sched start/end_weight_decay {start} -> {end} besides "
+            f"optim.weight_decay {decay}: rl's weight decay is optim.weight_decay (constant, "
+            "or rising with weight_decay_incr_style from it)"
+        )
+
+    return derive
 
 
 def policy_loss(value: Any) -> Any:
@@ -134,7 +250,47 @@ def in_reward_kl(flat: Mapping[str, Any]) -> Any:
 
 
 def chat_template(value: Any) -> Any:
-    return "native" if value else "none"
+    """RLinf's apply_chat_template: true renders the prompt column's chat messages through
+    the tokenizer's template (add_generation_prompt); false takes the prompt text as it is."""
+    return "auto" if value else "none"
+
+
+def data_type(flat: Mapping[str, Any]) -> Any:
+    """RLinf's reasoning dataset types: math (prompt / answer columns of json or jsonl)."""
+    kind = flat.get("data.type")
+    if kind == "math":
+        return chat_template(flat.get("data.apply_chat_template"))
+    return Unsupported(f"data.type {kind!r}: rl reads RLinf's math dataset (prompt/answer rows)")
+
+
+def reward_function(value: Any) -> Any:
+    """RLinf's reward_type math: rl's RLinf math scorer (rl.core.rewards.rlinf_math)."""
+    if value != "math":
+        return Unsupported(f"reward_type {value!r}: rl has RLinf's math reward")
+    from rl.core.rewards import rlinf_math
+
+    return rlinf_math.__file__
+
+
+def latex_note(values: Mapping[str, Any]) -> list[str]:
+    """RLinf compares LaTeX answers symbolically through latex2sympy2 (its dependency
+    rlinf_latex2sympy2); rl's scorer does when it is installed, as RLinf would without."""
+    if (values.get("reward") or {}).get("reward_type") != "math":
+        return []
+    try:
+        import latex2sympy2  # noqa: F401
+    except Exception:
+        return [
+            "RLinf's math reward compares LaTeX answers (\\frac{1}{2} against 0.5) through "
+            "latex2sympy2, which is not installed here: pip install rlinf_latex2sympy2 to "
+            "score as RLinf does (without it such answers are compared as text)"
+        ]
+    return []
+
+
+def unless(default: float) -> Any:
+    """A setting whose `default` is what rl does: not in use at that value."""
+    return lambda value: None if value is None or float(value) == default else value
 
 
 def load_format(value: Any) -> Any:
@@ -179,9 +335,9 @@ def model_path(flat: Mapping[str, Any]) -> Any:
     return flat.get("rollout.model.model_path") or flat.get("actor.model.model_path")
 
 
-def offload_for(backend_name: str, key: str) -> Any:
+def offload_for(backend_name: str, key: str, section: str = "actor") -> Any:
     def derive(flat: Mapping[str, Any]) -> Any:
-        if flat.get("actor.training_backend") != backend_name:
+        if flat.get(f"{section}.training_backend") != backend_name:
             return None
         return flat.get(key)
 
@@ -195,3 +351,26 @@ def sharding(value: Any) -> Any:
     return Unsupported(
         f"sharding_strategy {value!r}: rl shards fully, or hybrid with fsdp_config.fsdp_size"
     )
+
+
+def optim_precision(section: str, flag: str) -> Any:
+    """megatron's optim.fp16 / optim.bf16, which RLinf derives from model.precision when
+    unset: set against the precision, megatron trains in the flag's dtype, which rl's
+    model.dtype (from the precision) would not. None: it agrees (or FSDP, which does not
+    read it)."""
+
+    def derive(flat: Mapping[str, Any]) -> Any:
+        value = flat.get(f"{section}.optim.{flag}")
+        if value is None or flat.get(f"{section}.training_backend") != "megatron":
+            return None
+        precision = dtype(flat.get(f"{section}.model.precision"))
+        implied = precision == {"fp16": "float16", "bf16": "bfloat16"}[flag]
+        if bool(value) == implied:
+            return None
+        return Unsupported(
+            f"{section}.optim.{flag} = {value} against model.precision "
+            f"{flat.get(f'{section}.model.precision')!r}: rl trains in the precision's dtype "
+            "(set both alike)"
+        )
+
+    return derive
