@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rl.cli.dialects import hydra_files
+from rl.cli.dialects.switches import Switch, flag
 from rl.cli.dialects.chatlearn.defaults import DEFAULTS, legacy_reason
 from rl.cli.dialects.chatlearn.rules import REASONS, RULES
 from rl.core.config.errors import ConfigError
@@ -38,10 +39,22 @@ __all__ = [
     "compose",
 ]
 
-# what the system does to its config before reading it, and the sections it reads only
-# while a switch is on (`switches.Switch`): none in this dialect
+# what the system does to its config before reading it (nothing here), and the sections it
+# reads only while a switch is on: the templates carry both rollout managers' sections,
+# which ChatLearn builds only when runtime_args turns them on (grpo.py)
 REWRITES: list = []
-SWITCHES: list = []
+SWITCHES = [
+    Switch(
+        ("models.partial_rollout_manager.",),
+        "runtime_args.use_partial_rollout",
+        flag("runtime_args.use_partial_rollout"),
+    ),
+    Switch(
+        ("models.rollout_manager.",),
+        "runtime_args.use_rollout_manager",
+        flag("runtime_args.use_rollout_manager"),
+    ),
+]
 
 DESCRIPTION = """
 Loaded as ChatLearn does: the YAML by OmegaConf, the overrides applied to it as an
@@ -159,4 +172,26 @@ def check(values: dict[str, Any]) -> list[str]:
                 f"runtime_args: {names} = {whole} / {part} is not a whole number (ChatLearn "
                 "requires it; rl counts both in prompts)"
             )
-    return [*notes, f"ChatLearn batch: {samples // n} prompts × {n} responses per episode"]
+    notes.append(f"ChatLearn batch: {samples // n} prompts × {n} responses per episode")
+    return notes + _loss_notes(values)
+
+
+def _loss_notes(values: dict[str, Any]) -> list[str]:
+    """What ChatLearn's loss does that no key says (loss_gallery / train_helper)."""
+    trainer = values["models"]["policy_trainer"]
+    notes = []
+    if values["runtime_args"].get("train_backend") == "megatron":
+        for name in ("kl_coef", "entropy_coef"):
+            if float(trainer.get(name) or 0.0) > 0:
+                notes.append(
+                    f"models.policy_trainer.{name} = {trainer[name]}: ChatLearn's megatron "
+                    "trainer back-propagates the policy loss alone (train_helper.loss_func), "
+                    "so rl trains without that term too"
+                )
+    notes.append(
+        "ChatLearn's fixed loss details rl does not reproduce: its per-token policy loss "
+        "is capped at final_clip_ratio (3.0) whatever the advantage's sign (rl's dual clip, "
+        "actor.clip_ratio_c, bounds A < 0 at 3·|A|), and its GRPO std is the population std "
+        "+ 1e-5 (rl: the sample std + 1e-6)"
+    )
+    return notes
