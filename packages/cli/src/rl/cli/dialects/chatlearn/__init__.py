@@ -25,6 +25,7 @@ from typing import Any
 from rl.cli.dialects import hydra_files
 from rl.cli.dialects.switches import Switch, flag
 from rl.cli.dialects.chatlearn.defaults import DEFAULTS, legacy_reason
+from rl.cli.dialects.chatlearn.launch import mentions_entry, read_launch_script
 from rl.cli.dialects.chatlearn.rules import REASONS, RULES
 from rl.core.config.errors import ConfigError
 
@@ -37,6 +38,8 @@ __all__ = [
     "SWITCHES",
     "check",
     "compose",
+    "mentions_entry",
+    "read_launch_script",
 ]
 
 # what the system does to its config before reading it (nothing here), and the sections it
@@ -77,7 +80,7 @@ DOCUMENTED = (
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)$")
 _COERCED = "__coerced__"  # set by compose, read (and removed) by check
 # the keys of an agent config (template/agent/*.yaml, one file per task, named per data row)
-AGENT_KEYS = {"max_ai_message_turn", "max_total_token_length"}
+AGENT_KEYS = {"max_ai_message_turn", "max_total_token_length", "chat_template"}
 
 
 def compose(path: Path, overrides: Sequence[str] = ()) -> dict[str, Any]:

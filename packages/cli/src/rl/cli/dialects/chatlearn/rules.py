@@ -68,6 +68,7 @@ RULES: list[Rule] = [
     # an agent config (template/agent/*.yaml, named per data row by agent_cfg_path)
     Rule("max_ai_message_turn", "rollout.multi_turn.max_assistant_turns"),
     Rule("max_total_token_length", "rollout.multi_turn.max_total_tokens"),
+    Rule("chat_template", "model.custom_chat_template"),
     # runtime_args
     Rule(
         "runtime_args.train_backend",
@@ -336,8 +337,17 @@ RULES: list[Rule] = [
         status="ignored",
     ),
     Rule("models.reward.", reason=_REWARD),
-    Rule("models.rollout_manager.", reason=_ASYNC),
-    Rule("models.partial_rollout_manager.", reason=_ASYNC),
+    # read only while their switch is on (SWITCHES), and then the switch itself is refused
+    Rule(
+        "models.rollout_manager.",
+        reason="part of ChatLearn's rollout manager (runtime_args.use_rollout_manager)",
+        status="ignored",
+    ),
+    Rule(
+        "models.partial_rollout_manager.",
+        reason="part of ChatLearn's partial rollout (runtime_args.use_partial_rollout)",
+        status="ignored",
+    ),
     # what every model section has and rl sets elsewhere
     Rule(
         "models.*.num_gpu",
