@@ -15,3 +15,12 @@ for version in "${VERL_VERSIONS[@]}"; do
   rm -rf "$target"
   python -m pip install --quiet --no-deps --no-compile --target "$target" "verl==$version"
 done
+# ChatLearn's release: its rule reward (chatlearn/utils/rule_reward_score), the oracle for
+# rl.core.rewards.chatlearn_rule
+CHATLEARN_VERSION=1.2.0
+target=".upstream/pai-chatlearn-$CHATLEARN_VERSION"
+if [ ! -f "$target/chatlearn/utils/rule_reward_score/math.py" ]; then
+  rm -rf "$target"
+  python -m pip install --quiet --no-deps --no-compile --target "$target" \
+    "pai-chatlearn==$CHATLEARN_VERSION"
+fi
