@@ -135,7 +135,9 @@ def flipped(*overrides, template=FSDP):
 def test_clip_ratios_are_the_asymmetric_clip():
     """loss_gallery: clamp(ratio, 1 - neg_clip_ratio, 1 + pos_clip_ratio)."""
     config = config_of(
-        flipped("models.policy_trainer.pos_clip_ratio=0.28", "models.policy_trainer.neg_clip_ratio=0.1")
+        flipped(
+            "models.policy_trainer.pos_clip_ratio=0.28", "models.policy_trainer.neg_clip_ratio=0.1"
+        )
     )
     assert (config.actor.clip_ratio_high, config.actor.clip_ratio_low) == (0.28, 0.1)
 
@@ -215,4 +217,3 @@ def test_infrastructure_keys_are_ignored_with_reasons():
     ):
         assert status[key] == "ignored", key
     assert all(e.reason for e in report.entries if e.status == "ignored")
-

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from rl.cli.dialects import hydra_files
-from rl.cli.dialects.switches import Switch, flag
 from rl.cli.dialects.chatlearn.defaults import DEFAULTS, legacy_reason
 from rl.cli.dialects.chatlearn.launch import mentions_entry, read_launch_script
 from rl.cli.dialects.chatlearn.rules import REASONS, RULES
+from rl.cli.dialects.switches import Switch, flag
 from rl.core.config.errors import ConfigError
 
 __all__ = [
@@ -70,7 +70,11 @@ it) are coerced with a note. Batches in responses become ours in prompts
 `models.policy.num_inference_per_prompt`); ChatLearn's fixed choices (GRPO advantages,
 token-mean loss, bf16, a constant FSDP learning rate) are written out. `num_gpu` (a total)
 becomes `cluster.n_gpus_per_node` on one node. The legacy v1.0 format is detected and
-refused with what to do.
+refused with what to do. Launch scripts (`python chatlearn/entrypoint.py grpo --config-file
+F ...`) are read from the ChatLearn checkout; base_env.sh's `num_device` is refused until
+exported. The reward is ChatLearn's rule (`rl.core.rewards.chatlearn_rule`), the megatron
+trainer trains without KL and entropy terms as ChatLearn's does. See
+[coming from ChatLearn](coming-from-chatlearn.md).
 """
 DOCUMENTED = (
     "the fields of ChatLearn's GrpoConfig: RuntimeConfig with LogConfig, and the policy, "

@@ -222,7 +222,11 @@ RULES: list[Rule] = [
     # FSDP: loss = pg - entropy_coef * entropy + kl_coef * k3 KL, each a token mean (the
     # terms only when their coef > 0); ChatLearn's megatron trainer back-propagates the
     # policy loss alone (train_helper.loss_func), so there they do not train
-    Rule(TRAINER + "entropy_coef", "actor.entropy_coeff", derive=values.fsdp_only_coef("entropy_coef")),
+    Rule(
+        TRAINER + "entropy_coef",
+        "actor.entropy_coeff",
+        derive=values.fsdp_only_coef("entropy_coef"),
+    ),
     Rule(
         TRAINER + "kl_coef",
         "actor.kl_loss_coef",
