@@ -23,3 +23,12 @@ if [ ! -f "$target/rlinf/algorithms/rewards/math/math_verifier/verify.py" ]; the
   python -m pip install --quiet --no-deps --no-compile --target "$target" \
     "rlinf==0.3.0" "rlinf_latex2sympy2==1.9.0" "word2number==1.1"
 fi
+# ChatLearn's release: its rule reward (chatlearn/utils/rule_reward_score), the oracle for
+# rl.core.rewards.chatlearn_rule
+CHATLEARN_VERSION=1.2.0
+target=".upstream/pai-chatlearn-$CHATLEARN_VERSION"
+if [ ! -f "$target/chatlearn/utils/rule_reward_score/math.py" ]; then
+  rm -rf "$target"
+  python -m pip install --quiet --no-deps --no-compile --target "$target" \
+    "pai-chatlearn==$CHATLEARN_VERSION"
+fi

@@ -62,7 +62,8 @@ def test_a_megatron_file_resolves_keys_only_the_dataclass_defines():
     assert config.actor.megatron.pipeline_model_parallel_size == 2
     assert config.actor.megatron.dist_checkpointing_path == "/ckpt/qwen3-mcore"
     assert config.model.path == "/models/Qwen3-8B"
-    assert config.actor.use_kl_loss and config.actor.kl_loss_coef == 0.001
+    # ChatLearn's megatron loss back-propagates the policy loss alone: kl_coef does not train
+    assert not config.actor.use_kl_loss
     assert config.actor.optim.min_lr_ratio == pytest.approx(0.1)
     assert config.trainer.logger == ("console", "jsonl", "tensorboard")
     assert (config.data.train_batch_size, config.actor.ppo_mini_batch_size) == (32, 16)

@@ -24,7 +24,9 @@ from typing import Any
 
 from rl.cli.dialects import hydra_files
 from rl.cli.dialects.chatlearn.defaults import DEFAULTS, legacy_reason
+from rl.cli.dialects.chatlearn.launch import mentions_entry, read_launch_script
 from rl.cli.dialects.chatlearn.rules import REASONS, RULES
+from rl.cli.dialects.switches import Switch, flag
 from rl.core.config.errors import ConfigError
 
 __all__ = [
@@ -36,12 +38,26 @@ __all__ = [
     "SWITCHES",
     "check",
     "compose",
+    "mentions_entry",
+    "read_launch_script",
 ]
 
-# what the system does to its config before reading it, and the sections it reads only
-# while a switch is on (`switches.Switch`): none in this dialect
+# what the system does to its config before reading it (nothing here), and the sections it
+# reads only while a switch is on: the templates carry both rollout managers' sections,
+# which ChatLearn builds only when runtime_args turns them on (grpo.py)
 REWRITES: list = []
-SWITCHES: list = []
+SWITCHES = [
+    Switch(
+        ("models.partial_rollout_manager.",),
+        "runtime_args.use_partial_rollout",
+        flag("runtime_args.use_partial_rollout"),
+    ),
+    Switch(
+        ("models.rollout_manager.",),
+        "runtime_args.use_rollout_manager",
+        flag("runtime_args.use_rollout_manager"),
+    ),
+]
 
 DESCRIPTION = """
 Loaded as ChatLearn does: the YAML by OmegaConf, the overrides applied to it as an
@@ -54,7 +70,11 @@ it) are coerced with a note. Batches in responses become ours in prompts
 `models.policy.num_inference_per_prompt`); ChatLearn's fixed choices (GRPO advantages,
 token-mean loss, bf16, a constant FSDP learning rate) are written out. `num_gpu` (a total)
 becomes `cluster.n_gpus_per_node` on one node. The legacy v1.0 format is detected and
-refused with what to do.
+refused with what to do. Launch scripts (`python chatlearn/entrypoint.py grpo --config-file
+F ...`) are read from the ChatLearn checkout; base_env.sh's `num_device` is refused until
+exported. The reward is ChatLearn's rule (`rl.core.rewards.chatlearn_rule`), the megatron
+trainer trains without KL and entropy terms as ChatLearn's does. See
+[coming from ChatLearn](coming-from-chatlearn.md).
 """
 DOCUMENTED = (
     "the fields of ChatLearn's GrpoConfig: RuntimeConfig with LogConfig, and the policy, "
@@ -64,7 +84,7 @@ DOCUMENTED = (
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)$")
 _COERCED = "__coerced__"  # set by compose, read (and removed) by check
 # the keys of an agent config (template/agent/*.yaml, one file per task, named per data row)
-AGENT_KEYS = {"max_ai_message_turn", "max_total_token_length"}
+AGENT_KEYS = {"max_ai_message_turn", "max_total_token_length", "chat_template"}
 
 
 def compose(path: Path, overrides: Sequence[str] = ()) -> dict[str, Any]:
@@ -159,4 +179,26 @@ def check(values: dict[str, Any]) -> list[str]:
                 f"runtime_args: {names} = {whole} / {part} is not a whole number (ChatLearn "
                 "requires it; rl counts both in prompts)"
             )
-    return [*notes, f"ChatLearn batch: {samples // n} prompts × {n} responses per episode"]
+    notes.append(f"ChatLearn batch: {samples // n} prompts × {n} responses per episode")
+    return notes + _loss_notes(values)
+
+
+def _loss_notes(values: dict[str, Any]) -> list[str]:
+    """What ChatLearn's loss does that no key says (loss_gallery / train_helper)."""
+    trainer = values["models"]["policy_trainer"]
+    notes = []
+    if values["runtime_args"].get("train_backend") == "megatron":
+        for name in ("kl_coef", "entropy_coef"):
+            if float(trainer.get(name) or 0.0) > 0:
+                notes.append(
+                    f"models.policy_trainer.{name} = {trainer[name]}: ChatLearn's megatron "
+                    "trainer back-propagates the policy loss alone (train_helper.loss_func), "
+                    "so rl trains without that term too"
+                )
+    notes.append(
+        "ChatLearn's fixed loss details rl does not reproduce: its per-token policy loss "
+        "is capped at final_clip_ratio (3.0) whatever the advantage's sign (rl's dual clip, "
+        "actor.clip_ratio_c, bounds A < 0 at 3·|A|), and its GRPO std is the population std "
+        "+ 1e-5 (rl: the sample std + 1e-6)"
+    )
+    return notes

@@ -6,9 +6,11 @@ from rl.cli.dialects.chatlearn import values
 from rl.cli.dialects.chatlearn.values import POLICY, TRAINER
 from rl.cli.dialects.mapping import Rule
 from rl.cli.dialects.vocabulary import (
+    PROFILING,
     REF_LAYOUT,
     ROLLOUT_TP_ONLY,
     SEEDED_BY_TRAINER,
+    TOKENIZER_FROM_MODEL,
     WEIGHT_SYNC_EVERY_UPDATE,
 )
 
@@ -16,6 +18,22 @@ _ASYNC = (
     "ChatLearn's rollout managers and agentic task types are not mapped; rl's are "
     "trainer.mode, trainer.partial_rollout and rollout.multi_turn (set them by hand)"
 )
+_AGENT = (
+    "ChatLearn's agentic rollout (task_type agent, rollout_manager, raw_chat messages handed "
+    "to its agent graphs) is not rl's rollout.multi_turn: convert the task by hand"
+)
+_PARTIAL = (
+    "ChatLearn's partial rollout (responses spread over max_rollout_round episodes by "
+    "rollout_ratio, advantages over a prompt's responses across episodes) is not rl's "
+    "trainer.partial_rollout (chunked generation within one_step_off/async steps)"
+)
+_VLM = "vision-language models (model_type vlm) are not in rl"
+_PROMPT_FIELD = (
+    "another field of ChatLearn's sample as the rollout's prompt; rl generates from the "
+    "templated data.prompt_key"
+)
+_ALLOCATOR = "CUDA memory allocator settings; rl's engines manage their own memory"
+_MODEL_BUILDER = "Megatron's model-provider module; rl builds the model from model.path"
 _DERIVED = "ChatLearn derives it (prompt + response length, replicas from the parallel sizes)"
 _INFRA = "ChatLearn's Ray/process setup; rl's launcher decides it"
 _REWARD = (
@@ -50,6 +68,7 @@ RULES: list[Rule] = [
     # an agent config (template/agent/*.yaml, named per data row by agent_cfg_path)
     Rule("max_ai_message_turn", "rollout.multi_turn.max_assistant_turns"),
     Rule("max_total_token_length", "rollout.multi_turn.max_total_tokens"),
+    Rule("chat_template", "model.custom_chat_template"),
     # runtime_args
     Rule(
         "runtime_args.train_backend",
@@ -71,6 +90,10 @@ RULES: list[Rule] = [
                 "actor.optim.lr_scheduler",  # FSDP: a constant learning rate
                 lambda flat: "constant" if values.backend(flat) == "fsdp" else None,
             ),
+            # ChatLearn's rule reward (by data_source; not verl's scorers for the same names)
+            ("reward.custom_reward_function.path", values.scorer_file),
+            # its prompt pipeline drops the prompts too long for max_prompt_tokens_length
+            ("data.filter_overlong_prompts", lambda flat: True),
         ),
     ),
     Rule("runtime_args.rollout_backend", "rollout.name", convert=values.rollout_backend),
@@ -114,31 +137,42 @@ RULES: list[Rule] = [
     Rule(
         "runtime_args.log_args_dict.wandb_name",
         reason="rl names the run trainer.experiment_name (runtime_args.exp_name)",
+        status="ignored",
     ),
     Rule(
         "runtime_args.log_args_dict.",
         reason="rl writes its logs under trainer.output_dir (tensorboard/, wandb/)",
         status="ignored",
     ),
-    Rule("runtime_args.task_type", reason=_ASYNC),
-    Rule("runtime_args.use_rollout_manager", reason=_ASYNC),
-    Rule("runtime_args.use_partial_rollout", reason=_ASYNC),
-    Rule("runtime_args.model_type", reason="vision-language models are not in rl yet"),
-    Rule("runtime_args.raw_chat", reason="rl applies data.chat_template itself"),
+    # what ChatLearn runs; refused where it is on (`convert` gives None for "off")
+    Rule("runtime_args.task_type", reason=_AGENT, convert=values.unless("chat")),
+    Rule("runtime_args.use_rollout_manager", reason=_AGENT),
+    Rule("runtime_args.raw_chat", reason=_AGENT),
+    Rule("runtime_args.use_partial_rollout", reason=_PARTIAL),
+    Rule("runtime_args.model_type", reason=_VLM, convert=values.unless("llm")),
     Rule("runtime_args.data_ratio", reason="per-file data mixing is not in rl"),
-    Rule("runtime_args.data_checkpoint_path", reason="rl resumes from trainer.output_dir"),
+    Rule(
+        "runtime_args.data_checkpoint_path",
+        reason="rl keeps the data sampler's state in its checkpoints under trainer.output_dir",
+        status="ignored",
+    ),
     Rule("runtime_args.load_data_checkpoint_iteration", reason="set trainer.resume_from_path"),
     Rule("runtime_args.consumed_samples", reason="rl's checkpoints hold the sampler state"),
-    Rule("runtime_args.max_replay_episode", reason="episode replay is not in rl"),
+    Rule(
+        "runtime_args.max_replay_episode",
+        reason="ChatLearn's GRPO computes advantages on the latest episode only "
+        "(AdvantageComputer reads the last buffer of its replay window), as rl does each step",
+        status="ignored",
+    ),
     Rule("runtime_args.replay_episode_offset", reason="episode replay is not in rl"),
     Rule("runtime_args.max_relay_episode", reason="episode replay is not in rl"),
-    Rule("runtime_args.stream_data_loader_type", reason=_INFRA),
-    Rule("runtime_args.concurrent_setup", reason=_INFRA),
-    Rule("runtime_args.cpu_schedule_strategy", reason=_INFRA),
-    Rule("runtime_args.policy_to_regroup_queue", reason=_INFRA),
-    Rule("runtime_args.debug", reason="rl logs with Python's logging levels"),
-    Rule("runtime_args.nsys", reason="profiling is not configured in rl's config"),
-    Rule("runtime_args.profiler_dir", reason="profiling is not configured in rl's config"),
+    Rule("runtime_args.stream_data_loader_type", reason=_INFRA, status="ignored"),
+    Rule("runtime_args.concurrent_setup", reason=_INFRA, status="ignored"),
+    Rule("runtime_args.cpu_schedule_strategy", reason=_INFRA, status="ignored"),
+    Rule("runtime_args.policy_to_regroup_queue", reason=_INFRA, status="ignored"),
+    Rule("runtime_args.debug", reason="rl logs with Python's logging levels", status="ignored"),
+    Rule("runtime_args.nsys", reason=PROFILING, status="ignored"),
+    Rule("runtime_args.profiler_dir", reason=PROFILING, status="ignored"),
     # models.policy: the rollout engine
     Rule(POLICY + "num_inference_per_prompt", "rollout.n"),
     Rule(POLICY + "max_prompt_tokens_length", "data.max_prompt_length"),
@@ -165,8 +199,11 @@ RULES: list[Rule] = [
         POLICY + "eval_*",
         reason="rl validates with rollout.val_kwargs (n, temperature, top_p, top_k)",
     ),
-    Rule(POLICY + "enable_thinking", reason="rl applies the chat template without template kwargs"),
-    Rule(POLICY + "vllm_*", reason="rl feeds token ids to the engine itself"),
+    Rule(POLICY + "enable_thinking", "data.apply_chat_template_kwargs.enable_thinking"),
+    # the fields of ChatLearn's own sample dict its vLLM reads (prompt text, token ids): at
+    # their defaults that is the templated prompt rl feeds too
+    Rule(POLICY + "vllm_prompt_key", reason=_PROMPT_FIELD, convert=values.unless("prompt")),
+    Rule(POLICY + "vllm_input_ids_key", reason=_PROMPT_FIELD, convert=values.unless("input_ids")),
     Rule(POLICY + "pipeline_model_parallel_size", reason=ROLLOUT_TP_ONLY),
     Rule(POLICY + "expert_model_parallel_size", reason=ROLLOUT_TP_ONLY),
     Rule(
@@ -182,11 +219,19 @@ RULES: list[Rule] = [
     Rule(TRAINER + "optimizer.adam_beta1", "actor.optim.betas", derive=values.betas),
     Rule(TRAINER + "optimizer.adam_beta2", "actor.optim.betas", derive=values.betas),
     Rule(TRAINER + "optimizer.clip_grad", "actor.optim.grad_clip"),
-    Rule(TRAINER + "entropy_coef", "actor.entropy_coeff"),
+    # FSDP: loss = pg - entropy_coef * entropy + kl_coef * k3 KL, each a token mean (the
+    # terms only when their coef > 0); ChatLearn's megatron trainer back-propagates the
+    # policy loss alone (train_helper.loss_func), so there they do not train
+    Rule(
+        TRAINER + "entropy_coef",
+        "actor.entropy_coeff",
+        derive=values.fsdp_only_coef("entropy_coef"),
+    ),
     Rule(
         TRAINER + "kl_coef",
         "actor.kl_loss_coef",
-        also=(("actor.use_kl_loss", lambda flat: float(flat[TRAINER + "kl_coef"]) > 0),),
+        derive=values.fsdp_only_coef("kl_coef"),
+        also=(("actor.use_kl_loss", values.kl_loss_on),),
     ),
     Rule(TRAINER + "pos_clip_ratio", "actor.clip_ratio_high"),
     Rule(TRAINER + "neg_clip_ratio", "actor.clip_ratio_low"),
@@ -261,6 +306,7 @@ RULES: list[Rule] = [
     ),
     Rule(TRAINER + "ulysses_sequence_parallel_size", "actor.ulysses_sequence_parallel_size"),
     Rule(TRAINER + "meta_init", "actor.fsdp_config.meta_init"),
+    Rule(TRAINER + "groupgemm", reason="a MoE expert kernel choice (same math)", status="ignored"),
     *[Rule(TRAINER + key, f"actor.megatron.{key}") for key in _MEGATRON_KEYS],
     *[
         Rule(TRAINER + key, f"actor.megatron.override_transformer_config.{key}")
@@ -288,22 +334,47 @@ RULES: list[Rule] = [
     Rule("models.ref_policy.", reason=REF_LAYOUT, status="ignored"),
     # models.reward and the rollout managers
     Rule("models.reward.num_cpu", "reward.num_workers"),
+    Rule("models.reward.cpu_per_process", reason=_INFRA, status="ignored"),
+    Rule(
+        "models.reward.generation_batch_size",
+        reason="the batch ChatLearn scores at once; rl scores each step's responses",
+        status="ignored",
+    ),
     Rule("models.reward.", reason=_REWARD),
-    Rule("models.rollout_manager.", reason=_ASYNC),
-    Rule("models.partial_rollout_manager.", reason=_ASYNC),
+    # read only while their switch is on (SWITCHES), and then the switch itself is refused
+    Rule(
+        "models.rollout_manager.",
+        reason="part of ChatLearn's rollout manager (runtime_args.use_rollout_manager)",
+        status="ignored",
+    ),
+    Rule(
+        "models.partial_rollout_manager.",
+        reason="part of ChatLearn's partial rollout (runtime_args.use_partial_rollout)",
+        status="ignored",
+    ),
     # what every model section has and rl sets elsewhere
     Rule(
         "models.*.num_gpu",
         reason="rl places roles by cluster.colocation / placement",
         status="ignored",
     ),
-    Rule("models.*.num_cpu", reason=_INFRA),
-    Rule("models.*.gpu_per_process", reason=_INFRA),
-    Rule("models.*.cpu_per_process", reason=_INFRA),
+    Rule("models.*.num_cpu", reason=_INFRA, status="ignored"),
+    Rule("models.*.gpu_per_process", reason=_INFRA, status="ignored"),
+    Rule("models.*.cpu_per_process", reason=_INFRA, status="ignored"),
+    Rule("models.*.use_expandable_segments", reason=_ALLOCATOR, status="ignored"),
+    Rule("models.*.tokenizer_type", reason=TOKENIZER_FROM_MODEL, status="ignored"),
+    Rule("models.*.tokenizer_model", reason=TOKENIZER_FROM_MODEL, status="ignored"),
+    Rule("models.*.model_provider_module", reason=_MODEL_BUILDER, status="ignored"),
+    Rule("models.*.empty_unused_memory_level", reason=_ALLOCATOR, status="ignored"),
     Rule("models.*.replica_dp_size", reason=_DERIVED, status="ignored"),
     Rule("models.*.num_replica", reason=_DERIVED, status="ignored"),
     Rule("models.*.sync_frequency", reason=WEIGHT_SYNC_EVERY_UPDATE),
-    Rule("models.*.generation_batch_size", reason="rl's rollout engine batches a step's prompts"),
+    Rule(
+        "models.*.generation_batch_size",
+        reason="a forward batch size (rollout, reward or log-prob): rl's engines batch a "
+        "step's work themselves",
+        status="ignored",
+    ),
     Rule("models.*.trainable", reason="rl knows which roles train", status="ignored"),
     Rule("models.*.packing", reason="rl packs sequences whenever use_remove_padding is on"),
     Rule("models.*.max_token_in_packing", reason="set rollout.max_num_batched_tokens"),

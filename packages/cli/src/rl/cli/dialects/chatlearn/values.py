@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from rl.cli.dialects.mapping import Unsupported
@@ -109,3 +110,32 @@ def dtype(flat: Mapping[str, Any]) -> Any:
 
 def gspo(value: Any) -> Any:
     return "gspo" if value else None
+
+
+def unless(default: Any) -> Any:
+    """For a refused key: None ("off") at ChatLearn's `default`, the value otherwise."""
+    return lambda value: None if value == default else value
+
+
+def fsdp_only_coef(name: str) -> Any:
+    """The trainer's coefficient `name` on FSDP; 0 on megatron, whose ChatLearn loss
+    back-propagates the policy loss alone."""
+
+    def derive(flat: Mapping[str, Any]) -> Any:
+        value = float(flat.get(TRAINER + name) or 0.0)
+        return value if backend(flat) == "fsdp" else 0.0
+
+    return derive
+
+
+def kl_loss_on(flat: Mapping[str, Any]) -> bool:
+    """ChatLearn adds the KL term when kl_coef > 0 (FSDP only)."""
+    return fsdp_only_coef("kl_coef")(flat) > 0
+
+
+def scorer_file(flat: Mapping[str, Any]) -> str:
+    """The file of ChatLearn's rule reward in rl (`rl.core.rewards.chatlearn_rule`), which the
+    run loads as its reward function."""
+    from rl.core.rewards import chatlearn_rule
+
+    return str(Path(chatlearn_rule.__file__).resolve())
