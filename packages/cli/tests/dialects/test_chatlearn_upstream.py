@@ -201,7 +201,7 @@ def test_precision_and_loss_aggregation_are_chatlearns():
 
 def test_the_reward_is_chatlearns_scorer():
     config = config_of(flipped())
-    assert Path(config.reward.custom_reward_function.path).name == "chatlearn_rule.py"
+    assert config.reward.custom_reward_function.path == "pkg://rl.core.rewards.chatlearn_rule"
     assert config.data.filter_overlong_prompts
 
 

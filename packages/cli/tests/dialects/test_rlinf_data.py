@@ -101,7 +101,8 @@ def test_the_reward_is_rlinfs_math_reward_times_its_scale(tmp_path):
     conversion = convert("rlinf", FSDP)
     config = config_from_mapping(conversion.config, "converted")
     function = config.reward.custom_reward_function
-    assert function.path.endswith("rlinf_math.py") and config.reward.reward_scale == 5.0
+    assert function.path == "pkg://rl.core.rewards.rlinf_math"
+    assert config.reward.reward_scale == 5.0
     manager = RewardManager(function.path, function.name, reward_scale=5.0)
     requests = [
         RewardRequest("unknown", "so \\boxed{50\\%}", ["0.5"]),

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from rl.core.config.paths import python_file
 from rl.core.errors import ConfigError
 from rl.core.imports import load_user_file
 from rl.core.rewards import code, dapo_rule, gsm8k_rule, math_rule, rule_based
@@ -131,7 +132,7 @@ def default_compute_score(
 def load_custom_reward(
     path: str, name: str = "compute_score", reward_kwargs: Mapping[str, Any] | None = None
 ) -> ScoreFn:
-    """`name` from the Python file `path`: compute_score(data_source, solution_str,
+    """`name` from the Python file `path` (or `pkg://module`): compute_score(data_source, solution_str,
     ground_truth, extra_info=None, **reward_kwargs) -> float | {"score": float, ...}.
 
     Called as verl calls it: every argument by keyword, `reward_kwargs`
@@ -142,10 +143,11 @@ def load_custom_reward(
     function, a signature that cannot take the four arguments) is a `ConfigError` at start-up,
     not a failure on every response mid-run.
     """
-    file = Path(path).expanduser()
+    file = python_file(path)
     if not file.is_file():
         raise ConfigError(
-            f"reward.custom_reward_function.path = {path!r} does not exist; point it at a .py file"
+            f"reward.custom_reward_function.path = {path!r} does not exist; point it at a .py "
+            "file (or pkg://an.installed.module)"
         )
     module = load_user_file(
         file, f"rl_custom_reward_{file.stem}", "reward.custom_reward_function.path"

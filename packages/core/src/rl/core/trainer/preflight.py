@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rl.core.config import Config, ConfigError
-from rl.core.config.paths import user_path
+from rl.core.config.paths import python_file, user_path
 from rl.core.data.reader import SUPPORTED
 from rl.core.demo import BUILTIN_DATA, is_builtin
 from rl.core.engine_contract import declares
@@ -108,9 +108,11 @@ def _reward(config: Config) -> None:
     path = config.reward.custom_reward_function.path
     if path is None:
         return
-    key, file = "reward.custom_reward_function.path", user_path(path)
+    key, file = "reward.custom_reward_function.path", python_file(path)
     if not file.is_file():
-        raise ConfigError(f"{key} = {path!r} does not exist; point it at a .py file")
+        raise ConfigError(
+            f"{key} = {path!r} does not exist; point it at a .py file (or pkg://a.module)"
+        )
     if file.suffix != ".py":
         raise ConfigError(f"{key} = {path!r} is not a Python (.py) file")
 

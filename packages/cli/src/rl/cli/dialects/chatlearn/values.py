@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from rl.cli.dialects.mapping import Unsupported
@@ -134,8 +133,6 @@ def kl_loss_on(flat: Mapping[str, Any]) -> bool:
 
 
 def scorer_file(flat: Mapping[str, Any]) -> str:
-    """The file of ChatLearn's rule reward in rl (`rl.core.rewards.chatlearn_rule`), which the
-    run loads as its reward function."""
-    from rl.core.rewards import chatlearn_rule
-
-    return str(Path(chatlearn_rule.__file__).resolve())
+    """ChatLearn's rule reward in rl (`rl.core.rewards.chatlearn_rule`), which the run loads
+    as its reward function: named by module, so the config holds on any machine."""
+    return "pkg://rl.core.rewards.chatlearn_rule"

@@ -267,9 +267,7 @@ def reward_function(value: Any) -> Any:
     """RLinf's reward_type math: rl's RLinf math scorer (rl.core.rewards.rlinf_math)."""
     if value != "math":
         return Unsupported(f"reward_type {value!r}: rl has RLinf's math reward")
-    from rl.core.rewards import rlinf_math
-
-    return rlinf_math.__file__
+    return "pkg://rl.core.rewards.rlinf_math"  # by module: the config holds on any machine
 
 
 def latex_note(values: Mapping[str, Any]) -> list[str]:
