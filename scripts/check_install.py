@@ -4,9 +4,8 @@ installed) and a tiny megatron-core GPT from a Hugging Face config runs forward.
 
     nox -s build && python scripts/check_install.py [--dist dist] [--keep VENV]
 
-On a CPU-only machine the forward runs with the test-only CUDA shims
-(packages/megatron-backend/tests/cpu_site on PYTHONPATH for that one command); the
-package installs and imports without them.
+On a machine without CUDA the forward runs in rl-megatron's CPU debug mode
+(`rl.megatron.cpu_mode`, from the installed wheel), as a CPU run's engine does.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CPU_SITE = ROOT / "packages" / "megatron-backend" / "tests" / "cpu_site"
 
 PROBE = """
 import importlib.util, warnings
@@ -31,7 +29,10 @@ assert importlib.util.find_spec("rl.fsdp") is None, "rl-fsdp should not be insta
 import os, torch, torch.distributed as dist
 from transformers import Qwen2Config
 from megatron.core import parallel_state
+from rl.megatron import cpu_mode
 from rl.megatron.model import build_gpt_model
+if not torch.cuda.is_available():
+    cpu_mode.install()
 dist.init_process_group("gloo", init_method="tcp://127.0.0.1:29599", rank=0, world_size=1)
 parallel_state.initialize_model_parallel(1, 1)
 config = Qwen2Config(vocab_size=64, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -71,16 +72,8 @@ def main() -> None:
         import os
 
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-        if not _has_cuda(python, env):
-            env["PYTHONPATH"] = str(CPU_SITE)
         run(python, "-c", PROBE, env=env)
     print("install check passed")
-
-
-def _has_cuda(python: str, env: dict[str, str]) -> bool:
-    probe = "import torch; print(torch.cuda.is_available())"
-    out = subprocess.run([python, "-c", probe], capture_output=True, text=True, env=env)
-    return out.stdout.strip() == "True"
 
 
 if __name__ == "__main__":

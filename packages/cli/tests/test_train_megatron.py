@@ -1,9 +1,9 @@
 """`rl train` with the megatron engine: the demo learns on CPU at TP = 1, a PPO critic runs
 on it, and bad layouts are refused before anything starts.
 
-megatron-core needs CUDA-shaped calls answered on CPU: the run gets the test-only shims
-through `sitecustomize` on PYTHONPATH (packages/megatron-backend/tests/cpu_site); the
-package itself has none.
+Every run here is the user's journey on a CPU: `rl train actor.strategy=megatron` and
+nothing else, no PYTHONPATH trick; the engine installs rl-megatron's CPU debug mode
+(`rl.megatron.cpu_mode`) itself because `trainer.device` is cpu.
 """
 
 from __future__ import annotations
@@ -11,21 +11,17 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("megatron.core", reason="megatron-core is not installed")
 pytestmark = pytest.mark.megatron
 
-ROOT = Path(__file__).resolve().parents[3]
-CPU_SITE = ROOT / "packages" / "megatron-backend" / "tests" / "cpu_site"
+CPU_MODE_WARNING = "megatron on CPU: a debug mode, slow"
 
 
-def rl_train(rl_executable, output_dir, *overrides, timeout=120, cpu_shims=True):
-    """`rl train` with `actor.strategy=megatron`, megatron-core's CPU shims on PYTHONPATH
-    unless `cpu_shims` is false."""
-    env = {**os.environ, "PYTHONPATH": str(CPU_SITE)} if cpu_shims else None
+def rl_train(rl_executable, output_dir, *overrides, timeout=120, env=None):
+    """`rl train` with `actor.strategy=megatron`, in this process's environment."""
     target = f"trainer.output_dir={output_dir}"
     return subprocess.run(
         [rl_executable, "train", "actor.strategy=megatron", *overrides, target],
@@ -34,6 +30,55 @@ def rl_train(rl_executable, output_dir, *overrides, timeout=120, cpu_shims=True)
         timeout=timeout,
         env=env,
     )
+
+
+def test_a_plain_megatron_run_on_a_cpu_exits_0_with_nothing_on_pythonpath(
+    tmp_path, rl_executable, metrics_rows
+):
+    """`pip install rl-core rl-megatron` then `rl train actor.strategy=megatron`: two steps
+    of the embedded demo (the built-in tiny model) on this CPU, no shims anywhere on
+    PYTHONPATH (measured: ~45 s on 2 cores). The engine announces the CPU debug mode once
+    (the SFT warm-up, actor and reference are built in one process)."""
+    shims = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if "cpu_site" in p]
+    assert not shims, f"this test is the run without shims, and PYTHONPATH has {shims}"
+    result = rl_train(
+        rl_executable,
+        tmp_path,
+        "trainer.total_training_steps=2",
+        "trainer.progress_bar=false",
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stderr.count(CPU_MODE_WARNING) == 1, result.stderr[-3000:]
+    assert [r["step"] for r in metrics_rows(tmp_path) if "actor/grad_norm" in r] == [1, 2]
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_two_ray_workers_each_build_their_megatron_engine_in_the_cpu_mode(
+    tmp_path, rl_executable, metrics_rows
+):
+    """`trainer.launcher=ray` on 2 CPU workers (DP 2): each worker process installs the mode
+    when it builds its engines, the driver when it builds the SFT engine; nothing on
+    PYTHONPATH (measured: ~2 min on 2 cores)."""
+    pytest.importorskip("ray")
+    result = rl_train(
+        rl_executable,
+        tmp_path,
+        "trainer.launcher=ray",
+        "cluster.n_gpus_per_node=2",
+        "trainer.total_training_steps=2",
+        "trainer.test_freq=-1",
+        "trainer.progress_bar=false",
+        timeout=900,
+        env={**os.environ, "RAY_AUTH_MODE": "disabled"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    output = (result.stdout + result.stderr).splitlines()  # Ray forwards the workers' logs
+    announced = [line for line in output if CPU_MODE_WARNING in line]
+    assert len(announced) == 2, announced  # the driver, and rank 0 of the workers
+    assert any("RoleWorker" in line for line in announced), announced
+    assert [r["step"] for r in metrics_rows(tmp_path) if "actor/grad_norm" in r] == [1, 2]
 
 
 @pytest.mark.slow
@@ -60,9 +105,7 @@ def test_the_demo_learns_on_the_megatron_engine(tmp_path, rl_executable, metrics
 def test_rl_train_refuses_a_bad_layout_before_starting_anything(tmp_path, rl_executable):
     """The built-in model has 2 attention heads and 1 KV head: TP 2 cannot split them."""
     start = time.monotonic()
-    result = rl_train(
-        rl_executable, tmp_path, "actor.megatron.tensor_model_parallel_size=2", cpu_shims=False
-    )
+    result = rl_train(rl_executable, tmp_path, "actor.megatron.tensor_model_parallel_size=2")
     assert result.returncode == 2, result.stderr[-2000:]
     assert "actor.megatron.tensor_model_parallel_size = 2 does not divide" in result.stderr
     assert "Traceback" not in result.stderr

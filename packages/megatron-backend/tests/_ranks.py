@@ -1,7 +1,8 @@
 """One rank of a megatron engine scenario: `python _ranks.py SCENARIO RANK WORLD PORT OUT LAYOUT`.
 
-Run by `mcore_world.run_ranks` in separate processes (gloo on CPU, the test-only CUDA
-shims of `_cpu_shims.py` installed first); each rank writes what the test compares to
+Run by `mcore_world.run_ranks` in separate processes (gloo on CPU; each engine built on
+the CPU installs rl-megatron's CPU debug mode, `rl.megatron.cpu_mode`, itself, as in a
+run); each rank writes what the test compares to
 OUT/<rank>.pt. LAYOUT is a JSON object of `MegatronConfig` fields, and optionally
 `model_type` and `num_hidden_layers`.
 """
@@ -15,11 +16,6 @@ import warnings
 from pathlib import Path
 
 warnings.simplefilter("ignore")
-sys.path.insert(0, str(Path(__file__).parent))
-
-import _cpu_shims  # noqa: E402
-
-_cpu_shims.install()
 
 import torch  # noqa: E402
 

@@ -1,7 +1,8 @@
 """Engine scenarios on 1, 2 or 4 CPU processes (gloo), each rank in its own interpreter.
 
-The CUDA shims megatron-core needs on CPU (`_cpu_shims.py`) are installed only in those
-processes, never in the pytest process or the package.
+megatron-core runs there in rl-megatron's CPU debug mode (`rl.megatron.cpu_mode`), which
+each engine built on the CPU installs in its own process, as in a run; the pytest
+process never installs it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """rl-megatron's engines pass the contract tests every registered engine passes
 (`rl.core.conformance`): each train engine this distribution registers, in a rank
-process with the test-only CPU shims (see conftest.py)."""
+process, in rl-megatron's CPU debug mode (see conftest.py)."""
 
 import pytest
 

@@ -1,7 +1,7 @@
 """The megatron engine against Hugging Face and against itself at other layouts.
 
-Each scenario runs in 1 or 2 real processes (gloo on CPU, megatron-core's local spec with
-the test-only CUDA shims); `_ranks.py` holds the scenarios. References are independent:
+Each scenario runs in 1 or 2 real processes (gloo on CPU, megatron-core's local spec in
+rl-megatron's CPU debug mode); `_ranks.py` holds the scenarios. References are independent:
 the HF model's own forward (fp32) for log-probs, the checkpoint's tensors for the weight
 round trip, and the TP = PP = EP = DP = 1 run for training (itself checked against
 log-probs of HF).

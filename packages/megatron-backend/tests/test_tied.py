@@ -3,7 +3,7 @@ tie them): `share_embeddings_and_output_weights` follows the HF config, log-prob
 the HF model's at TP 1, TP 2 and PP 2 (where the last stage holds a copy of the output
 layer), the export sends the embedding once (no lm_head.weight, as save_pretrained), and
 training equals one rank's and the FSDP engine's, the output layer moving with the
-embedding. Each scenario runs in real processes (`_ranks.py`, gloo, CPU shims)."""
+embedding. Each scenario runs in real processes (`_ranks.py`, gloo, the CPU debug mode)."""
 
 from __future__ import annotations
 

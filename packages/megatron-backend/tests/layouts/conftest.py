@@ -54,15 +54,13 @@ def tiny_hf(tmp_path_factory) -> Callable[..., Checkpoint]:
 
 
 def _patch_cuda_for_cpu(mp: pytest.MonkeyPatch) -> None:
-    """megatron-core asks CUDA for a device and RNG state even with CPU initialisation."""
-    import megatron.core.tensor_parallel.random as mrandom
+    """megatron-core asks CUDA for a device and RNG state even with CPU initialisation:
+    rl-megatron's CPU debug mode answers it, undone with `mp` (it answers megatron-core's
+    calls only, so the other tests of the session see torch unchanged)."""
+    from rl.megatron import cpu_mode
 
-    mp.setattr(torch.cuda, "current_device", lambda: torch.device("cpu"))
-    mp.setattr(torch.cuda, "manual_seed", torch.manual_seed)
-    mp.setattr(torch.cuda, "get_rng_state", lambda *a, **k: torch.get_rng_state())
-    mp.setattr(torch.cuda, "set_rng_state", lambda state, *a, **k: torch.set_rng_state(state))
-    mp.setattr(mrandom, "_get_cuda_rng_state", lambda *a, **k: torch.get_rng_state())
-    mp.setattr(mrandom, "_set_cuda_rng_state", lambda state, *a, **k: torch.set_rng_state(state))
+    for owner, name, replacement in cpu_mode.patches():
+        mp.setattr(owner, name, replacement)
 
 
 @pytest.fixture(scope="session")

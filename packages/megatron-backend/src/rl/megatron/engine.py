@@ -13,7 +13,8 @@ The critic is the same model with a `ValueHead` for an output layer.
 The engine is a facade over one module per concern: `build` (the model chunks and their
 first weights), `optimizer` (DDP, optimizer, LR schedule), `schedule` (the pipeline
 schedule, forward-only passes), `update` (train steps and their metrics), `export` (HF
-weights out and in, `save_hf`), `checkpoint` (save / load) and `offload`.
+weights out and in, `save_hf`), `checkpoint` (save / load) and `offload`. Built on the
+CPU (`trainer.device=cpu`) it first installs `cpu_mode`, the CPU debug mode.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from rl.core.engines import (
     TrainEngine,
 )
 from rl.core.micro_batches import MicroBatching, micro_batching, mini_batches
+from rl.megatron import cpu_mode
 from rl.megatron.build import DTYPES, build_chunks, hf_folder, hf_weights, load_initial_weights
 from rl.megatron.checkpoint import Checkpoints
 from rl.megatron.config import MegatronConfig
@@ -85,6 +87,7 @@ class MegatronTrainEngine(TrainEngine, Offloading, ExportsHF, Preflighted, Repli
         self.device = torch.device(device)
         self.m = megatron or MegatronConfig()
         ensure_process_group(self.device.type)
+        cpu_mode.install_for(self.device)  # megatron-core on CPU: the debug mode; never on CUDA
         check_layout(hf_config, self.m, dist.get_world_size(), section, use_remove_padding)
         init_model_parallel(self.m)
         from megatron.core import parallel_state as ps
