@@ -1,7 +1,7 @@
 """The converted ROLL, ChatLearn and RLinf fixtures train: `rl convert` writes our YAML,
 the devices, engines and sizes are shrunk to a CPU run (what a user changes to try a config
 on a laptop), the algorithm stays as converted (ROLL's seq-mean-token-mean and linear decay
-with a critic, ChatLearn's GSPO with a KL loss, RLinf's REINFORCE++ baseline with
+with a critic, ChatLearn's GSPO (its megatron trainer adds no KL loss), RLinf's REINFORCE++ baseline with
 truncated IS and no dual clip), and `rl train` runs 2 steps on it."""
 
 from __future__ import annotations
@@ -21,15 +21,22 @@ CASES = {
         FIXTURES / "chatlearn" / "grpo_megatron.yaml",
         ["models.policy_trainer.use_group_sequence_policy=true"],
     ),
-    "rlinf": (FIXTURES / "rlinf" / "math" / "grpo_fsdp_disaggregated.yaml", []),
+    # RLinf's reinpp KL is a return-to-go after the baseline, which rl refuses: without it
+    "rlinf": (
+        FIXTURES / "rlinf" / "math" / "grpo_fsdp_disaggregated.yaml",
+        ["algorithm.reinpp_kl_beta=0"],
+    ),
 }
+# the converted ChatLearn config scores as ChatLearn does: only its own data sources
+SOURCES = {"chatlearn": "openai/gsm8k"}
 CHECKS = {
     "roll": lambda c: (
         c["algorithm"]["adv_estimator"] == "gae"
         and c["actor"]["loss_agg_mode"] == "seq-mean-token-mean"
         and c["actor"]["optim"]["lr_scheduler"] == "linear"
     ),
-    "chatlearn": lambda c: c["actor"]["policy_loss"] == "gspo" and c["actor"]["use_kl_loss"],
+    # ChatLearn's megatron trainer back-propagates the policy loss alone: no KL term
+    "chatlearn": lambda c: c["actor"]["policy_loss"] == "gspo" and not c["actor"]["use_kl_loss"],
     "rlinf": lambda c: (
         c["algorithm"]["adv_estimator"] == "reinforce_plus_plus_baseline"
         and c["actor"]["tis_cap"] == 2.0
@@ -95,7 +102,11 @@ def test_a_converted_config_trains_two_steps(dialect, tmp_path, rl_executable, m
 
     source, overrides = CASES[dialect]
     rows = [
-        {"prompt": f"{a}+{b}=", "answer": str(a + b), "data_source": "arithmetic"}
+        {
+            "prompt": f"{a}+{b}=",
+            "answer": str(a + b),
+            "data_source": SOURCES.get(dialect, "arithmetic"),
+        }
         for a in range(1, 5)
         for b in range(1, 5)
     ]
