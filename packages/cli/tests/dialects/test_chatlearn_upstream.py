@@ -143,10 +143,26 @@ def test_clip_ratios_are_the_asymmetric_clip():
     assert (config.actor.clip_ratio_high, config.actor.clip_ratio_low) == (0.28, 0.1)
 
 
-@pytest.mark.parametrize("key", ["diff_clip_ratio", "final_clip_ratio"])
-def test_chatlearns_own_clips_are_refused_when_set(key):
-    conversion = flipped(f"models.policy_trainer.{key}=5")
-    assert unsupported(conversion) == [f"models.policy_trainer.{key}"]
+def test_chatlearns_log_ratio_clip_is_refused_when_set():
+    conversion = flipped("models.policy_trainer.diff_clip_ratio=5")
+    assert unsupported(conversion) == ["models.policy_trainer.diff_clip_ratio"]
+
+
+@pytest.mark.parametrize("template", [FSDP, MEGATRON])
+def test_chatlearns_fixed_loss_details_are_reproduced(template):
+    """loss_gallery: min(clipped loss, final_clip_ratio = 3), no dual clip; advantage_compute:
+    (r - mean) / (np.std + 1e-5), the population std."""
+    conversion = flipped(template=template)
+    config = config_of(conversion)
+    assert (config.actor.policy_loss_cap, config.actor.clip_ratio_c) == (3.0, None)
+    assert (config.algorithm.grpo_std, config.algorithm.grpo_std_eps) == ("population", 1e-5)
+    assert not any("loss details" in note for note in conversion.report.notes)
+    assert not unsupported(conversion)
+
+
+def test_final_clip_ratio_is_the_policy_loss_cap():
+    config = config_of(flipped("models.policy_trainer.final_clip_ratio=5"))
+    assert (config.actor.policy_loss_cap, config.actor.clip_ratio_c) == (5.0, None)
 
 
 def test_kl_and_entropy_coefficients_train_on_fsdp_only():

@@ -29,6 +29,9 @@ from rl.core.algorithms.registry import Registry
 from rl.core.algorithms.returns import discounted_returns, gae_advantages_returns
 from rl.core.algorithms.segments import pad_packed, per_token, sequence_sums, unpad_packed
 
+# algorithm.grpo_std -> the ddof of the group std
+GRPO_STD_DDOF = {"sample": 1, "population": 0}
+
 
 @dataclass(frozen=True)
 class AdvantageInputs:
@@ -39,9 +42,12 @@ class AdvantageInputs:
         reinforce_plus_plus_baseline). `group_index` (long [S], dense) may be given instead.
     reward_baselines: float [S], reward of the greedy response to the same prompt (remax).
     seq_ids: long [T] for packed inputs, None for padded.
-    gamma, lam: discount and GAE lambda. epsilon: added to the group std (grpo).
+    gamma, lam: discount and GAE lambda. epsilon: added to the group std (grpo;
+        `algorithm.grpo_std_eps`).
     norm_adv_by_std: divide by the group std (`algorithm.norm_adv_by_std_in_grpo`);
         False is Dr.GRPO.
+    grpo_std: the group std of grpo (`algorithm.grpo_std`): "sample" (unbiased, verl's)
+        or "population" (ddof 0, ChatLearn's).
     """
 
     values: torch.Tensor | None = None
@@ -53,8 +59,13 @@ class AdvantageInputs:
     lam: float = 1.0
     norm_adv_by_std: bool = True
     epsilon: float = 1e-6
+    grpo_std: str = "sample"
 
     def __post_init__(self) -> None:
+        if self.grpo_std not in GRPO_STD_DDOF:
+            raise ValueError(
+                f"algorithm.grpo_std = {self.grpo_std!r}; allowed: {', '.join(GRPO_STD_DDOF)}"
+            )
         for key, value in (("gamma", self.gamma), ("lam", self.lam)):
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"algorithm.{key} = {value!r}; allowed: a number in [0, 1]")
@@ -141,7 +152,8 @@ def grpo(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(score - group mean) / (group std + epsilon) on every token; without std it is Dr.GRPO."""
     scores = _scores(rewards, mask, inputs)
-    mean, std = group_mean_std(scores, _groups(inputs, scores, "grpo"))
+    groups = _groups(inputs, scores, "grpo")
+    mean, std = group_mean_std(scores, groups, ddof=GRPO_STD_DDOF[inputs.grpo_std])
     centred = scores - mean
     advantage = centred / (std + inputs.epsilon) if inputs.norm_adv_by_std else centred
     advantages = _to_tokens(advantage, mask, inputs)

@@ -43,16 +43,24 @@ def group_sum_count(
     return sums, counts
 
 
-def group_mean_std(values: torch.Tensor, groups: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each row's group mean and unbiased group std, both [N] in the dtype of `values`.
+def group_mean_std(
+    values: torch.Tensor, groups: torch.Tensor, ddof: int = 1
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's group mean and group std, both [N] in the dtype of `values`.
 
-    A group of one has no spread to compare against: it gets mean 0 and std 1, so its
-    score passes through unchanged (the convention of verl's GRPO).
+    ddof: 1 the unbiased (sample) std; 0 the population std (numpy's `np.std`, which
+    ChatLearn's GRPO uses). With ddof 1 a group of one has no spread to compare against:
+    it gets mean 0 and std 1, so its score passes through unchanged (the convention of
+    verl's GRPO). With ddof 0 the formula holds for it too: its own mean and std 0.
     """
+    if ddof not in (0, 1):
+        raise ValueError(f"group std ddof = {ddof!r}; allowed: 0 or 1")
     sums, counts = group_sum_count(values, groups)
     mean = sums / counts
     squares = torch.zeros_like(sums).index_add(0, groups, (values - mean[groups]) ** 2)
-    std = torch.sqrt(squares / (counts - 1).clamp(min=1))
+    std = torch.sqrt(squares / (counts - ddof).clamp(min=1))
+    if ddof == 0:
+        return mean[groups], std[groups]
     single = counts[groups] < 2
     row_mean = torch.where(single, torch.zeros_like(values), mean[groups])
     row_std = torch.where(single, torch.ones_like(values), std[groups])

@@ -26,6 +26,8 @@ class PolicyLossConfig:
         (DAPO clip-higher; ChatLearn `neg_clip_ratio` / `pos_clip_ratio`).
     clip_ratio_c: dual-clip bound c > 1: for A < 0 the loss is at most -c * A (None: off).
     early_stop_imp_ratio: tokens whose importance ratio exceeds it leave the loss (None: off).
+    policy_loss_cap: the clipped surrogate (vanilla, gspo) of each token is at most this,
+        for either sign of the advantage: ChatLearn's `final_clip_ratio` (None: off).
     """
 
     clip_ratio: float = 0.2
@@ -33,6 +35,7 @@ class PolicyLossConfig:
     clip_ratio_high: float | None = None
     clip_ratio_c: float | None = 3.0
     early_stop_imp_ratio: float | None = None
+    policy_loss_cap: float | None = None
 
     def __post_init__(self) -> None:
         _check(self.clip_ratio >= 0, "actor.clip_ratio", self.clip_ratio, ">= 0")
@@ -42,6 +45,8 @@ class PolicyLossConfig:
         _check(c is None or c > 1, "actor.clip_ratio_c", c, "> 1 or null")
         stop = self.early_stop_imp_ratio
         _check(stop is None or stop > 0, "actor.early_stop_imp_ratio", stop, "> 0 or null")
+        cap = self.policy_loss_cap
+        _check(cap is None or cap > 0, "actor.policy_loss_cap", cap, "> 0 or null")
 
     @property
     def low(self) -> float:
@@ -108,6 +113,15 @@ def _early_stop(
     return mask * (ratio.detach() <= config.early_stop_imp_ratio).to(mask.dtype)
 
 
+def cap_policy_loss(loss: torch.Tensor, cap: float | None) -> torch.Tensor:
+    """min(loss, cap) per token, for either sign of the advantage (None: unchanged).
+
+    ChatLearn's `final_clip_ratio` (loss_gallery.calculate_grpo_loss / _gspo_loss): where
+    the cap binds, the token's gradient is 0.
+    """
+    return loss if cap is None else loss.clamp(max=cap)
+
+
 def _clipped_surrogate(
     ratio: torch.Tensor,
     advantages: torch.Tensor,
@@ -115,7 +129,8 @@ def _clipped_surrogate(
     config: PolicyLossConfig,
     dual_clip: bool,
 ) -> PolicyLossTerms:
-    """max(-A r, -A clip(r, 1-low, 1+high)); with `dual_clip`, for A < 0 at most -A c."""
+    """max(-A r, -A clip(r, 1-low, 1+high)); with `dual_clip`, for A < 0 at most -A c;
+    then at most `policy_loss_cap` (ChatLearn's loss_gallery: min(pg_loss_clip, cap))."""
     unclipped = -advantages * ratio
     clipped = -advantages * ratio.clamp(1 - config.low, 1 + config.high)
     loss = torch.maximum(unclipped, clipped)
@@ -127,6 +142,7 @@ def _clipped_surrogate(
         dual = -advantages * config.clip_ratio_c
         use_dual = (advantages < 0) & (dual < loss)
         loss = torch.where(use_dual, dual, loss)
+    loss = cap_policy_loss(loss, config.policy_loss_cap)
     ratio = ratio.detach()
     return PolicyLossTerms(
         loss=loss,

@@ -216,6 +216,9 @@ class ActorConfig(HasBackendSections):
     clip_ratio_low: float | None = None
     clip_ratio_high: float | None = None
     clip_ratio_c: float | None = 3.0  # null: no dual clip (ROLL's and RLinf's off switch)
+    # ChatLearn's final_clip_ratio: each token's clipped policy loss is at most this,
+    # whatever the advantage's sign (vanilla and gspo; null: off)
+    policy_loss_cap: float | None = None
     entropy_coeff: float = 0.0
     use_kl_loss: bool = False
     kl_loss_coef: float = 0.001
@@ -257,6 +260,7 @@ class ActorConfig(HasBackendSections):
             clip_ratio_low=optional(FRACTION),
             clip_ratio_high=optional(POSITIVE),
             clip_ratio_c=optional(above(1)),  # dual clip bounds the loss at c * |A| for A < 0
+            policy_loss_cap=optional(POSITIVE),
             kl_loss_coef=NON_NEGATIVE,
             early_stop_imp_ratio=optional(POSITIVE),
             tis_cap=optional(POSITIVE),
@@ -373,6 +377,10 @@ class AlgorithmConfig:
     gamma: float = 1.0
     lam: float = 1.0
     norm_adv_by_std_in_grpo: bool = True
+    # grpo's group std: sample (unbiased, verl's) or population (ddof 0, ChatLearn's),
+    # and the epsilon added to it
+    grpo_std: Literal["sample", "population"] = "sample"
+    grpo_std_eps: float = 1e-6
     use_kl_in_reward: bool = False
     kl_penalty: str = "kl"
     kl_ctrl: KLControlConfig = field(default_factory=KLControlConfig)
@@ -392,6 +400,7 @@ class AlgorithmConfig:
             self,
             gamma=PROBABILITY,
             lam=PROBABILITY,
+            grpo_std_eps=NON_NEGATIVE,
             reward_clip=optional(POSITIVE),
             advantage_clip=optional(POSITIVE),
         )

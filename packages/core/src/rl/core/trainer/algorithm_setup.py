@@ -24,6 +24,7 @@ def actor_loss_config(config: Config) -> alg.ActorLossConfig:
             clip_ratio_high=actor.clip_ratio_high,
             clip_ratio_c=actor.clip_ratio_c,
             early_stop_imp_ratio=actor.early_stop_imp_ratio,
+            policy_loss_cap=actor.policy_loss_cap,
         ),
         loss_agg_mode=actor.loss_agg_mode,
         loss_scale_factor=actor.loss_scale_factor,
@@ -187,6 +188,8 @@ def assign_advantages(
         gamma=algorithm.gamma,
         lam=algorithm.lam,
         norm_adv_by_std=algorithm.norm_adv_by_std_in_grpo,
+        grpo_std=algorithm.grpo_std,
+        epsilon=algorithm.grpo_std_eps,
         reward_baselines=reward_baselines,
     )
     if algorithm.whiten_advantages:

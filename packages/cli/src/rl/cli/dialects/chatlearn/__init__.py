@@ -195,10 +195,4 @@ def _loss_notes(values: dict[str, Any]) -> list[str]:
                     "trainer back-propagates the policy loss alone (train_helper.loss_func), "
                     "so rl trains without that term too"
                 )
-    notes.append(
-        "ChatLearn's fixed loss details rl does not reproduce: its per-token policy loss "
-        "is capped at final_clip_ratio (3.0) whatever the advantage's sign (rl's dual clip, "
-        "actor.clip_ratio_c, bounds A < 0 at 3·|A|), and its GRPO std is the population std "
-        "+ 1e-5 (rl: the sample std + 1e-6)"
-    )
     return notes

@@ -20,6 +20,7 @@ _TRAINER = {
     "kl_coef": 0.0,
     "pos_clip_ratio": 0.2,
     "neg_clip_ratio": 0.2,
+    "final_clip_ratio": 3.0,
     "gradient_checkpointing": True,
     "trust_remote_code": True,
     "seed": 1234,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rl.cli.dialects.chatlearn import values
 from rl.cli.dialects.chatlearn.values import POLICY, TRAINER
-from rl.cli.dialects.mapping import Rule
+from rl.cli.dialects.mapping import NULL, Rule
 from rl.cli.dialects.vocabulary import (
     PROFILING,
     REF_LAYOUT,
@@ -75,10 +75,13 @@ RULES: list[Rule] = [
         "actor.strategy",
         convert=values.train_backend,
         also=(
-            # ChatLearn's fixed choices, written out: GRPO advantages (std-normalised),
+            # ChatLearn's fixed choices, written out: GRPO advantages (std-normalised:
+            # (r - mean) / (np.std + 1e-5), the population std; advantage_compute.py),
             # token-mean loss, bf16 (FSDP: always; megatron: `bf16`), k3 KL loss
             ("algorithm.adv_estimator", lambda flat: "grpo"),
             ("algorithm.norm_adv_by_std_in_grpo", lambda flat: True),
+            ("algorithm.grpo_std", lambda flat: "population"),
+            ("algorithm.grpo_std_eps", lambda flat: 1e-5),
             ("actor.loss_agg_mode", lambda flat: "token-mean"),
             ("actor.kl_loss_type", lambda flat: "low_var_kl"),
             ("model.dtype", values.dtype),
@@ -239,10 +242,12 @@ RULES: list[Rule] = [
         TRAINER + "diff_clip_ratio",
         reason="ChatLearn clamps the log-ratio before exp; rl does not",
     ),
+    # loss_gallery: min(max(-A r, -A clip(r)), final_clip_ratio) per token, for either
+    # sign of A and without a dual clip: rl's cap, with clip_ratio_c off
     Rule(
         TRAINER + "final_clip_ratio",
-        reason="ChatLearn caps the per-token loss at this value for either sign of the "
-        "advantage; rl's dual clip (actor.clip_ratio_c) bounds negative advantages only",
+        "actor.policy_loss_cap",
+        also=(("actor.clip_ratio_c", lambda flat: NULL),),
     ),
     Rule(TRAINER + "use_group_sequence_policy", "actor.policy_loss", convert=values.gspo),
     Rule(TRAINER + "train_micro_batch_size", "actor.ppo_micro_batch_size_per_gpu"),
