@@ -75,7 +75,10 @@ def test_hub_ids_pass_online_and_need_the_cache_offline(tmp_path, monkeypatch):
 def test_reward_paths(tmp_path):
     assert refused([f"reward.custom_reward_function.path={tmp_path}/nope.py"]) == (
         f"reward.custom_reward_function.path = '{tmp_path}/nope.py' does not exist; "
-        "point it at a .py file"
+        "point it at a .py file (or pkg://a.module)"
+    )
+    assert "pkg://rl.nope' does not exist" in refused(
+        ["reward.custom_reward_function.path=pkg://rl.nope"]
     )
     (tmp_path / "reward.txt").write_text("")
     message = refused([f"reward.custom_reward_function.path={tmp_path}/reward.txt"])
