@@ -37,8 +37,8 @@ def test_a_plain_megatron_run_on_a_cpu_exits_0_with_nothing_on_pythonpath(
 ):
     """`pip install rl-core rl-megatron` then `rl train actor.strategy=megatron`: two steps
     of the embedded demo (the built-in tiny model) on this CPU, no shims anywhere on
-    PYTHONPATH (measured: ~45 s on 2 cores). The engine announces the CPU debug mode once
-    (the SFT warm-up, actor and reference are built in one process)."""
+    PYTHONPATH (measured: 27-43 s on 2 shared cores). The engine announces the CPU debug
+    mode once (the SFT warm-up, actor and reference are built in one process)."""
     shims = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if "cpu_site" in p]
     assert not shims, f"this test is the run without shims, and PYTHONPATH has {shims}"
     result = rl_train(
@@ -60,7 +60,7 @@ def test_two_ray_workers_each_build_their_megatron_engine_in_the_cpu_mode(
 ):
     """`trainer.launcher=ray` on 2 CPU workers (DP 2): each worker process installs the mode
     when it builds its engines, the driver when it builds the SFT engine; nothing on
-    PYTHONPATH (measured: ~2 min on 2 cores)."""
+    PYTHONPATH (measured: 47 s-2 min on 2 shared cores)."""
     pytest.importorskip("ray")
     result = rl_train(
         rl_executable,
