@@ -15,6 +15,7 @@ import torch
 
 from rl.core.config import ConfigError, ModelConfig
 from rl.core.config.paths import user_path
+from rl.core.models.rope import reset_rotary_buffers
 from rl.core.models.tiny import build_char_tokenizer, tiny_qwen2_config
 
 BUILTIN_TINY = "builtin:tiny-qwen2"
@@ -162,6 +163,8 @@ def load_causal_lm(
                 source, dtype=dtype, trust_remote_code=config.trust_remote_code
             ),
         )
+    if not empty:
+        reset_rotary_buffers(model)  # never trust a non-persistent buffer after loading
     if config.gradient_checkpointing:
         model.gradient_checkpointing_enable()
     return model
@@ -189,13 +192,16 @@ def load_value_model(
     with torch.random.fork_rng():
         torch.manual_seed(seed + 1)
         if config.path == BUILTIN_TINY:
-            return AutoModelForTokenClassification.from_config(model_config, dtype=dtype)
-        return _pretrained(
-            config,
-            lambda source: AutoModelForTokenClassification.from_pretrained(
-                source,
-                config=model_config,
-                dtype=dtype,
-                trust_remote_code=config.trust_remote_code,
-            ),
-        )
+            model = AutoModelForTokenClassification.from_config(model_config, dtype=dtype)
+        else:
+            model = _pretrained(
+                config,
+                lambda source: AutoModelForTokenClassification.from_pretrained(
+                    source,
+                    config=model_config,
+                    dtype=dtype,
+                    trust_remote_code=config.trust_remote_code,
+                ),
+            )
+    reset_rotary_buffers(model)  # never trust a non-persistent buffer after loading
+    return model
