@@ -109,7 +109,7 @@ def test_grpo_fsdp_template_trains(tmp_path, rl_executable, qwen3, metrics_rows)
     rows = [r for r in metrics_rows(out) if "actor/pg_loss" in r]
     assert all(r["actor/grad_norm"] > 0 for r in rows)  # the entropy term updated the actor
     config = (out / "config.yaml").read_text()
-    assert "chatlearn_rule.py" in config and "enable_thinking: false" in config
+    assert "pkg://rl.core.rewards.chatlearn_rule" in config and "enable_thinking: false" in config
 
 
 @pytest.mark.megatron
@@ -132,12 +132,12 @@ def test_grpo_megatron_template_trains(tmp_path, rl_executable, qwen3, metrics_r
     assert "strategy: megatron" in (out / "config.yaml").read_text()
 
 
-def test_the_fsdp_vllm_qwen3_script_trains_from_a_checkout(
-    tmp_path, rl_executable, qwen3, metrics_rows
-):
-    """The script as it is, run from a ChatLearn checkout (its --config-file and
+def test_the_fsdp_vllm_qwen3_script_converts_from_a_checkout(tmp_path, rl_executable, qwen3):
+    """The script as it is, read from a ChatLearn checkout (its --config-file and
     ${CHATLEARN}/dataset, ${CHATLEARN}/pretrained_models paths), num_device exported as
-    base_env.sh would set it, ChatLearn's own keys after it to shrink."""
+    base_env.sh would set it, ChatLearn's own keys after it to shrink. It converts to the
+    job the FSDP template test above trains (training it again would only repeat that run
+    in CI): the script's own settings and paths land, nothing is refused."""
     checkout = tmp_path / "ChatLearn"
     shutil.copytree(UPSTREAM / "template", checkout / "template")
     shutil.copytree(UPSTREAM / "scripts", checkout / "scripts")
@@ -146,6 +146,27 @@ def test_the_fsdp_vllm_qwen3_script_trains_from_a_checkout(
     (checkout / "pretrained_models" / "Qwen3-8B").symlink_to(qwen3, target_is_directory=True)
     script = "scripts/fsdp_vllm/train_fsdp_vllm_qwen3_8b_grpo.sh"
     overrides = [*SHRINK, "models.policy_trainer.packing=False"]
-    result = train(rl_executable, script, overrides, checkout, env={"num_device": "1"})
-    out = checkout / "output" / "qwen3-grpo-8b"
-    assert_trained(result, out, metrics_rows)
+    import os
+
+    import yaml
+
+    converted = tmp_path / "ours.yaml"
+    result = subprocess.run(
+        [rl_executable, "convert", "--from", "chatlearn", script, *overrides, "-o", str(converted)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=checkout,
+        env={**os.environ, "num_device": "1"},
+    )
+    assert result.returncode == 0, result.stderr[-4000:] + result.stdout[-4000:]
+    assert "0 unsupported" in result.stdout
+    config = yaml.safe_load(converted.read_text())
+    assert config["model"]["path"].endswith("pretrained_models/Qwen3-8B/")
+    assert config["data"]["train_files"][0].endswith("dataset/MATH-lighteval/train.json")
+    assert config["actor"]["optim"]["lr"] == 2e-6  # the script's own value
+    assert config["rollout"]["n"] == 2  # the shrink, after the script's 32
+    assert config["trainer"]["output_dir"].endswith("output/qwen3-grpo-8b")
+    assert config["reward"]["custom_reward_function"]["path"] == (
+        "pkg://rl.core.rewards.chatlearn_rule"
+    )
