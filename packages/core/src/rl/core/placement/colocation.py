@@ -45,6 +45,11 @@ def colocation_groups(colocation: Sequence[Any]) -> list[list[str]]:
         return [list(colocation)]
     groups = []
     for group in colocation:
+        if not isinstance(group, str | list | tuple):
+            raise PlacementError(
+                f"cluster.colocation holds {group!r}: each entry is a role name, "
+                "'a,b' or a list of role names"
+            )
         names = group.split(",") if isinstance(group, str) else list(group)
         groups.append([str(name).strip() for name in names])
     return groups
