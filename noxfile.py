@@ -32,8 +32,10 @@ def _pytest(session: nox.Session, *args: str) -> None:
 
 @nox.session(python="3.11")
 def tests(session: nox.Session) -> None:
-    """CPU test suite over all packages (GPU tests are skipped)."""
-    session.run("bash", "scripts/install-dev.sh", external=True)
+    """CPU test suite over all packages (GPU tests are skipped). With --no-venv it tests the
+    environment it runs in as it is (the README's: install-dev.sh already ran there)."""
+    if session.venv_backend != "none":
+        session.run("bash", "scripts/install-dev.sh", external=True)
     # the slowest tests are listed at the end: the suite's time budget is ~25 min on 2 cores
     _pytest(session, "-m", "not gpu and not multigpu", "--durations=30", "packages")
 
