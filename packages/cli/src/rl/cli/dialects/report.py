@@ -30,7 +30,7 @@ def entry_line(entry: Entry) -> str:
     return f"{entry.source}{arrow} = {entry.value!r}{why}"
 
 
-UNREAD = "not read while "  # how a switched-off section's note starts (`switches.apply`)
+UNREAD = "not read while "  # how `switches.apply` starts a switched-off section's note
 
 
 def _fold_unread(notes: list[str]) -> list[str]:

@@ -142,27 +142,37 @@ def _launch(script: Path, found: Found, shell: Shell, arguments: list[str]) -> L
 def hydra_arguments(script: Path, words: list[Value]) -> tuple[dict[str, Value], list[Value]]:
     """Hydra's `--config-path`/`--config-name` (and short forms) apart from the overrides;
     ConfigError for another Hydra option or a word that is no override."""
-    options: dict[str, Value] = {}
-    overrides: list[Value] = []
-    at = 0
-    while at < len(words):
-        word = words[at]
-        option, has_value, value = word.text.partition("=")
-        if option in HYDRA_OPTIONS:
-            if not has_value:
-                at += 1
-                word = words[at] if at < len(words) else Value("")
-                value = word.text
-            options[HYDRA_OPTIONS[option]] = Value(value, word.missing)
-        elif word.text.startswith("-") and not word.missing:
+    options, overrides = option_values(words, HYDRA_OPTIONS)
+    for word in overrides:
+        if word.text.startswith("-") and not word.missing:
             raise ConfigError(
                 f"{script}: its python command passes {word.text}, a Hydra option rl does not "
                 "follow (it reads --config-path and --config-name): remove it"
             )
-        else:
-            overrides.append(word)
-        at += 1
     return options, overrides
+
+
+def option_values(
+    words: list[Value], names: Mapping[str, str]
+) -> tuple[dict[str, Value], list[Value]]:
+    """The options of a command's words that take a value (`--name=v` or `--name v`; `names`
+    maps each spelling to its key) apart from the other words, kept in order."""
+    options: dict[str, Value] = {}
+    rest: list[Value] = []
+    at = 0
+    while at < len(words):
+        word = words[at]
+        option, has_value, value = word.text.partition("=")
+        if option in names:
+            if not has_value:
+                at += 1
+                word = words[at] if at < len(words) else Value("")
+                value = word.text
+            options[names[option]] = Value(value, word.missing)
+        else:
+            rest.append(word)
+        at += 1
+    return options, rest
 
 
 def refuse_missing(

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+from rl.cli.dialects.report import UNREAD
+
 MISSING = "???"  # OmegaConf's mandatory value, kept as text until the switches have run
 
 Values = Mapping[str, Any]
@@ -133,9 +135,7 @@ def apply(values: MutableMapping[str, Any], switches: list[Switch]) -> list[str]
                     off.append(section + ("*" if section.endswith(".") else ""))
         if removed:
             shown = ", ".join(off[:4]) + (f" and {len(off) - 4} more" if len(off) > 4 else "")
-            notes.append(
-                f"not read while {switch.switch} is off, as upstream: {shown} ({removed} keys)"
-            )
+            notes.append(f"{UNREAD}{switch.switch} is off, as upstream: {shown} ({removed} keys)")
     return notes
 
 

@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from rl.cli.dialects.bash_expand import Value
-from rl.cli.dialects.scripts import Launch, locate, refuse_missing
+from rl.cli.dialects.scripts import Launch, locate, option_values, refuse_missing
 from rl.core.config.errors import ConfigError
 
 ENTRY = "entrypoint.py"
@@ -59,26 +59,13 @@ def read_launch_script(
             f"{script}: its ChatLearn command (line {found.line}) runs {algorithm or 'nothing'!r}; "
             f"rl reads ChatLearn's {', '.join(ALGORITHMS)}"
         )
-    options: dict[str, Value] = {}
-    overrides: list[Value] = []
-    at = 1
-    while at < len(words):
-        word = words[at]
-        name, has_value, value = word.text.partition("=")
-        if name == "--config-file":
-            if not has_value:
-                at += 1
-                word = words[at] if at < len(words) else Value("")
-                value = word.text
-            options["file"] = Value(value, word.missing)
-        elif word.text.startswith("-") and not word.missing:
+    options, overrides = option_values(words[1:], {"--config-file": "file"})
+    for word in overrides:
+        if word.text.startswith("-") and not word.missing:
             raise ConfigError(
                 f"{script}: its ChatLearn command passes {word.text}, which rl does not follow "
                 "(it reads --config-file and key=value overrides): remove it"
             )
-        else:
-            overrides.append(word)
-        at += 1
     overrides += [Value(a) for a in arguments]
     refuse_missing(script, overrides, options, shell.sourced)
     if "file" not in options:

@@ -103,20 +103,10 @@ def read_launch_script(
 
 def _options(script: Path, words: list[Value]) -> dict[str, Value]:
     """argparse's view of the entry's arguments: only --config_path and --config_name."""
-    options: dict[str, Value] = {}
-    at = 0
-    while at < len(words):
-        word = words[at]
-        option, has_value, value = word.text.partition("=")
-        if option not in OPTIONS:
-            raise ConfigError(
-                f"{script}: its python command passes {word.text!r}, which ROLL's entry "
-                "script does not accept (it takes --config_path and --config_name only)"
-            )
-        if not has_value:
-            at += 1
-            word = words[at] if at < len(words) else Value("")
-            value = word.text
-        options[OPTIONS[option]] = Value(value, word.missing)
-        at += 1
+    options, rest = scripts.option_values(words, OPTIONS)
+    if rest:
+        raise ConfigError(
+            f"{script}: its python command passes {rest[0].text!r}, which ROLL's entry "
+            "script does not accept (it takes --config_path and --config_name only)"
+        )
     return options
