@@ -18,6 +18,7 @@ from safetensors.torch import load_file
 
 from rl.core.errors import CheckpointError
 from rl.core.trainer.manifest import verify_checkpoint, write_manifest
+from rl.core.trainer.run_folder import LOCK_FILE
 
 
 def rl_train(rl_executable, tiny_run, output_dir, *extra, preexec_fn=None, timeout=600):
@@ -324,12 +325,16 @@ def _start(rl_executable, tiny_run, output_dir, extra):
     return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
-def _kill_when(process, ready, timeout=300.0):
+def _kill_when(process, ready, timeout=300.0, sig=signal.SIGKILL):
+    """Send `sig` once `ready()`; whether it was sent (the run may end first). A SIGTERM
+    or SIGINT must end the run as a graceful stop does (exit 128 + the signal)."""
     deadline = time.time() + timeout
     while process.poll() is None and time.time() < deadline:
         if ready():
-            os.kill(process.pid, signal.SIGKILL)
-            process.wait()
+            os.kill(process.pid, sig)
+            code = process.wait()
+            graceful = (-sig, 128 + sig) if sig != signal.SIGKILL else (-sig,)
+            assert code in (*graceful, 0), (sig, code, process.stderr.read()[-3000:])
             return True
         time.sleep(0.002)
     process.wait()
@@ -340,9 +345,10 @@ def _kill_when(process, ready, timeout=300.0):
 def test_kill_and_resume_soak_ends_bit_identical_and_loses_no_checkpoint(
     tmp_path, rl_executable, tiny_run
 ):
-    """Random SIGKILLs across one run (the first one while a checkpoint is being written),
-    each followed by a rerun: the final weights equal an uninterrupted run's bit for bit, and
-    after every kill the newest good checkpoint is at least as new as before."""
+    """Random SIGKILLs, SIGTERMs and SIGINTs across one run (the first a SIGKILL while a
+    checkpoint is being written), each followed by a rerun of the same command: the final
+    weights equal an uninterrupted run's bit for bit, and after every signal the newest good
+    checkpoint is at least as new as before."""
     extra = ["trainer.total_training_steps=10", "trainer.test_freq=5"]
     straight = _start(rl_executable, tiny_run, tmp_path / "straight", extra)
     assert straight.wait(timeout=600) == 0, straight.stderr.read()
@@ -351,12 +357,13 @@ def test_kill_and_resume_soak_ends_bit_identical_and_loses_no_checkpoint(
     newest_good, kills = 0, 0
     for attempt in range(8):
         run = _start(rl_executable, tiny_run, out, extra)
-        if attempt == 0:
-            killed = _kill_when(run, lambda: any(ckpts.glob(".tmp-global_step_*/actor")))
+        if attempt == 0:  # (not the first checkpoint: a run with none is not resumed)
+            killed = _kill_when(run, lambda: any(ckpts.glob(".tmp-global_step_2/actor")))
         elif attempt < 4:
             # once the run has saved past the newest good checkpoint, at a random moment
             target, pause = newest_good + chance.randint(1, 2), chance.uniform(0.0, 0.05)
-            killed = _kill_when(run, lambda t=target, p=pause: _saved_past(ckpts, t, p))
+            sig = chance.choice([signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+            killed = _kill_when(run, lambda t=target, p=pause: _saved_past(ckpts, t, p), sig=sig)
         else:
             assert run.wait(timeout=600) == 0, run.stderr.read()
             break
@@ -384,3 +391,218 @@ def _good_step(folder):
         return verify_checkpoint(folder)["step"]
     except CheckpointError:
         return 0
+
+
+# --- fault injection, round two (issue 33) -------------------------------------------------
+# What an operator does to a run (a second run on its folder, a fresh run over a finished
+# one, SIGTERM from a scheduler, Ctrl-C during a checkpoint, a changed config on resume, a
+# full disk at the export) and what the run must do: exit code, the one line the user
+# reads, the files left behind.
+
+
+def _args(rl_executable, tiny_run, out, *extra):
+    return [rl_executable, "train", *tiny_run, f"trainer.output_dir={out}", *extra]
+
+
+def _run(rl_executable, tiny_run, out, *extra, preexec_fn=None):
+    return subprocess.run(
+        _args(rl_executable, tiny_run, out, *extra),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        preexec_fn=preexec_fn,
+    )
+
+
+def _start(rl_executable, tiny_run, out, *extra):
+    log = open(Path(out).with_name(Path(out).name + ".stderr"), "w+")  # noqa: SIM115
+    process = subprocess.Popen(
+        _args(rl_executable, tiny_run, out, *extra),
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+        text=True,
+    )
+    process.log = log
+    return process
+
+
+def _stderr(process):
+    process.log.seek(0)
+    return process.log.read()
+
+
+def _wait_for(ready, process, timeout=300.0):
+    """Poll `ready()` while `process` runs (a liveness bound, not a timing assertion)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        assert process.poll() is None, _stderr(process)[-3000:]
+        time.sleep(0.01)
+    process.kill()
+    pytest.fail(f"nothing happened in {timeout}s: {_stderr(process)[-2000:]}")
+
+
+def _trained_step(out, step):
+    path = Path(out) / "metrics.jsonl"
+    if not path.exists():
+        return False
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+    return any(row["step"] >= step for row in rows)
+
+
+def _metrics(out):
+    lines = (Path(out) / "metrics.jsonl").read_text().splitlines()
+    return {row["step"]: row for row in map(json.loads, lines)}
+
+
+# --- one run per folder -------------------------------------------------------------------
+
+
+def test_a_second_run_is_refused_and_sigterm_checkpoints_the_step_it_was_in(
+    tmp_path, rl_executable, tiny_run
+):
+    """A second run on the folder of a live one is refused naming it; SIGTERM (with
+    save_freq off) ends the first after a checkpoint of the step it was in, exit 143, and
+    the same command resumes from it. (That a resumed run ends bit-identical to one never
+    stopped, after SIGTERMs and SIGINTs too, is the soak's.)"""
+    out = tmp_path / "out"
+    run = _start(rl_executable, tiny_run, out, "trainer.total_training_steps=2000")
+    _wait_for(lambda: _trained_step(out, 1), run)
+
+    message = user_error(_run(rl_executable, tiny_run, out))
+    assert f"is in use by another run (pid {run.pid} on " in message
+    assert "trainer.output_dir" in message
+
+    run.send_signal(signal.SIGTERM)
+    assert run.wait(timeout=300) == 128 + signal.SIGTERM, _stderr(run)[-3000:]
+    said = _stderr(run)
+    assert "SIGTERM received: finishing this step" in said
+    stopped = [line for line in said.splitlines() if line.startswith("stopped by SIGTERM")]
+    assert len(stopped) == 1 and "run the same command again" in stopped[0], said[-2000:]
+    assert "Traceback" not in said
+    (saved,) = steps(out)
+    assert 1 <= saved < 2000 and f"checkpoint at step {saved}" in stopped[0]
+    assert verify_checkpoint(out / "checkpoints" / f"global_step_{saved}")["step"] == saved
+    assert not (out / "hf").exists()  # stopped, not finished
+    assert max(_metrics(out)) == saved  # the loggers were flushed up to the checkpoint
+
+    # the same command (shortened: the run's length may change under a constant LR)
+    completed(_run(rl_executable, tiny_run, out, f"trainer.total_training_steps={saved + 1}"))
+    assert sorted(_metrics(out))[-2:] == [saved, saved + 1]
+    assert (out / "hf" / "model.safetensors").exists()
+
+
+def test_a_step_longer_than_the_grace_period_is_abandoned_keeping_the_last_checkpoint(
+    tmp_path, rl_executable, tiny_run
+):
+    out = tmp_path / "out"
+    extra = ["trainer.total_training_steps=20", "trainer.save_freq=1", "trainer.stop_grace_s=0.001"]
+    run = _start(rl_executable, tiny_run, out, *extra)
+    _wait_for(lambda: (out / "checkpoints" / "global_step_2" / "manifest.json").exists(), run)
+    run.send_signal(signal.SIGTERM)
+    assert run.wait(timeout=300) == 143, _stderr(run)[-3000:]
+    said = _stderr(run)
+    assert "did not finish within trainer.stop_grace_s = 0.001s and was abandoned" in said
+    assert "Traceback" not in said
+    assert not list((out / "checkpoints").glob(".tmp-*"))  # an abandoned write left nothing
+    for folder in (out / "checkpoints").glob("global_step_*"):
+        verify_checkpoint(folder)
+    completed(_run(rl_executable, tiny_run, out, "trainer.total_training_steps=3"))
+
+
+def test_ctrl_c_during_a_checkpoint_finishes_it_and_is_no_disk_problem(
+    tmp_path, rl_executable, tiny_run
+):
+    out = tmp_path / "out"
+    run = _start(rl_executable, tiny_run, out, "trainer.total_training_steps=20")
+    _wait_for(lambda: any((out / "checkpoints").glob(".tmp-global_step_*/actor")), run)
+    run.send_signal(signal.SIGINT)
+    assert run.wait(timeout=300) == 130, _stderr(run)[-3000:]
+    said = _stderr(run)
+    assert "stopped by SIGINT: checkpoint at step" in said
+    assert "could not write" not in said and "Traceback" not in said
+    for folder in (out / "checkpoints").glob("global_step_*"):
+        verify_checkpoint(folder)
+    assert steps(out)
+
+
+def test_a_fresh_run_never_overwrites_a_finished_one(tmp_path, rl_executable, tiny_run):
+    out = tmp_path / "out"
+    completed(_run(rl_executable, tiny_run, out, "trainer.total_training_steps=1"))
+    model = (out / "hf" / "model.safetensors").read_bytes()
+    metrics = (out / "metrics.jsonl").read_text()
+    message = user_error(_run(rl_executable, tiny_run, out, "trainer.seed=2"))
+    assert f"trainer.output_dir {out} holds an earlier run (hf/, metrics.jsonl" in message
+    assert "trainer.overwrite_output_dir=true" in message
+    assert (out / "hf" / "model.safetensors").read_bytes() == model
+    assert (out / "metrics.jsonl").read_text() == metrics
+
+    extra = ["trainer.total_training_steps=1", "trainer.seed=2"]
+    completed(_run(rl_executable, tiny_run, out, *extra, "trainer.overwrite_output_dir=true"))
+    assert (out / "hf" / "model.safetensors").read_bytes() != model
+    assert (out / LOCK_FILE).exists()  # the lock file stays; its lock went with the process
+    assert oct((out / "hf" / "model.safetensors").stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# --- a resumed run is the same run ---------------------------------------------------------
+
+
+def test_a_changed_learning_rate_is_refused_on_resume_unless_allowed_and_then_used(
+    tmp_path, rl_executable, tiny_run
+):
+    out = tmp_path / "out"
+    base = ["trainer.save_freq=1", "actor.optim.lr=1e-5"]
+    completed(_run(rl_executable, tiny_run, out, *base, "trainer.total_training_steps=2"))
+    changed = ["trainer.save_freq=1", "actor.optim.lr=3e-5", "trainer.total_training_steps=3"]
+    message = user_error(_run(rl_executable, tiny_run, out, *changed, "data.seed=9"))
+    assert "changes what is trained: actor.optim.lr: 1e-05 -> 3e-05; data.seed: 1 -> 9" in message
+    assert "--allow-config-change actor.optim.lr,data.seed" in message
+    assert steps(out) == [1, 2]
+
+    result = completed(
+        _run(rl_executable, tiny_run, out, *changed, "--allow-config-change", "actor.optim.lr")
+    )
+    assert "resumed with actor.optim.lr = 3e-05 (was 1e-05 at step 2)" in result.stderr
+    lrs = {step: row["actor/lr"] for step, row in _metrics(out).items() if "actor/lr" in row}
+    assert lrs[1] == pytest.approx(1e-5) and lrs[2] == pytest.approx(1e-5)
+    assert lrs[3] == pytest.approx(3e-5)  # the new lr is the one used, from the resumed step
+    rows = [json.loads(line) for line in (out / "config_changes.jsonl").read_text().splitlines()]
+    assert {"step": 2, "key": "actor.optim.lr", "from": 1e-5, "to": 3e-5} in rows
+
+    shorter = user_error(
+        _run(rl_executable, tiny_run, out, *changed[:2], "trainer.total_training_steps=1")
+    )
+    assert "global_step_3 is at step 3, past this run's end" in shorter
+    assert "trainer.total_training_steps = 1" in shorter
+
+
+# --- writes -------------------------------------------------------------------------------
+
+
+def test_a_full_disk_at_the_export_keeps_the_previous_model_and_says_so(
+    tmp_path, rl_executable, tiny_run
+):
+    out = tmp_path / "out"
+    completed(
+        _run(rl_executable, tiny_run, out, "trainer.total_training_steps=1", "trainer.save_freq=1")
+    )
+    model = (out / "hf" / "model.safetensors").read_bytes()
+    result = _run(
+        rl_executable,
+        tiny_run,
+        out,
+        "trainer.total_training_steps=2",
+        preexec_fn=_small_file_limit,
+    )
+    message = user_error(result)
+    assert f"could not write {out / 'hf'}: File too large" in message
+    assert "what was there before is kept" in message
+    assert (out / "hf" / "model.safetensors").read_bytes() == model
+    assert not list(out.glob(".tmp-hf*")) and not list(out.glob(".old-hf*"))

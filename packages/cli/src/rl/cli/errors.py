@@ -1,9 +1,12 @@
 """How a command ends on an error: the user's mistake in one line, a bug with its traceback.
 
 `rl.core.errors.UserError` (a bad config value, a missing file, a bad data row, a
-package to install, ...) prints `error: <message>` on one line and exits 2. Anything
-else is a bug in rl: the full traceback, a line asking for a report, exit 1. Ctrl-C
-exits 130, as shells expect.
+package to install, ...) prints `error: <message>` on one line and exits 2, and so does a
+write the user can fix (a full disk, a quota, permissions, a read-only file system: the
+message names the file). A run stopped by a signal (`RunStopped`: SIGTERM or SIGINT, after
+its checkpoint) prints its line and exits 128 + the signal's number (143, 130). Anything
+else is a bug in rl: the full traceback, a line asking for a report, exit 1. A Ctrl-C
+outside a run exits 130, as shells expect.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from contextlib import contextmanager
 import click
 import typer
 
-from rl.core.errors import UserError
+from rl.core.atomic_files import USER_ERRNOS
+from rl.core.errors import RunStopped, UserError
 
 BUG_NOTE = (
     "This is a bug in rl, not in your config or data: please report it, with the command "
@@ -37,13 +41,31 @@ def exit_on_error() -> Iterator[None]:
         yield
     except _EXITS:
         raise
+    except RunStopped as error:
+        typer.secho(f"{one_line(str(error))}", fg=typer.colors.YELLOW, err=True)
+        raise typer.Exit(code=error.exit_code) from None
     except UserError as error:
         typer.secho(f"error: {one_line(str(error))}", fg=typer.colors.RED, err=True)
         raise typer.Exit(code=2) from None
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         raise typer.Exit(code=130) from None
+    except OSError as error:
+        if error.errno not in USER_ERRNOS or not error.filename:
+            _bug()
+        where = f"{error.filename}" + (f" -> {error.filename2}" if error.filename2 else "")
+        typer.secho(
+            f"error: {where}: {error.strerror}; free space, or fix the path's permissions, "
+            "and run again (a run with checkpoints resumes from its last one)",
+            fg=typer.colors.RED,
+            err=True,
+        )
+        raise typer.Exit(code=2) from None
     except Exception:
-        traceback.print_exc()
-        typer.secho(BUG_NOTE, fg=typer.colors.RED, err=True)
-        raise typer.Exit(code=1) from None
+        _bug()
+
+
+def _bug() -> None:
+    traceback.print_exc()
+    typer.secho(BUG_NOTE, fg=typer.colors.RED, err=True)
+    raise typer.Exit(code=1) from None

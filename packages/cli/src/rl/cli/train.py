@@ -56,6 +56,24 @@ def config_and_overrides(
     return config, overrides
 
 
+CHANGE_OPTION = typer.Option(
+    None,
+    "--allow-config-change",
+    help="Resume with these settings changed from the checkpoint's config although they "
+    "change what is trained (KEY[,KEY]; shell patterns such as 'actor.optim.*'); the change "
+    "takes effect at the resumed step and is recorded in config_changes.jsonl "
+    "(trainer.allow_config_change).",
+)
+
+
+def with_allowed_changes(overrides: list[str], allowed: list[str] | None) -> list[str]:
+    """`overrides` plus `trainer.allow_config_change` from --allow-config-change."""
+    keys = [key.strip() for item in allowed or () for key in item.split(",") if key.strip()]
+    if not keys:
+        return overrides
+    return [*overrides, f"trainer.allow_config_change=[{','.join(keys)}]"]
+
+
 FROM_OPTION = typer.Option(
     None,
     "--from",
@@ -115,8 +133,11 @@ def train(
     dialect: str | None = FROM_OPTION,
     allow: list[str] = ALLOW_OPTION,
     report: str = REPORT_OPTION,
+    change: list[str] = CHANGE_OPTION,
 ) -> None:
-    """Train with RL (GRPO, PPO, ...). With no config file: the embedded demo on the CPU."""
+    """Train with RL (GRPO, PPO, ...). With no config file: the embedded demo on the CPU.
+    SIGTERM or Ctrl-C stops it after a checkpoint (exit 143 / 130); the same command then
+    resumes."""
     with exit_on_error():
         from rl.core.config import load_config
         from rl.core.demo import DEMO_CONFIG
@@ -124,9 +145,11 @@ def train(
 
         _refuse_allow_without_from(dialect, allow)
         if dialect is not None:
+            arguments = with_allowed_changes(list(arguments or []), change)
             _run_converted(run_training, dialect, config, arguments, "train", allow, report)
             return
         path, overrides = config_and_overrides(config, arguments)
+        overrides = with_allowed_changes(overrides, change)
         run_training(load_config(path or DEMO_CONFIG, overrides))  # preflight runs first
 
 

@@ -40,3 +40,27 @@ class TrainingError(UserError, RuntimeError):
 class WorkerError(UserError, RuntimeError):
     """A worker process failed, died or did not answer in time; the message names the role,
     the rank and the last line of the worker's traceback (the whole one is in its log)."""
+
+
+class RunFolderError(UserError, RuntimeError):
+    """`trainer.output_dir` is in use by another run, or holds a finished one this run
+    would overwrite; the message names the holder or the files and the way out."""
+
+
+class ConfigChangeError(UserError, ValueError):
+    """A resumed run's config differs from its checkpoint's in a setting that changes what
+    is trained; the message lists each and how to allow them."""
+
+
+class RunStopped(UserError, RuntimeError):
+    """The run stopped on a signal (SIGTERM/SIGINT from a scheduler or the user): the step in
+    progress finished and a checkpoint was written, or the step was abandoned. `exit_code`
+    is 128 + the signal number, as shells report a process ended by that signal."""
+
+    def __init__(self, message: str, signum: int) -> None:
+        super().__init__(message)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum

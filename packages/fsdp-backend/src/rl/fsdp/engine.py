@@ -43,7 +43,7 @@ from rl.core.micro_batches import (
     mini_batches,
 )
 from rl.core.models import load_causal_lm, load_value_model
-from rl.core.optim import make_lr_scheduler
+from rl.core.optim import make_lr_scheduler, resume_schedule
 from rl.core.sharded_io import load_sharded, save_sharded
 from rl.core.updates import mini_batch_updates, role_means
 from rl.core.weight_sync.ties import tied_aliases, with_aliases, without_aliases
@@ -147,6 +147,11 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
                 **adamw_implementation(self.model),
             )
             self.lr_scheduler = make_lr_scheduler(self.optimizer, optim, total_steps)
+            # as built from the config: a resumed run keeps these, not the checkpoint's
+            self._hyperparameters = [
+                {k: v for k, v in group.items() if k != "params"}
+                for group in self.optimizer.param_groups
+            ]
 
     def _receive_from_rank0(self, full: dict[str, torch.Tensor] | None) -> None:
         """Every rank's shards from rank 0's full weights (the others built the model on
@@ -449,7 +454,9 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
                 self.optimizer,
                 {"state": tensors["optimizer"], "param_groups": state["param_groups"]},
             )
-            self.lr_scheduler.load_state_dict(state["lr_scheduler"])
+            resume_schedule(
+                self.optimizer, self.lr_scheduler, state["lr_scheduler"], self._hyperparameters
+            )
 
     def _model_state(self) -> dict[str, Any]:
         """The (sharded) model state dict with each tied parameter once: checkpoints hold

@@ -443,6 +443,14 @@ class TrainerConfig:
     max_skipped_steps: int = 5
     resume_mode: Literal["auto", "disable", "path"] = "auto"
     resume_from_path: str | None = None
+    # a fresh run in a folder holding an earlier run's files removes them (else refused)
+    overwrite_output_dir: bool = False
+    # settings that change training and may differ from the resumed checkpoint's config
+    # (dotted keys or shell patterns; `rl train --allow-config-change KEY`)
+    allow_config_change: tuple[str, ...] = ()
+    # SIGTERM/SIGINT: finish the step and checkpoint within this many seconds, else
+    # abandon the step (rl.core.trainer.stop)
+    stop_grace_s: float = 300.0
     logger: tuple[str, ...] = ("console", "jsonl")
     log_val_generations: int = 4
     progress_bar: bool = True
@@ -479,6 +487,7 @@ class TrainerConfig:
             max_skipped_steps=POSITIVE_INT,
             log_val_generations=NON_NEGATIVE,
             worker_timeout_s=POSITIVE,
+            stop_grace_s=POSITIVE,
             max_staleness=NON_NEGATIVE,
             sync_every=POSITIVE_INT,
             partial_rollout_chunk=POSITIVE_INT,
@@ -488,6 +497,12 @@ class TrainerConfig:
             "resume_from_path",
             self.resume_from_path,
             "a checkpoint folder when resume_mode is 'path'",
+        )
+        _check(
+            not (self.overwrite_output_dir and self.resume_mode == "path"),
+            "overwrite_output_dir",
+            self.overwrite_output_dir,
+            "false when resume_mode is 'path' (a run cannot both resume and replace)",
         )
         for name in self.logger:
             _check(name in LOGGERS, "logger", name, f"one of {sorted(LOGGERS)}")

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from rl.core.atomic_files import write_text
 from rl.core.imports import require
 
 log = logging.getLogger(__name__)
@@ -39,9 +40,14 @@ class JsonlSink:
 
 
 def trim_metrics_file(output_dir: Path, last_step: int) -> None:
-    """Drop rows logged after `last_step` (a killed run got past its last checkpoint), and a
-    torn row (killed mid-write) with a warning: neither may block a resume."""
-    path = output_dir / "metrics.jsonl"
+    """Drop metrics rows logged after `last_step` (a killed run got past its last
+    checkpoint), and a torn row (killed mid-write) with a warning: neither may block a
+    resume."""
+    trim_step_rows(output_dir / "metrics.jsonl", last_step)
+
+
+def trim_step_rows(path: Path, last_step: int) -> None:
+    """Keep the rows of a per-step JSONL file up to `last_step` (none for -1), atomically."""
     if not path.exists():
         return
     kept = []
@@ -55,9 +61,7 @@ def trim_metrics_file(output_dir: Path, last_step: int) -> None:
             continue
         if isinstance(step, int) and step <= last_step:
             kept.append(line)
-    tmp = path.with_suffix(".jsonl.tmp")
-    tmp.write_text("".join(line + "\n" for line in kept))
-    tmp.replace(path)
+    write_text(path, "".join(line + "\n" for line in kept))
 
 
 class TensorBoardSink:

@@ -70,3 +70,27 @@ def make_lr_scheduler(
             config.wsd_decay_ratio,
         ),
     )
+
+
+def resume_schedule(
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LambdaLR,
+    state: dict[str, object],
+    hyperparameters: list[dict[str, object]],
+) -> None:
+    """Continue a checkpoint's schedule at its step with this run's hyper-parameters: the
+    optimizer's moments come from the checkpoint, but its learning rate, betas and weight
+    decay from the config (`hyperparameters`, each group's as the optimizer was built),
+    so that a changed (and allowed) `optim.lr` is the one used from the resumed step on."""
+    for group, fresh in zip(optimizer.param_groups, hyperparameters, strict=True):
+        group.update(fresh)
+    bases = [group.get("initial_lr", group["lr"]) for group in hyperparameters]
+    state = {**state, "base_lrs": bases}
+    scheduler.load_state_dict(state)
+    step = scheduler.last_epoch
+    for group, base, factor in zip(
+        optimizer.param_groups, scheduler.base_lrs, scheduler.lr_lambdas, strict=True
+    ):
+        group["initial_lr"] = base
+        group["lr"] = base * factor(step)
+    scheduler._last_lr = [group["lr"] for group in optimizer.param_groups]  # type: ignore[attr-defined]

@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rl.core.errors import CheckpointError
+from rl.core.atomic_files import replace_dir
+from rl.core.errors import CheckpointError, RunStopped
 from rl.core.trainer.manifest import read_manifest, verify_checkpoint, write_manifest
 
 STEP_DIR = re.compile(r"^global_step_(\d+)$")
@@ -61,11 +62,14 @@ def save_checkpoint(
         write_manifest(tmp, run_id, step)
     except BaseException as error:
         shutil.rmtree(tmp, ignore_errors=True)
+        interrupted = interruption(error)
+        if interrupted is not None:  # a stop or Ctrl-C, whatever a library wrapped it in
+            raise interrupted from None
         if isinstance(error, OSError):
             raise CheckpointError(_write_failed(root, final, error)) from error
         raise
     try:
-        _publish(tmp, final)
+        replace_dir(tmp, final)
         _point_latest(root, final.name)
     except OSError as error:
         raise CheckpointError(_write_failed(root, final, error)) from error
@@ -83,15 +87,16 @@ def _write_failed(root: Path, final: Path, error: OSError) -> str:
     )
 
 
-def _publish(tmp: Path, final: Path) -> None:
-    """Rename `tmp` to `final`; an existing `final` (a resumed run passing it again) is
-    moved aside first and removed only once the new one is in place."""
-    old = final.with_name(f".old-{final.name}")
-    shutil.rmtree(old, ignore_errors=True)
-    if final.exists():
-        os.replace(final, old)
-    os.replace(tmp, final)
-    shutil.rmtree(old, ignore_errors=True)
+def interruption(error: BaseException) -> BaseException | None:
+    """The signal stop or Ctrl-C behind `error` (itself, or what it was raised from)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, (RunStopped, KeyboardInterrupt)):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _point_latest(root: Path, name: str) -> None:

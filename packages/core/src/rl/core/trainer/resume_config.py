@@ -1,0 +1,155 @@
+"""A resumed run is the same run: its config is compared with the one that wrote the checkpoint.
+
+Each checkpoint holds the config that produced it (`config.yaml` in the step folder). On
+resume every difference is listed. A difference that changes what is trained (the
+optimizer, the algorithm, the data, the seed, sampling, the model, the reward) is refused
+unless it is allowed by name (`trainer.allow_config_change`, `rl train
+--allow-config-change KEY`; shell patterns); an allowed change takes effect at the
+resumed step and is recorded in `<output_dir>/config_changes.jsonl`. Settings that change
+how the run is driven, logged or laid out (frequencies, loggers, timeouts, micro-batch
+sizes, the placement) may change freely and are recorded too. The length of the run may
+change freely only where it does not move the learning-rate schedule.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rl.core.config import Config, to_dict
+from rl.core.errors import ConfigChangeError
+
+log = logging.getLogger(__name__)
+CONFIG_FILE = "config.yaml"  # in each checkpoint folder
+CHANGES_FILE = "config_changes.jsonl"  # in the run's output_dir
+
+# How the run is driven, logged or laid out: never what it trains.
+FREE = (
+    "trainer.project_name",
+    "trainer.experiment_name",
+    "trainer.output_dir",
+    "trainer.test_freq",
+    "trainer.val_before_train",
+    "trainer.save_freq",
+    "trainer.max_ckpt_to_keep",
+    "trainer.save_hf",
+    "trainer.max_skipped_steps",
+    "trainer.resume_mode",
+    "trainer.resume_from_path",
+    "trainer.logger",
+    "trainer.log_val_generations",
+    "trainer.progress_bar",
+    "trainer.worker_timeout_s",
+    "trainer.ray_address",
+    "trainer.launcher",
+    "trainer.device",
+    "trainer.stop_grace_s",
+    "trainer.overwrite_output_dir",
+    "trainer.allow_config_change",
+    "trainer.dropped_settings",
+    "cluster.*",
+    "data.val_*",
+    "data.builtin_val_size",
+    "data.filter_num_workers",
+    "rollout.val_kwargs.*",
+    "reward.num_workers",
+    "reward.timeout*",
+    "*micro_batch_size*",
+    "*max_token_len*",
+    "*use_dynamic_bsz",
+)
+# The run's length: free unless it moves a learning-rate schedule.
+LENGTH = ("trainer.total_training_steps", "trainer.total_epochs")
+
+
+def flat(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """Dotted keys -> leaf values of a nested dict (lists are leaves)."""
+    if not isinstance(tree, dict) or (prefix and not tree):
+        return {prefix: tree}
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        out.update(flat(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out
+
+
+def differences(before: dict[str, Any], after: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """key -> (value in the checkpoint's config, value now), for every key that differs."""
+    old, new = flat(before), flat(after)
+    missing = object()
+    found = {}
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key, missing), new.get(key, missing)
+        if _plain(a) != _plain(b):
+            found[key] = (None if a is missing else a, None if b is missing else b)
+    return found
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _matches(key: str, patterns: tuple[str, ...] | list[str]) -> bool:
+    return any(fnmatch.fnmatchcase(key, pattern) for pattern in patterns)
+
+
+def schedule_moves_with_length(config: Config) -> bool:
+    """Whether a learning rate depends on the run's length (a decaying schedule, or a
+    warm-up given as a ratio of it)."""
+    optims = [config.actor.optim] + ([config.critic.optim] if config.uses_critic else [])
+    return any(
+        o.lr_scheduler != "constant" or (o.lr_warmup_steps <= 0 and o.lr_warmup_ratio > 0)
+        for o in optims
+    )
+
+
+def changes_training(key: str, config: Config) -> bool:
+    if _matches(key, LENGTH):
+        return schedule_moves_with_length(config)
+    return not _matches(key, FREE)
+
+
+def check_resumed_config(
+    checkpoint: Path, config: Config, output_dir: Path, step: int
+) -> dict[str, tuple[Any, Any]]:
+    """Compare `config` with the config `checkpoint` was written with; refuse training
+    changes not allowed by name, record the rest in config_changes.jsonl; returns them."""
+    path = checkpoint / CONFIG_FILE
+    if not path.exists():
+        log.warning(
+            "%s records no config (written by an older rl): the resumed config is not "
+            "compared with the one that trained it",
+            checkpoint,
+        )
+        return {}
+    before = yaml.safe_load(path.read_text()) or {}
+    found = differences(before, to_dict(config))
+    if not found:
+        return {}
+    allowed = config.trainer.allow_config_change
+    refused = {
+        k: v for k, v in found.items() if changes_training(k, config) and not _matches(k, allowed)
+    }
+    for key, (old, new) in found.items():
+        log.warning("resumed with %s = %r (was %r at step %d)", key, new, old, step)
+    if refused:
+        listed = "; ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in refused.items())
+        raise ConfigChangeError(
+            f"resuming {checkpoint} (step {step}) with a config that changes what is trained: "
+            f"{listed}; resume with the checkpoint's values, start a new run in another "
+            "trainer.output_dir, or allow the change by name with --allow-config-change "
+            f"{','.join(refused)} (trainer.allow_config_change)"
+        )
+    _record(output_dir, step, found)
+    return found
+
+
+def _record(output_dir: Path, step: int, found: dict[str, tuple[Any, Any]]) -> None:
+    with (output_dir / CHANGES_FILE).open("a") as handle:
+        for key, (old, new) in found.items():
+            row = {"step": step, "key": key, "from": old, "to": new}
+            handle.write(json.dumps(row, default=str) + "\n")
