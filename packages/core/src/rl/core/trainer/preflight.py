@@ -32,6 +32,7 @@ from rl.core.trainer.preflight_limits import (
     check_tracker_credentials,
 )
 from rl.core.trainer.preflight_placement import check_placement
+from rl.core.trainer.preflight_signal import warn_greedy_groups
 
 # trainer.logger backends that need a package of their own: (module, pip extra)
 LOGGER_PACKAGES = {
@@ -64,6 +65,7 @@ def preflight(config: Config, *, with_rl_roles: bool = True) -> None:
             check_rollout_devices,
             _rl_engines,
             validate_algorithm_names,
+            warn_greedy_groups,
             agentic.check,
             modes.check,
             _launcher,
