@@ -22,7 +22,7 @@ from rl.core.demo import BUILTIN_DATA, is_builtin
 from rl.core.engine_contract import declares
 from rl.core.engines import ExportsHF, Preflighted
 from rl.core.imports import MissingDependencyError, is_installed
-from rl.core.models.loading import check_model_path
+from rl.core.models.loading import check_model_folder, check_model_path
 from rl.core.registry import check_engine
 from rl.core.trainer import agentic, modes
 from rl.core.trainer.algorithm_setup import validate_algorithm_names
@@ -101,6 +101,7 @@ def _loggers(config: Config) -> None:
 
 def _model(config: Config) -> None:
     check_model_path(config.model.path, "model.path")
+    check_model_folder(config.model)
 
 
 def _reward(config: Config) -> None:
