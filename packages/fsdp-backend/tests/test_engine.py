@@ -1,6 +1,8 @@
 """The FSDP2 train engine at world size 1 on CPU (gloo), against plain-torch computations."""
 
 import copy
+import os
+import stat
 
 import pytest
 import torch
@@ -118,7 +120,15 @@ def test_save_load_round_trip_continues_identically(tokenizer, tmp_path):
 
 def test_hf_export_loads_with_from_pretrained(tokenizer, tmp_path):
     engine = FSDPTrainEngine(make_model(tokenizer), "actor", optim=OptimConfig(lr=1e-3))
-    engine.save_hf(str(tmp_path / "hf"), tokenizer)
+    previous = os.umask(0o027)
+    try:
+        engine.save_hf(str(tmp_path / "hf"), tokenizer)
+    finally:
+        os.umask(previous)
+    # every file as the umask gives it (safetensors alone writes model.safetensors 0600)
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "hf").iterdir()} == {
+        p.name: 0o640 for p in (tmp_path / "hf").iterdir()
+    }
     loaded = AutoModelForCausalLM.from_pretrained(tmp_path / "hf")
     exported = dict(engine.export_weights())
     for name, tensor in loaded.state_dict().items():

@@ -21,9 +21,10 @@ from typing import Any
 
 import torch
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 from rl.core.errors import CheckpointError
+from rl.core.file_modes import save_safetensors
 
 TIED_KEY = "rl.tied"  # safetensors metadata: {tied name: the name its tensor is under}
 
@@ -43,7 +44,7 @@ def save_weights(weights: dict[str, torch.Tensor], path: str | Path) -> None:
     storage (views of one buffer) are written as copies."""
     unique, tied = _unshared(weights)
     metadata = {TIED_KEY: json.dumps(tied)} if tied else None
-    _writing(path, lambda: save_file(unique, str(path), metadata=metadata))
+    _writing(path, lambda: save_safetensors(unique, path, metadata))
 
 
 def load_state(path: str | Path) -> Any:

@@ -36,6 +36,7 @@ from rl.core.engines import (
     Replicated,
     TrainEngine,
 )
+from rl.core.file_modes import follow_umask
 from rl.core.micro_batches import (
     MicroBatching,
     micro_batch_rows,
@@ -473,6 +474,7 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
             self.model.save_pretrained(path, state_dict=state)
             if tokenizer is not None:
                 tokenizer.save_pretrained(path)
+            follow_umask(path)  # safetensors writes its files 0600
         if self.world_size > 1:
             dist.barrier()
 

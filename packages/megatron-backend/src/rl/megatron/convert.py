@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from rl.core.file_modes import save_safetensors
+
 MODEL_KEY = "model0"  # the engine's checkpoints name their (first) model chunk so too
 
 
@@ -90,7 +92,6 @@ def load_dist_model(model: torch.nn.Module, folder: str | Path, critic: bool = F
 
 def dist_to_hf(folder: str | Path, out: str | Path) -> Path:
     """Write a distributed checkpoint's model (any layout wrote it) as an HF folder."""
-    from safetensors.torch import save_file
     from transformers import AutoConfig
 
     from rl.megatron.layouts import converter_for
@@ -109,6 +110,6 @@ def dist_to_hf(folder: str | Path, out: str | Path) -> Path:
         for name, tensor in export_hf(model, converter, torch.device("cpu"), export_plan(model))
     }
     target.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, str(target / "model.safetensors"), metadata={"format": "pt"})
+    save_safetensors(tensors, target / "model.safetensors", {"format": "pt"})
     hf_config.save_pretrained(target)
     return target

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from rl.core.file_modes import save_safetensors
 from rl.megatron.layouts import LayoutConverter
 from rl.megatron.logprobs import unwrap
 from rl.megatron.weights import export_hf, export_plan, load_hf
@@ -54,8 +55,6 @@ class HFWeights:
         weights; a critic's loads with `AutoModelForTokenClassification` (`num_labels` 1)."""
         tensors = {name: t.cpu().contiguous() for name, t in self.export_weights()}
         if dist.get_rank() == 0:
-            from safetensors.torch import save_file
-
             folder = Path(path)
             folder.mkdir(parents=True, exist_ok=True)
             hf_config = self.hf_config
@@ -64,7 +63,7 @@ class HFWeights:
                 hf_config.num_labels = 1
                 hf_config.architectures = [token_classification_class(hf_config)]
             hf_config.save_pretrained(folder)
-            save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+            save_safetensors(tensors, folder / "model.safetensors", {"format": "pt"})
             if tokenizer is not None:
                 tokenizer.save_pretrained(folder)
         dist.barrier()

@@ -21,7 +21,6 @@ from rl.cli.dialects.vocabulary import (
     MTP,
     ROUTER_REPLAY,
     SEEDED_BY_TRAINER,
-    TOKENIZER_FROM_MODEL,
 )
 
 _FSDP = (
@@ -243,10 +242,6 @@ REASONS: list[Rule] = [
     Rule(
         "actor_rollout_ref.model.hf_config_path",
         reason="rl reads the model config from model.path",
-    ),
-    Rule(
-        "actor_rollout_ref.model.tokenizer_path",
-        reason=TOKENIZER_FROM_MODEL,
     ),
     Rule(
         "actor_rollout_ref.model.override_config",

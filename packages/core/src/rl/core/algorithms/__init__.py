@@ -77,12 +77,14 @@ from rl.core.algorithms.rollout_correction import (
     rollout_correction,
     rollout_correction_metrics,
 )
+from rl.core.algorithms.score_stats import GROUP_ESTIMATORS, nonfinite_count, score_statistics
 from rl.core.algorithms.segments import pad_packed, per_token, sequence_sums, unpad_packed
 from rl.core.algorithms.shaping import clip_values, whiten
 from rl.core.algorithms.value_loss import clipped_value_loss, value_loss
 
 __all__ = [
     "ADVANTAGE_ESTIMATORS",
+    "GROUP_ESTIMATORS",
     "KL_CONTROLLERS",
     "KL_ESTIMATORS",
     "LOSS_AGG_MODES",
@@ -126,6 +128,7 @@ __all__ = [
     "masked_sum",
     "masked_whiten",
     "mismatch_metrics",
+    "nonfinite_count",
     "normalize_advantages",
     "pad_packed",
     "per_token",
@@ -137,6 +140,7 @@ __all__ = [
     "reinforce",
     "rollout_correction",
     "rollout_correction_metrics",
+    "score_statistics",
     "sequence_sums",
     "truncated_is_weights",
     "unpad_packed",

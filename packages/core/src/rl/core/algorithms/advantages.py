@@ -106,15 +106,19 @@ def _groups(inputs: AdvantageInputs, scores: torch.Tensor, estimator: str) -> to
 
 
 def _scores(rewards: torch.Tensor, mask: torch.Tensor, inputs: AdvantageInputs) -> torch.Tensor:
-    """Outcome score of each sequence [S]: the sum of its valid token rewards."""
-    return sequence_sums(rewards, mask, inputs.seq_ids)[0]
+    """Outcome score of each sequence [S], float64: the sum of its valid token rewards.
+
+    The outcome estimators work in float64 and return the rewards' dtype: float32 group
+    statistics overflow for rewards near 2e19 (an infinite std zeroed every advantage).
+    """
+    return sequence_sums(rewards.to(torch.float64), mask, inputs.seq_ids)[0]
 
 
 def _to_tokens(
-    per_sequence: torch.Tensor, mask: torch.Tensor, inputs: AdvantageInputs
+    per_sequence: torch.Tensor, mask: torch.Tensor, inputs: AdvantageInputs, like: torch.Tensor
 ) -> torch.Tensor:
-    """One value per sequence [S] on each of its valid tokens, 0 elsewhere."""
-    tokens = per_token(per_sequence, mask, inputs.seq_ids)
+    """One value per sequence [S] on each of its valid tokens, 0 elsewhere; dtype of `like`."""
+    tokens = per_token(per_sequence, mask, inputs.seq_ids).to(like.dtype)
     return torch.where(mask.bool(), tokens, torch.zeros_like(tokens))
 
 
@@ -156,7 +160,7 @@ def grpo(
     mean, std = group_mean_std(scores, groups, ddof=GRPO_STD_DDOF[inputs.grpo_std])
     centred = scores - mean
     advantage = centred / (std + inputs.epsilon) if inputs.norm_adv_by_std else centred
-    advantages = _to_tokens(advantage, mask, inputs)
+    advantages = _to_tokens(advantage, mask, inputs, rewards)
     return advantages, advantages
 
 
@@ -171,7 +175,7 @@ def rloo(
     n = counts[groups]
     baseline = (sums[groups] - scores) / (n - 1).clamp(min=1)
     advantage = torch.where(n > 1, scores - baseline, scores)  # alone: no baseline exists
-    advantages = _to_tokens(advantage, mask, inputs)
+    advantages = _to_tokens(advantage, mask, inputs, rewards)
     return advantages, advantages
 
 
@@ -200,7 +204,8 @@ def reinforce_plus_plus_baseline(
     """
     scores = _scores(rewards, mask, inputs)
     mean, _ = group_mean_std(scores, _groups(inputs, scores, "reinforce_plus_plus_baseline"))
-    advantages = masked_whiten(_to_tokens(scores - mean, mask, inputs), mask)
+    centred = _to_tokens(scores - mean, mask, inputs, scores)  # float64 until whitened
+    advantages = masked_whiten(centred, mask).to(rewards.dtype)
     return advantages, advantages
 
 

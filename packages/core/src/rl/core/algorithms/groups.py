@@ -36,7 +36,8 @@ def group_index(prompt_uid: PromptUids) -> torch.Tensor:
 def group_sum_count(
     values: torch.Tensor, groups: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-group sum and size of `values` [N] for dense `groups` [N]: two tensors [G]."""
+    """Per-group sum and size of `values` [N] for dense `groups` [N]: two tensors [G] in
+    the dtype of `values` (pass float64 values for sums that must not overflow)."""
     size = int(groups.max()) + 1 if groups.numel() else 0
     sums = values.new_zeros(size).index_add(0, groups, values)
     counts = values.new_zeros(size).index_add(0, groups, torch.ones_like(values))
@@ -48,6 +49,11 @@ def group_mean_std(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Each row's group mean and group std, both [N] in the dtype of `values`.
 
+    Computed in float64 whatever the input dtype: float32 squares overflow from |x| near
+    1.8e19 (rewards near 2e19 gave an infinite std and zeroed every advantage). A std past
+    float32's range comes back inf in float32; callers that divide by it should work in
+    float64 themselves (`grpo` does).
+
     ddof: 1 the unbiased (sample) std; 0 the population std (numpy's `np.std`, which
     ChatLearn's GRPO uses). With ddof 1 a group of one has no spread to compare against:
     it gets mean 0 and std 1, so its score passes through unchanged (the convention of
@@ -55,13 +61,14 @@ def group_mean_std(
     """
     if ddof not in (0, 1):
         raise ValueError(f"group std ddof = {ddof!r}; allowed: 0 or 1")
-    sums, counts = group_sum_count(values, groups)
+    wide = values.to(torch.float64)
+    sums, counts = group_sum_count(wide, groups)
     mean = sums / counts
-    squares = torch.zeros_like(sums).index_add(0, groups, (values - mean[groups]) ** 2)
+    squares = torch.zeros_like(sums).index_add(0, groups, (wide - mean[groups]) ** 2)
     std = torch.sqrt(squares / (counts - ddof).clamp(min=1))
     if ddof == 0:
-        return mean[groups], std[groups]
+        return mean[groups].to(values.dtype), std[groups].to(values.dtype)
     single = counts[groups] < 2
-    row_mean = torch.where(single, torch.zeros_like(values), mean[groups])
-    row_std = torch.where(single, torch.ones_like(values), std[groups])
-    return row_mean, row_std
+    row_mean = torch.where(single, torch.zeros_like(wide), mean[groups])
+    row_std = torch.where(single, torch.ones_like(wide), std[groups])
+    return row_mean.to(values.dtype), row_std.to(values.dtype)

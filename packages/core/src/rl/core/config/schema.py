@@ -87,12 +87,20 @@ class ModelConfig:
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     tiny: TinyModelConfig = field(default_factory=TinyModelConfig)
     gradient_checkpointing: bool = False
-    trust_remote_code: bool = False
+    trust_remote_code: bool = False  # run the Python code a model folder ships (verl's name)
+    # the tokenizer's folder or Hub id when model.path has none (verl's
+    # actor_rollout_ref.model.tokenizer_path); None: model.path's
+    tokenizer_path: str | None = None
     # a Jinja chat template used instead of the tokenizer's own (verl's name)
     custom_chat_template: str | None = None
 
     def __post_init__(self) -> None:
-        check(self, path=NOT_EMPTY, custom_chat_template=optional(NOT_EMPTY))
+        check(
+            self,
+            path=NOT_EMPTY,
+            tokenizer_path=optional(NOT_EMPTY),
+            custom_chat_template=optional(NOT_EMPTY),
+        )
 
 
 @dataclass(frozen=True)

@@ -71,19 +71,42 @@ def _messages(row: SourcedRow, options: PromptOptions) -> list[dict[str, str]] |
             f"'messages'); columns are {sorted(data)}. Set data.prompt_key to the right column."
         )
     value = roll_layout.messages_of(value)  # ROLL's layout: messages as a JSON string
+    where = f"{row.source}, row {row.index}"
     if isinstance(value, str):
+        if not value.strip():
+            raise DataError(
+                f"{where}: the prompt ({options.prompt_key!r}) is empty; give every row a "
+                "prompt, or drop the row"
+            )
         return value
     if isinstance(value, Sequence) and len(value) == 0:
         raise DataError(
-            f"{row.source}, row {row.index}: the prompt is an empty list of messages; give "
+            f"{where}: the prompt is an empty list of messages; give "
             "each row at least one {role, content} message"
         )
     if isinstance(value, Sequence) and all(isinstance(m, dict) and "content" in m for m in value):
-        return [{"role": str(m.get("role", "user")), "content": str(m["content"])} for m in value]
+        return [_message(where, number, m) for number, m in enumerate(value, start=1)]
     raise DataError(
         f"{row.source}, row {row.index}: the prompt must be a string or a list "
         f"of {{role, content}} messages, got {type(value).__name__}"
     )
+
+
+def _message(where: str, number: int, message: dict[str, Any]) -> dict[str, str]:
+    """A {role, content} message, refused without a role or with empty content."""
+    role = message.get("role")
+    if not isinstance(role, str) or not role:
+        raise DataError(
+            f"{where}: message {number} has no 'role' (got {role!r}); give every message "
+            "a role (system, user, assistant or tool)"
+        )
+    content = message["content"]
+    if content is None or not str(content).strip():
+        raise DataError(
+            f"{where}: message {number} ({role}) has empty content; give it text, or drop "
+            "the message (or the row)"
+        )
+    return {"role": role, "content": str(content)}
 
 
 def templated(prompt: list[dict[str, str]] | str, options: PromptOptions) -> bool:
@@ -138,6 +161,11 @@ def tokenize_prompt(
                 "left or right, or set data.filter_overlong_prompts: true"
             )
         ids = ids[-limit:] if options.truncation == "left" else ids[:limit]
+    if not ids:
+        raise DataError(
+            f"{row.source}, row {row.index}: the prompt tokenizes to no tokens; give the row "
+            "a prompt the tokenizer of model.path can encode"
+        )
     return text, ids
 
 

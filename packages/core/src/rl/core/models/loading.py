@@ -15,6 +15,12 @@ import torch
 
 from rl.core.config import ConfigError, ModelConfig
 from rl.core.config.paths import user_path
+from rl.core.models.folder_checks import (
+    check_remote_code,
+    check_tokenizer_encodes,
+    check_tokenizer_folder,
+    remote_code_refusal,
+)
 from rl.core.models.rope import reset_rotary_buffers
 from rl.core.models.tiny import build_char_tokenizer, tiny_qwen2_config
 
@@ -73,13 +79,47 @@ def _source(config: ModelConfig) -> str:
     return str(local) if local.is_dir() else config.path
 
 
-def _pretrained(config: ModelConfig, load: Callable[[str], T]) -> T:
-    """`load(source)`, its OSError (no such repo, missing files) as a ConfigError on model.path."""
+def _pretrained(
+    config: ModelConfig, load: Callable[[str], T], key: str = "model.path", path: str = ""
+) -> T:
+    """`load(source)`, its OSError (no such repo, missing files) as a ConfigError on `key`
+    (model.path, or model.tokenizer_path with `path`), and transformers' refusal to run
+    remote code as one line naming model.trust_remote_code."""
+    value = path or config.path
     try:
-        return load(_source(config))
+        return load(str(user_path(value)) if user_path(value).is_dir() else value)
     except OSError as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-        raise ConfigError(f"model.path = {config.path!r} could not be loaded: {reason}") from error
+        raise ConfigError(f"{key} = {value!r} could not be loaded: {reason}") from error
+    except ValueError as error:
+        refusal = remote_code_refusal(error, value)
+        if refusal is None:
+            raise
+        raise refusal from error
+
+
+def tokenizer_source(config: ModelConfig) -> tuple[str, str]:
+    """(key, value) the tokenizer is read from: model.tokenizer_path when set, else model.path."""
+    if config.tokenizer_path is not None:
+        return "model.tokenizer_path", config.tokenizer_path
+    return "model.path", config.path
+
+
+def check_model_folder(config: ModelConfig) -> None:
+    """Refuse a local model folder without tokenizer files (where model.tokenizer_path does
+    not point elsewhere) or whose model needs remote code that is not trusted."""
+    if config.path.startswith("builtin:"):
+        if config.tokenizer_path is not None:
+            raise ConfigError(
+                f"model.tokenizer_path = {config.tokenizer_path!r} is for a Hugging Face "
+                f"model; {config.path} has its own tokenizer (unset model.tokenizer_path)"
+            )
+        return
+    check_remote_code(user_path(config.path), config.path, config.trust_remote_code)
+    key, value = tokenizer_source(config)
+    if key == "model.tokenizer_path":
+        check_model_path(value, key)
+    check_tokenizer_folder(user_path(value), key, value)
 
 
 def _check_path(config: ModelConfig) -> None:
@@ -94,12 +134,17 @@ def load_tokenizer(config: ModelConfig) -> Any:
         return build_char_tokenizer()
     from transformers import AutoTokenizer
 
+    check_model_folder(config)
+    key, value = tokenizer_source(config)
     tokenizer = _pretrained(
         config,
         lambda source: AutoTokenizer.from_pretrained(
             source, trust_remote_code=config.trust_remote_code, padding_side="left"
         ),
+        key,
+        value,
     )
+    check_tokenizer_encodes(tokenizer, key, value)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     if config.custom_chat_template is not None:  # verl's model.custom_chat_template

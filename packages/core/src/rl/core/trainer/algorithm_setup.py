@@ -175,7 +175,11 @@ def assign_advantages(
 ) -> dict[str, float]:
     """advantages and returns by the estimator, with ROLL's optional shaping around it
     (whiten_rewards before; whiten_advantages, then advantage_clip after); its metrics."""
-    algorithm, mask, metrics = config.algorithm, batch["response_mask"], {}
+    algorithm, mask = config.algorithm, batch["response_mask"]
+    groups = alg.group_index(uids)
+    # non-finite scores and all-equal groups, counted (TrainingHealth warns on the latter)
+    scores = alg.sequence_sums(batch["token_level_scores"], mask)[0]
+    metrics = alg.score_statistics(scores, groups)
     rewards = batch["token_level_rewards"]
     if algorithm.whiten_rewards:
         rewards = alg.whiten(rewards, mask)
@@ -184,7 +188,7 @@ def assign_advantages(
         rewards,
         mask,
         values=batch.get("values"),
-        group_index=alg.group_index(uids),
+        group_index=groups,
         gamma=algorithm.gamma,
         lam=algorithm.lam,
         norm_adv_by_std=algorithm.norm_adv_by_std_in_grpo,
@@ -198,6 +202,7 @@ def assign_advantages(
         advantages, share = alg.clip_values(advantages, algorithm.advantage_clip, mask)
         metrics["algorithm/advantage_clip_frac"] = share
     batch["advantages"], batch["returns"] = advantages, returns
+    metrics["critic/advantages/nonfinite_count"] = alg.nonfinite_count(advantages, mask)
     return metrics
 
 

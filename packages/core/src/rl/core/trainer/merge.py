@@ -16,6 +16,7 @@ from typing import Any
 
 from rl.core.config import load_config
 from rl.core.errors import CheckpointError
+from rl.core.file_modes import follow_umask
 from rl.core.sharded_io import load_sharded
 from rl.core.trainer.checkpoint import checkpoint_dir, find_resume_checkpoint
 from rl.core.trainer.manifest import verify_checkpoint
@@ -66,4 +67,5 @@ def merge_checkpoint(path: str | Path, out: str | Path, role: str = "actor") -> 
     target = Path(out).expanduser()
     model.save_pretrained(target)  # the shared tensor once; the config keeps the tie
     tokenizer.save_pretrained(target)
+    follow_umask(target)  # safetensors writes its files 0600
     return target

@@ -22,7 +22,7 @@ from rl.core.demo import BUILTIN_DATA, is_builtin
 from rl.core.engine_contract import declares
 from rl.core.engines import ExportsHF, Preflighted
 from rl.core.imports import MissingDependencyError, is_installed
-from rl.core.models.loading import check_model_path
+from rl.core.models.loading import check_model_folder, check_model_path
 from rl.core.registry import check_engine
 from rl.core.trainer import agentic, modes
 from rl.core.trainer.algorithm_setup import validate_algorithm_names
@@ -32,6 +32,7 @@ from rl.core.trainer.preflight_limits import (
     check_tracker_credentials,
 )
 from rl.core.trainer.preflight_placement import check_placement
+from rl.core.trainer.preflight_signal import warn_greedy_groups
 
 # trainer.logger backends that need a package of their own: (module, pip extra)
 LOGGER_PACKAGES = {
@@ -64,6 +65,7 @@ def preflight(config: Config, *, with_rl_roles: bool = True) -> None:
             check_rollout_devices,
             _rl_engines,
             validate_algorithm_names,
+            warn_greedy_groups,
             agentic.check,
             modes.check,
             _launcher,
@@ -99,6 +101,7 @@ def _loggers(config: Config) -> None:
 
 def _model(config: Config) -> None:
     check_model_path(config.model.path, "model.path")
+    check_model_folder(config.model)
 
 
 def _reward(config: Config) -> None:

@@ -153,7 +153,7 @@ def _prepare(ctx: RunContext, batch: Batch, timer: PhaseTimer) -> dict[str, floa
 def batch_metrics(batch: Batch) -> dict[str, float]:
     mask = batch["response_mask"]
     lengths = mask.sum(1)
-    scores = batch["token_level_scores"].sum(1)
+    scores = batch["token_level_scores"].to(torch.float64).sum(1)
     out = {
         "response/length_mean": float(lengths.mean()),
         "response/length_max": float(lengths.max()),
