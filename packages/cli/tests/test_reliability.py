@@ -515,7 +515,9 @@ def test_ctrl_c_during_a_checkpoint_finishes_it_and_is_no_disk_problem(
     tmp_path, rl_executable, tiny_run
 ):
     out = tmp_path / "out"
-    run = _start(rl_executable, tiny_run, out, "trainer.total_training_steps=20")
+    run = _start(
+        rl_executable, tiny_run, out, "trainer.total_training_steps=200", "trainer.save_freq=1"
+    )
     _wait_for(lambda: any((out / "checkpoints").glob(".tmp-global_step_*/actor")), run)
     run.send_signal(signal.SIGINT)
     assert run.wait(timeout=300) == 130, _stderr(run)[-3000:]
@@ -558,9 +560,15 @@ def test_a_changed_learning_rate_is_refused_on_resume_unless_allowed_and_then_us
     tmp_path, rl_executable, tiny_run
 ):
     out = tmp_path / "out"
-    base = ["trainer.save_freq=1", "actor.optim.lr=1e-5"]
+    constant = "actor.optim.lr_scheduler=constant"  # the lr logged is the lr set
+    base = ["trainer.save_freq=1", constant, "actor.optim.lr=1e-5"]
     completed(_run(rl_executable, tiny_run, out, *base, "trainer.total_training_steps=2"))
-    changed = ["trainer.save_freq=1", "actor.optim.lr=3e-5", "trainer.total_training_steps=3"]
+    changed = [
+        "trainer.save_freq=1",
+        constant,
+        "actor.optim.lr=3e-5",
+        "trainer.total_training_steps=3",
+    ]
     message = user_error(_run(rl_executable, tiny_run, out, *changed, "data.seed=9"))
     assert "changes what is trained: actor.optim.lr: 1e-05 -> 3e-05; data.seed: 1 -> 9" in message
     assert "--allow-config-change actor.optim.lr,data.seed" in message
@@ -570,14 +578,14 @@ def test_a_changed_learning_rate_is_refused_on_resume_unless_allowed_and_then_us
         _run(rl_executable, tiny_run, out, *changed, "--allow-config-change", "actor.optim.lr")
     )
     assert "resumed with actor.optim.lr = 3e-05 (was 1e-05 at step 2)" in result.stderr
-    lrs = {step: row["actor/lr"] for step, row in _metrics(out).items() if "actor/lr" in row}
+    lrs = {step: row["lr"] for step, row in _metrics(out).items() if "lr" in row}
     assert lrs[1] == pytest.approx(1e-5) and lrs[2] == pytest.approx(1e-5)
     assert lrs[3] == pytest.approx(3e-5)  # the new lr is the one used, from the resumed step
     rows = [json.loads(line) for line in (out / "config_changes.jsonl").read_text().splitlines()]
     assert {"step": 2, "key": "actor.optim.lr", "from": 1e-5, "to": 3e-5} in rows
 
     shorter = user_error(
-        _run(rl_executable, tiny_run, out, *changed[:2], "trainer.total_training_steps=1")
+        _run(rl_executable, tiny_run, out, *changed[:3], "trainer.total_training_steps=1")
     )
     assert "global_step_3 is at step 3, past this run's end" in shorter
     assert "trainer.total_training_steps = 1" in shorter

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -66,12 +67,15 @@ CHANGE_OPTION = typer.Option(
 )
 
 
-def with_allowed_changes(overrides: list[str], allowed: list[str] | None) -> list[str]:
-    """`overrides` plus `trainer.allow_config_change` from --allow-config-change."""
+def with_allowed_changes(config: Config, allowed: list[str] | None) -> Config:
+    """`config` whose `trainer.allow_config_change` also holds --allow-config-change's keys."""
     keys = [key.strip() for item in allowed or () for key in item.split(",") if key.strip()]
     if not keys:
-        return overrides
-    return [*overrides, f"trainer.allow_config_change=[{','.join(keys)}]"]
+        return config
+    trainer = config.trainer
+    kept = tuple(trainer.allow_config_change)
+    more = tuple(key for key in keys if key not in kept)
+    return replace(config, trainer=replace(trainer, allow_config_change=kept + more))
 
 
 FROM_OPTION = typer.Option(
@@ -144,13 +148,15 @@ def train(
         from rl.core.trainer import run_training
 
         _refuse_allow_without_from(dialect, allow)
+
+        def run(loaded: Config) -> object:
+            return run_training(with_allowed_changes(loaded, change))
+
         if dialect is not None:
-            arguments = with_allowed_changes(list(arguments or []), change)
-            _run_converted(run_training, dialect, config, arguments, "train", allow, report)
+            _run_converted(run, dialect, config, arguments, "train", allow, report)
             return
         path, overrides = config_and_overrides(config, arguments)
-        overrides = with_allowed_changes(overrides, change)
-        run_training(load_config(path or DEMO_CONFIG, overrides))  # preflight runs first
+        run(load_config(path or DEMO_CONFIG, overrides))  # preflight runs first
 
 
 def sft(

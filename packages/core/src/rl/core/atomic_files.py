@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +35,9 @@ USER_ERRNOS = {
 class WriteError(UserError, OSError):
     """A file the run writes could not be written; the message names it, says why, what
     stays as it was and how much space the write needed."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 def write_text(path: Path, text: str) -> None:
@@ -60,12 +64,26 @@ def write_dir(final: Path, write: Callable[[Path], None], needed: int | None = N
         write(tmp)
         fsync_tree(tmp)
         replace_dir(tmp, final)
-    except OSError as error:
+    except BaseException as error:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise write_error(final, error, needed=needed) from error
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        failure = os_error_of(error)
+        if failure is None:
+            raise
+        raise write_error(final, failure, needed=needed) from error
+
+
+def os_error_of(error: BaseException) -> OSError | None:
+    """`error` as the OS error behind it: itself, or one a library reported in its own
+    exception type (safetensors' and Rust's "(os error 28)"), else None."""
+    if isinstance(error, OSError):
+        return error
+    if not isinstance(error, Exception):
+        return None
+    found = re.search(r"os error (\d+)", str(error))
+    if found is None:
+        return None
+    number = int(found.group(1))
+    return OSError(number, os.strerror(number))
 
 
 def replace_dir(tmp: Path, final: Path) -> None:

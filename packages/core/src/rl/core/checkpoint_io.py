@@ -23,6 +23,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 
+from rl.core.atomic_files import os_error_of
 from rl.core.errors import CheckpointError
 from rl.core.file_modes import save_safetensors
 
@@ -86,7 +87,10 @@ def _writing(path: str | Path, write: Callable[[], None]) -> None:
         raise
     except (RuntimeError, SafetensorError) as error:
         text = str(error)
-        if "write" in text.lower() or "I/O error" in text:  # torch's / safetensors' wording
+        underlying = os_error_of(error)  # safetensors names the OS error's number
+        if underlying is not None:
+            raise OSError(underlying.errno, f"{_first_line(error)} ({path})") from error
+        if "write" in text.lower() or "I/O error" in text:  # torch's wording
             raise OSError(errno.EIO, f"{_first_line(error)} ({path})") from error
         raise
 
