@@ -1,13 +1,40 @@
-"""Run untrusted Python (a model's code) in a subprocess with limits: CPU seconds and
-address space (rlimits), a wall-clock timeout after which the whole process group is
-killed, a fresh temporary working directory, no network and no writes outside that
-directory (a Python audit hook installed before the code runs refuses sockets, new
-processes and writes elsewhere), and bounded output. A limit that is hit is a result with
-an error, never an exception in the caller.
+"""Run untrusted Python (a model's code) in a subprocess: the sandbox of the agent's
+`python` tool and of the code reward (`rl.core.rewards.code`). This docstring is its promise;
+the other places link here.
 
-The audit hook is a guard for honest mistakes and casual escapes in model-written code,
-not a security boundary against a determined adversary (that needs an OS sandbox:
-containers, seccomp, gVisor); rl keeps the interface so such a runner can replace it.
+Under every boundary (the inner guard, `rl.core.agent.sandbox_guard`, runs first in the
+sandboxed process):
+- a fresh temporary work folder, the current directory, removed afterwards;
+- CPU seconds (RLIMIT_CPU) and address space (RLIMIT_AS) limits that the code cannot raise,
+  a wall-clock timeout after which the whole process group is killed, files and output
+  capped (RLIMIT_FSIZE), no core dumps;
+- one process: fork, exec, spawn, subprocess, `_posixsubprocess` and signals to other
+  processes are refused (so a fork bomb stops at its first fork);
+- no network: every socket call is refused;
+- no file-system change outside the work folder: creating, writing, appending, truncating,
+  removing, renaming, linking, symlinking, making directories, FIFOs or device nodes,
+  changing modes, owners, times or extended attributes are all refused there (one test a
+  kind: tests/agent/test_sandbox_writes.py);
+- a limit that is hit is a result with an error (a failed case for the code reward, a tool
+  error for the agent), never an exception in the caller.
+
+What holds it, by `reward.sandbox.boundary` (`rl.core.agent.sandbox_boundary`; `auto`, the
+default, takes the strongest that works here; `in_force()` says which, and the trainer logs
+it once):
+- `bwrap` (bubblewrap) -- an OS boundary: `/` is mounted read-only, the work folder alone
+  writable; a network namespace with no interfaces but a down loopback; its own pid, IPC and
+  UTS namespaces; no capabilities; killed with the trainer. Writes outside and network
+  connections fail in the kernel even for code that gets past the guard. Not guaranteed:
+  reads (the code can read what the trainer's user can read), CPU cores and memory
+  bandwidth shared with the trainer, kernel bugs.
+- `unshare` (user namespaces) -- the same kind of boundary built with unshare(1): user,
+  mount, network, pid, IPC and UTS namespaces; every mount but the work folder remounted
+  read-only. Not guaranteed: the same as bwrap, and capabilities inside the user namespace
+  are kept (they act on the namespace's own objects only).
+- `guard` -- no OS boundary: the audit hook alone. It refuses what CPython reports, and
+  replaces the calls CPython does not report (os.mkfifo, os.mknod); it is a guard against
+  honest mistakes and casual escapes, not a security boundary against a determined
+  adversary (C extensions that make system calls, interpreter bugs).
 """
 
 from __future__ import annotations
@@ -20,54 +47,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-# Runs in the child before the user's code: the guard, then the code from stdin.
-_PRELUDE = r"""
-import os, resource, sys
-
-def _install(cpu, memory, output):
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (output, output))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    # everything the guard uses is bound here, out of reach of the code it guards
-    realpath, fsdecode, pathlike = os.path.realpath, os.fsdecode, os.PathLike
-    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND
-    root = realpath(os.getcwd())
-    blocked = ("socket.", "subprocess.", "os.system", "os.exec", "os.posix_spawn", "os.fork",
-               "os.spawn", "pty.", "ctypes.", "os.kill", "os.killpg", "signal.pthread_kill")
-    changes = ("os.remove", "os.rename", "os.rmdir", "os.mkdir", "shutil.rmtree", "os.chmod",
-               "os.chown", "os.symlink", "os.link", "os.truncate")
-
-    def inside(path):
-        try:
-            target = realpath(fsdecode(path))
-        except Exception:
-            return False
-        return target == root or target.startswith(root + "/")
-
-    def guard(event, args):
-        if event.startswith(blocked):
-            raise PermissionError(f"sandbox: {event} is not allowed")
-        if event == "open" and len(args) >= 2:
-            path, mode = args[0], args[1]
-            writing = isinstance(mode, str) and any(c in mode for c in "wax+")
-            flags = args[2] if len(args) > 2 and isinstance(args[2], int) else 0
-            writing = writing or bool(flags & write_flags)
-            if writing and not isinstance(path, int) and not inside(path):
-                raise PermissionError(f"sandbox: writing {path!r} outside the working directory")
-        if event in changes:
-            paths = [a for a in args if isinstance(a, (str, bytes, pathlike))]
-            if any(not inside(p) for p in paths):
-                raise PermissionError(f"sandbox: {event} outside the working directory")
-
-    sys.addaudithook(guard)
-
-_install(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))
-del _install, resource
-_code = sys.stdin.read()
-sys.stdin = open(".stdin")  # the program's input (empty unless the caller gave one)
-exec(compile(_code, "<sandbox>", "exec"), {"__name__": "__main__"})
-"""
+from rl.core.agent import sandbox_boundary
+from rl.core.agent.sandbox_guard import PRELUDE
 
 
 @dataclass(frozen=True)
@@ -102,12 +83,22 @@ class SandboxResult:
         return lines[-1] if lines else f"exit status {self.returncode}"
 
 
-def run_python(code: str, limits: SandboxLimits | None = None, stdin: str = "") -> SandboxResult:
+def run_python(
+    code: str,
+    limits: SandboxLimits | None = None,
+    stdin: str = "",
+    *,
+    boundary: str | None = None,
+    inner: bool = True,
+) -> SandboxResult:
     """Run `code` under `limits` in a fresh temporary directory (removed afterwards), with
     `stdin` as its standard input. Its stdout and stderr go to files there, each capped by
     RLIMIT_FSIZE, so that output cannot fill the caller's memory; the first `output_bytes`
-    of stdout and the last of stderr come back."""
+    of stdout and the last of stderr come back. It runs inside `boundary` (bwrap, unshare or
+    guard; default: the one in force, `sandbox_boundary.in_force()`); `inner=False` leaves
+    the guard out, to test a boundary alone."""
     limits = limits or SandboxLimits()
+    boundary = boundary or sandbox_boundary.in_force()
     cap = max(limits.output_bytes * 16, 1 << 20)  # bytes a file (or the output) may reach
     with tempfile.TemporaryDirectory(prefix="rl-sandbox-") as workdir:
         (Path(workdir) / ".stdin").write_text(stdin)
@@ -116,14 +107,17 @@ def run_python(code: str, limits: SandboxLimits | None = None, stdin: str = "") 
         with out_path.open("wb") as out, err_path.open("wb") as err:
             process = subprocess.Popen(
                 [
+                    *sandbox_boundary.command(boundary, workdir),
                     sys.executable,
                     "-I",
                     "-S",
                     "-c",
-                    _PRELUDE,
+                    PRELUDE,
                     str(limits.cpu_s),
                     str(limits.memory_mb * 1024 * 1024),
                     str(cap),
+                    str(int(sandbox_boundary.remounts(boundary))),
+                    str(int(inner)),
                 ],
                 cwd=workdir,
                 env=env,
@@ -142,7 +136,16 @@ def run_python(code: str, limits: SandboxLimits | None = None, stdin: str = "") 
         cut = limits.output_bytes
         stdout = _head(out_path, cut)
         stderr = _tail(err_path, cut)
-        return SandboxResult(stdout, stderr, None if timed_out else process.returncode, timed_out)
+        status = None if timed_out else _own_status(process.returncode, boundary)
+        return SandboxResult(stdout, stderr, status, timed_out)
+
+
+def _own_status(status: int, boundary: str) -> int:
+    """The sandboxed program's status: bwrap reports a child killed by signal N as 128 + N,
+    where Python's convention (the one `SandboxResult.error` reads) is -N."""
+    if boundary == "bwrap" and 128 < status < 128 + signal.NSIG:
+        return 128 - status
+    return status
 
 
 def _head(path: Path, size: int) -> str:
