@@ -141,9 +141,10 @@ def run_python(
 
 
 def _own_status(status: int, boundary: str) -> int:
-    """The sandboxed program's status: bwrap reports a child killed by signal N as 128 + N,
-    where Python's convention (the one `SandboxResult.error` reads) is -N."""
-    if boundary == "bwrap" and 128 < status < 128 + signal.NSIG:
+    """The sandboxed program's status: bwrap (and the shell under unshare) report a child
+    killed by signal N as 128 + N, where Python's convention (the one `SandboxResult.error`
+    reads) is -N. (A program that exits with 128 + N itself reads as killed there.)"""
+    if boundary != "guard" and 128 < status < 128 + signal.NSIG:
         return 128 - status
     return status
 

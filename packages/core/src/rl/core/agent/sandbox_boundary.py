@@ -57,6 +57,9 @@ def command(boundary: str, workdir: str) -> list[str]:
             "--user", "--map-root-user", "--mount", "--net", "--pid", "--ipc", "--uts",
             "--fork", "--kill-child",
             "--",
+            # a shell between: unshare cannot pass on a child's death by signal (it fails
+            # to re-raise it), the shell reports it as 128 + N, as bwrap does
+            "sh", "-c", '"$@"; exit $?', "sh",
         ]  # fmt: skip
     return []
 

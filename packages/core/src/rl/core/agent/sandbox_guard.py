@@ -59,7 +59,7 @@ def _install(cpu, memory, output, remount, guarded):
     root = os.path.realpath(os.getcwd())
     if remount:
         _readonly_mounts(root)
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))  # SIGXCPU first, then SIGKILL
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_FSIZE, (output, output))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
