@@ -1,6 +1,7 @@
 """Code-execution reward: the model's program runs against test cases in the sandbox of
-the agent's Python tool (`rl.core.agent.sandbox`: CPU, memory and wall-clock limits, no
-network, no writes outside a temporary directory).
+the agent's Python tool (`rl.core.agent.sandbox`, whose docstring states what it
+guarantees under each boundary: CPU, memory and wall-clock limits, one process, no network,
+no file-system change outside a temporary directory).
 
 The ground truth takes verl's code-test form: `{"inputs": [...], "outputs": [...]}` (a
 mapping or its JSON text), one entry per test case. Standard-input programs read
