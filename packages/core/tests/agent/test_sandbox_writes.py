@@ -117,3 +117,21 @@ def test_the_unaudited_calls_cannot_be_recovered(tamper, outside):
     result = run_python(code, boundary="guard")
     assert not result.ok  # the replacement holds nothing to recover, and posix is fenced
     assert not os.path.exists(outside / "fifo")
+
+
+def test_a_path_object_that_answers_twice_differently_is_refused(outside):
+    # the call converts the path before the guard sees it: a path object of one's own that
+    # answers `outside` first and `inside` after would get past a guard that asked it again
+    code = f"""
+import os
+class Shifty:
+    calls = 0
+    def __fspath__(self):
+        Shifty.calls += 1
+        return {str(outside / "f")!r} if Shifty.calls == 1 else "f"
+os.utime(Shifty(), (1, 1))
+"""
+    before = snapshot(outside)
+    result = run_python(code, boundary="guard")
+    assert "PermissionError: sandbox:" in result.error()
+    assert snapshot(outside) == before

@@ -67,6 +67,7 @@ def _install(cpu, memory, output, remount, guarded):
         return
     # everything the guard uses is bound here, out of reach of the code it guards
     realpath, fsdecode, pathlike, readlink = os.path.realpath, os.fsdecode, os.PathLike, os.readlink
+    fspath, direntry, modules = os.fspath, os.DirEntry, sys.modules
     join, isdir = os.path.join, os.path.isdir
     real_mkfifo, real_mknod = os.mkfifo, os.mknod
     imp = sys.modules["_imp"]
@@ -74,7 +75,8 @@ def _install(cpu, memory, output, remount, guarded):
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
     blocked = ("socket.", "subprocess.", "os.system", "os.exec", "os.posix_spawn", "os.fork",
                "os.spawn", "pty.", "ctypes.", "os.kill", "os.killpg", "signal.pthread_kill",
-               "os.chdir", "os.chroot", "resource.setrlimit", "resource.prlimit")
+               "os.chdir", "os.chroot", "resource.setrlimit", "resource.prlimit",
+               "gc.get_objects", "gc.get_referrers", "gc.get_referents")  # the hook's closure
     fenced = {"_posixsubprocess", "posix", "_ctypes"}  # modules the code may not import anew
     # event: (position of a path it changes, position of that path's dir_fd or None), ...
     changes = {
@@ -87,12 +89,24 @@ def _install(cpu, memory, output, remount, guarded):
         "rl.sandbox.mkfifo": ((0, 2),), "rl.sandbox.mknod": ((0, 3),),
     }
 
+    def text(path):
+        # A path object of the user's own class could answer one path to the call and
+        # another to the guard: only str, bytes, os.DirEntry and pathlib's own paths pass.
+        kind = type(path)
+        if kind is str or kind is bytes:
+            return fsdecode(path)
+        paths = modules.get("pathlib")
+        trusted = (direntry, getattr(paths, "PosixPath", None), getattr(paths, "PurePosixPath", None))
+        if kind in trusted:
+            return fsdecode(fspath(path))
+        raise PermissionError(f"sandbox: a path must be str, bytes or pathlib's, not {kind}")
+
     def where(path, dir_fd=None):
         if isinstance(path, int):
             path, dir_fd = readlink(f"/proc/self/fd/{path}"), None
             if not path.startswith("/"):
                 return root  # a pipe or socket: no place in the file system
-        path = fsdecode(path)
+        path = text(path)
         if isinstance(dir_fd, int) and dir_fd >= 0 and not path.startswith("/"):
             path = join(readlink(f"/proc/self/fd/{dir_fd}"), path)
         return realpath(path)
@@ -112,7 +126,7 @@ def _install(cpu, memory, output, remount, guarded):
         writing = isinstance(mode, str) and any(c in mode for c in "wax+")
         if (writing or flags & write_flags) and not inside(path):
             raise PermissionError(f"sandbox: writing {path!r} outside the working directory")
-        if not inside(path) and isdir(fsdecode(path)):
+        if not inside(path) and isdir(text(path)):
             raise PermissionError(f"sandbox: opening the directory {path!r} outside the "
                                   "working directory")
 
