@@ -44,6 +44,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,14 +98,35 @@ def run_python(
     of stdout and the last of stderr come back. It runs inside `boundary` (bwrap, unshare or
     guard; default: the one in force, `sandbox_boundary.in_force()`); `inner=False` leaves
     the guard out, to test a boundary alone."""
+    return run_cases(code, [stdin], limits, boundary=boundary, inner=inner)[0]
+
+
+def run_cases(
+    code: str,
+    stdins: Sequence[str],
+    limits: SandboxLimits | None = None,
+    *,
+    stop_at_failure: bool = True,
+    boundary: str | None = None,
+    inner: bool = True,
+) -> list[SandboxResult]:
+    """Run `code` once per input of `stdins`, as `run_python` does, under one start of the
+    boundary: a server process (which runs no user code) forks a fresh process per case,
+    each in a folder of its own, with `limits` each (the wall clock per case). With
+    `stop_at_failure` the list ends at the first case that does not exit cleanly."""
     limits = limits or SandboxLimits()
     boundary = boundary or sandbox_boundary.in_force()
     cap = max(limits.output_bytes * 16, 1 << 20)  # bytes a file (or the output) may reach
     with tempfile.TemporaryDirectory(prefix="rl-sandbox-") as workdir:
-        (Path(workdir) / ".stdin").write_text(stdin)
+        work = Path(workdir)
+        for index, given in enumerate(stdins):
+            (work / f"case{index}").mkdir()
+            (work / f"case{index}" / ".stdin").write_text(given)
         env = {"PATH": os.environ.get("PATH", ""), "HOME": workdir, "PYTHONHASHSEED": "0"}
-        out_path, err_path = Path(workdir) / ".stdout", Path(workdir) / ".stderr"
-        with out_path.open("wb") as out, err_path.open("wb") as err:
+        settings = (limits.cpu_s, limits.memory_mb * 1024 * 1024, cap)
+        flags = (sandbox_boundary.remounts(boundary), inner, len(stdins))
+        per_case = (int(limits.timeout_s * 1000), stop_at_failure)
+        with (work / ".stdout").open("wb") as out, (work / ".stderr").open("wb") as err:
             process = subprocess.Popen(
                 [
                     *sandbox_boundary.command(boundary, workdir),
@@ -113,11 +135,7 @@ def run_python(
                     "-S",
                     "-c",
                     PRELUDE,
-                    str(limits.cpu_s),
-                    str(limits.memory_mb * 1024 * 1024),
-                    str(cap),
-                    str(int(sandbox_boundary.remounts(boundary))),
-                    str(int(inner)),
+                    *(str(int(value)) for value in (*settings, *flags, *per_case)),
                 ],
                 cwd=workdir,
                 env=env,
@@ -126,24 +144,52 @@ def run_python(
                 stderr=err,
                 start_new_session=True,  # its own process group: killed whole on timeout
             )
-            try:
-                process.communicate(code.encode(), timeout=limits.timeout_s)
+            try:  # each case has its own clock in the server; this one is for the server
+                process.communicate(code.encode(), timeout=limits.timeout_s * len(stdins) + 10)
                 timed_out = False
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
                 timed_out = True
-        cut = limits.output_bytes
-        stdout = _head(out_path, cut)
-        stderr = _tail(err_path, cut)
-        status = None if timed_out else _own_status(process.returncode, boundary)
-        return SandboxResult(stdout, stderr, status, timed_out)
+        statuses = _statuses(work / ".status")
+        results = []
+        for index in range(len(stdins)):
+            case = work / f"case{index}"
+            if index in statuses:
+                status = statuses[index]
+                results.append(
+                    SandboxResult(
+                        _head(case / ".stdout", limits.output_bytes),
+                        _tail(case / ".stderr", limits.output_bytes),
+                        status,
+                        timed_out=status is None,
+                    )
+                )
+            elif timed_out or process.returncode != 0:  # the server itself failed
+                server_status = None if timed_out else _own_status(process.returncode, boundary)
+                stderr = _tail(work / ".stderr", limits.output_bytes)
+                results.append(SandboxResult("", stderr, server_status, timed_out))
+                break
+            else:
+                break  # not run: a case before it failed
+        return results
+
+
+def _statuses(path: Path) -> dict[int, int | None]:
+    """Each case's exit status as the server wrote it (None: timed out)."""
+    if not path.exists():
+        return {}
+    found: dict[int, int | None] = {}
+    for line in path.read_text().splitlines():
+        index, status = line.split()
+        found[int(index)] = None if status == "timeout" else int(status)
+    return found
 
 
 def _own_status(status: int, boundary: str) -> int:
-    """The sandboxed program's status: bwrap (and the shell under unshare) report a child
-    killed by signal N as 128 + N, where Python's convention (the one `SandboxResult.error`
-    reads) is -N. (A program that exits with 128 + N itself reads as killed there.)"""
+    """The server's status: bwrap (and the shell under unshare) report a process killed by
+    signal N as 128 + N, where Python's convention (the one `SandboxResult.error` reads)
+    is -N."""
     if boundary != "guard" and 128 < status < 128 + signal.NSIG:
         return 128 - status
     return status

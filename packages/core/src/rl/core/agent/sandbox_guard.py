@@ -55,16 +55,16 @@ def _readonly_mounts(root):
             flags |= mount_flag if have & stat_flag else 0
         mount(None, point, flags)
 
-def _install(cpu, memory, output, remount, guarded):
-    root = os.path.realpath(os.getcwd())
-    if remount:
-        _readonly_mounts(root)
+def _limits(cpu, memory, output):
+    # set in the server, inherited by each case (a case's CPU seconds count from its fork)
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))  # SIGXCPU first, then SIGKILL
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_FSIZE, (output, output))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if not guarded:
-        return
+
+def _guard():
+    # the case's own folder, the current directory, is the one place it may change
+    root = os.path.realpath(os.getcwd())
     # everything the guard uses is bound here, out of reach of the code it guards
     realpath, fsdecode, pathlike, readlink = os.path.realpath, os.fsdecode, os.PathLike, os.readlink
     fspath, direntry, modules = os.fspath, os.DirEntry, sys.modules
@@ -175,9 +175,70 @@ def _install(cpu, memory, output, remount, guarded):
     imp.create_builtin = create_builtin
     sys.addaudithook(guard)
 
-_install(*(int(value) for value in sys.argv[1:6]))
-del _install, _readonly_mounts, resource
-_code = sys.stdin.read()
-sys.stdin = open(".stdin")  # the program's input (empty unless the caller gave one)
-exec(compile(_code, "<sandbox>", "exec"), {"__name__": "__main__"})
+def _case(code, guarded, folder):
+    # In a fresh fork of the server, in its own folder: its input, output and error files
+    # become the standard streams, the guard goes in, the code runs; never returns.
+    os.chdir(folder)
+    for fd, name, flags in ((0, ".stdin", os.O_RDONLY), (1, ".stdout", os.O_WRONLY),
+                            (2, ".stderr", os.O_WRONLY)):
+        opened = os.open(name, flags | (os.O_CREAT if fd else 0), 0o600)
+        os.dup2(opened, fd)
+        os.close(opened)
+    sys.stdin, sys.stdout, sys.stderr = (open(0, closefd=False), open(1, "w", closefd=False),
+                                         open(2, "w", closefd=False))
+    if guarded:
+        _guard()
+    for name in ("_serve", "_case", "_guard", "_readonly_mounts", "_limits"):
+        globals().pop(name, None)  # nothing of the server within the code's reach
+    status = 0
+    try:
+        exec(compile(code, "<sandbox>", "exec"), {"__name__": "__main__"})
+    except SystemExit as stop:
+        if stop.code is None or isinstance(stop.code, int):
+            status = stop.code or 0
+        else:
+            print(stop.code, file=sys.stderr)
+            status = 1
+    except BaseException:
+        sys.__excepthook__(*sys.exc_info())  # the interpreter's own report, as at exit
+        status = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            status = status or 120  # as the interpreter does when the flush at exit fails
+    os._exit(status)
+
+def _serve(cases, timeout_ms, stop, guarded):
+    # One case after another, each in a fork of this process, which runs no user code.
+    import time
+    code = sys.stdin.read()
+    with open(".status", "w") as report:
+        for index in range(cases):
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    _case(code, guarded, f"case{index}")
+                finally:
+                    os._exit(121)
+            deadline, pause, done = time.monotonic() + timeout_ms / 1000, 0.0005, 0
+            while not done and time.monotonic() < deadline:
+                time.sleep(pause)
+                pause = min(pause * 2, 0.02)
+                done, wait_status = os.waitpid(pid, os.WNOHANG)
+            if not done:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                report.write(f"{index} timeout\n")
+            else:
+                report.write(f"{index} {os.waitstatus_to_exitcode(wait_status)}\n")
+            report.flush()
+            if stop and (not done or wait_status):
+                break
+
+_cpu, _memory, _output, _remount, _guarded, _cases, _timeout_ms, _stop = map(int, sys.argv[1:9])
+if _remount:
+    _readonly_mounts(os.path.realpath(os.getcwd()))
+_limits(_cpu, _memory, _output)
+_serve(_cases, _timeout_ms, _stop, _guarded)
 """
