@@ -159,3 +159,12 @@ def test_sandboxed_code_cannot_write_into_the_caller_s_folder(tmp_path):
     target = Path(tmp_path) / "escaped"
     result = run_python(f"open({str(target)!r}, 'w').write('x')")
     assert "outside the working directory" in result.error() and not target.exists()
+
+
+def test_the_boundary_in_force_is_said_once(fresh_probes, caplog):
+    with caplog.at_level("INFO", logger="rl.core.agent.sandbox_boundary"):
+        chosen = sandbox_boundary.choose("auto")
+        sandbox_boundary.in_force()
+        run_python("print(1)")
+    said = [r.getMessage() for r in caplog.records if "sandbox boundary" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith(f"sandbox boundary: {chosen} (")

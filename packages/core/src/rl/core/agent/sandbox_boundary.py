@@ -113,7 +113,9 @@ def _resolve(asked: str) -> str:
         )
     else:
         chosen = asked
-    log.info("sandbox boundary: %s (%s)", chosen, DESCRIPTION[chosen])
+    # a warning when no OS boundary holds the sandbox: the weaker promise is worth seeing
+    level = logging.WARNING if chosen == "guard" else logging.INFO
+    log.log(level, "sandbox boundary: %s (%s; %s)", chosen, DESCRIPTION[chosen], KEY)
     return chosen
 
 
