@@ -83,6 +83,23 @@ def test_the_boundary_alone_keeps_writes_inside(boundary, tmp_path):
     assert inside.ok and inside.stdout == "x\n"
 
 
+REMOUNT = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_void_p]
+print(libc.mount(None, b"/", None, 32 | 4096, None), ctypes.get_errno())  # remount, bind: rw
+open({target!r}, "w")
+"""
+
+
+@pytest.mark.parametrize("boundary", OS_BOUNDARIES)
+def test_the_boundary_alone_cannot_be_remounted_writable(boundary, tmp_path):
+    target = tmp_path / "escaped"
+    result = run_python(REMOUNT.format(target=str(target)), boundary=boundary, inner=False)
+    assert result.stdout == "-1 1\n"  # EPERM: no capability left to remount with
+    assert "Read-only file system" in result.error() and not target.exists()
+
+
 @pytest.mark.parametrize("boundary", OS_BOUNDARIES)
 def test_the_boundary_alone_has_no_network_and_cannot_see_the_trainer(boundary, listener):
     result = run_python(connect_code(listener), boundary=boundary, inner=False)
@@ -114,6 +131,7 @@ def fresh_probes(monkeypatch):
     monkeypatch.setenv(sandbox_boundary.ENV, "auto")  # choose() writes it; restored after
     sandbox_boundary.why_not.cache_clear()
     sandbox_boundary._resolve.cache_clear()
+    sandbox_boundary._SAID.clear()
     yield
     sandbox_boundary.why_not.cache_clear()
     sandbox_boundary._resolve.cache_clear()
@@ -127,7 +145,7 @@ def test_a_boundary_that_is_missing_is_refused_naming_the_key(
     with pytest.raises(sandbox_boundary.SandboxUnavailable, match=r"reward\.sandbox\.boundary = "):
         sandbox_boundary.choose(asked)
     assert sandbox_boundary.choose("auto") == "guard"
-    assert os.environ[sandbox_boundary.ENV] == "auto"
+    assert os.environ[sandbox_boundary.ENV] == "guard"
 
 
 def test_a_chosen_boundary_is_in_force_and_passed_on(fresh_probes):

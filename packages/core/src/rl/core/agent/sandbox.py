@@ -4,17 +4,20 @@ the other places link here.
 
 Under every boundary (the inner guard, `rl.core.agent.sandbox_guard`, runs first in the
 sandboxed process):
-- a fresh temporary work folder, the current directory, removed afterwards;
+- a fresh process and a fresh temporary folder, its current directory, for each run (each
+  case of `run_cases`: a server that runs no user code forks one per case), all removed
+  afterwards;
 - CPU seconds (RLIMIT_CPU) and address space (RLIMIT_AS) limits that the code cannot raise,
-  a wall-clock timeout after which the whole process group is killed, files and output
-  capped (RLIMIT_FSIZE), no core dumps;
-- one process: fork, exec, spawn, subprocess, `_posixsubprocess` and signals to other
-  processes are refused (so a fork bomb stops at its first fork);
+  a wall-clock timeout after which its process is killed (and the whole process group if
+  the server overruns), files and output capped (RLIMIT_FSIZE), no core dumps;
+- one process runs the code: fork, exec, spawn, subprocess, `_posixsubprocess` and signals
+  to other processes are refused (so a fork bomb stops at its first fork);
 - no network: every socket call is refused;
 - no file-system change outside the work folder: creating, writing, appending, truncating,
   removing, renaming, linking, symlinking, making directories, FIFOs or device nodes,
   changing modes, owners, times or extended attributes are all refused there (one test a
-  kind: tests/agent/test_sandbox_writes.py);
+  kind: tests/agent/test_sandbox_writes.py); the directory is fixed (os.chdir refused);
+  reading is not restricted;
 - a limit that is hit is a result with an error (a failed case for the code reward, a tool
   error for the agent), never an exception in the caller.
 
@@ -22,19 +25,26 @@ What holds it, by `reward.sandbox.boundary` (`rl.core.agent.sandbox_boundary`; `
 default, takes the strongest that works here; `in_force()` says which, and the trainer logs
 it once):
 - `bwrap` (bubblewrap) -- an OS boundary: `/` is mounted read-only, the work folder alone
-  writable; a network namespace with no interfaces but a down loopback; its own pid, IPC and
-  UTS namespaces; no capabilities; killed with the trainer. Writes outside and network
+  writable; a network namespace of its own (a loopback of its own, nothing else); its own
+  pid, IPC and UTS namespaces; no capabilities (and no way to gain one); killed with the
+  trainer. Writes outside and network
   connections fail in the kernel even for code that gets past the guard. Not guaranteed:
   reads (the code can read what the trainer's user can read), CPU cores and memory
   bandwidth shared with the trainer, kernel bugs.
 - `unshare` (user namespaces) -- the same kind of boundary built with unshare(1): user,
-  mount, network, pid, IPC and UTS namespaces; every mount but the work folder remounted
-  read-only. Not guaranteed: the same as bwrap, and capabilities inside the user namespace
-  are kept (they act on the namespace's own objects only).
-- `guard` -- no OS boundary: the audit hook alone. It refuses what CPython reports, and
-  replaces the calls CPython does not report (os.mkfifo, os.mknod); it is a guard against
+  mount, network (no interface up), pid, IPC and UTS namespaces; every mount but the work
+  folder remounted read-only, then every capability dropped, so that the namespace's root
+  cannot remount them writable. Not guaranteed: the same as bwrap.
+- `guard` -- no OS boundary: the audit hook alone (a warning says so at start). It refuses
+  what CPython reports, and replaces the calls CPython does not report (os.mkfifo,
+  os.mknod); path objects other than str, bytes and pathlib's are refused (one of the
+  user's own could answer the call and the guard differently). It is a guard against
   honest mistakes and casual escapes, not a security boundary against a determined
-  adversary (C extensions that make system calls, interpreter bugs).
+  adversary: code that rewrites pathlib's internals, reaches a C extension that makes
+  system calls, or uses an interpreter bug can get past it.
+
+Every boundary is tested with an escape attempt (writes outside, the network, the trainer's
+processes) with the guard left out: tests/agent/test_sandbox_boundary.py.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 machine of `bwrap` (bubblewrap: read-only `/`, a writable bind of the work folder alone, no
 network, its own pid, IPC and UTS namespaces, no capabilities, killed with its parent),
 `unshare` (user, mount, network, pid, IPC and UTS namespaces; every mount read-only but the
-work folder) and `guard` (the audit hook alone). Each is probed once per process by running
+work folder, then no capabilities) and `guard` (the audit hook alone). Each is probed once per process by running
 a real sandboxed program through it. The choice travels to the processes the trainer starts
 (reward pool workers) in the environment variable RL_SANDBOX_BOUNDARY.
 """
@@ -113,10 +113,20 @@ def _resolve(asked: str) -> str:
         )
     else:
         chosen = asked
-    # a warning when no OS boundary holds the sandbox: the weaker promise is worth seeing
-    level = logging.WARNING if chosen == "guard" else logging.INFO
-    log.log(level, "sandbox boundary: %s (%s; %s)", chosen, DESCRIPTION[chosen], KEY)
+    _say(chosen)
     return chosen
+
+
+_SAID: set[str] = set()
+
+
+def _say(chosen: str) -> None:
+    """One line per process for the boundary in force; a warning when no OS boundary holds
+    the sandbox (the weaker promise is worth seeing)."""
+    if chosen not in _SAID:
+        _SAID.add(chosen)
+        level = logging.WARNING if chosen == "guard" else logging.INFO
+        log.log(level, "sandbox boundary: %s (%s; %s)", chosen, DESCRIPTION[chosen], KEY)
 
 
 def in_force() -> str:
@@ -128,5 +138,5 @@ def choose(asked: str) -> str:
     """Use `asked` (a value of `reward.sandbox.boundary`) in this process and the ones it
     starts; `SandboxUnavailable` naming the key when it does not work here."""
     chosen = _resolve(asked)
-    os.environ[ENV] = asked
+    os.environ[ENV] = chosen  # what `auto` found: the processes started skip the search
     return chosen

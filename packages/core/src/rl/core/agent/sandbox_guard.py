@@ -1,6 +1,7 @@
 """The inner guard of the sandbox (`rl.core.agent.sandbox` states the promise): Python code
 run in the sandboxed process before the user's code. It sets the resource limits, under the
-`unshare` boundary makes every mount but the work folder read-only, and installs an audit
+`unshare` boundary makes every mount but the work folder read-only (then drops every
+capability), runs each case in a fresh fork of itself, and there installs an audit
 hook that refuses, outside the work folder, every file-system change CPython reports:
 
     open for writing (w a x +, O_WRONLY O_RDWR O_CREAT O_APPEND O_TRUNC), and opening a
@@ -54,6 +55,13 @@ def _readonly_mounts(root):
         for stat_flag, mount_flag in kept.items():
             flags |= mount_flag if have & stat_flag else 0
         mount(None, point, flags)
+    # The namespace's root could remount them writable again: give up every capability
+    # (bounding set, then effective, permitted and inheritable), and never regain one.
+    for cap in range(64):
+        libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP; EINVAL past the last capability
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    if libc.capset(header, (ctypes.c_uint32 * 6)()) != 0 or libc.prctl(38, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "sandbox: cannot drop capabilities")
 
 def _limits(cpu, memory, output):
     # set in the server, inherited by each case (a case's CPU seconds count from its fork)
