@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from rl.core.agent.sandbox import SandboxLimits, run_python
+from rl.core.agent.sandbox import SandboxLimits, run_cases, run_python
 
 
 def test_code_runs_and_prints_in_its_own_directory():
@@ -67,3 +67,27 @@ def test_endless_output_is_capped_in_the_child_not_buffered_by_the_caller():
     result = run_python("while True: print('x' * 10**6)", SandboxLimits(timeout_s=10))
     assert not result.ok and "File too large" in result.error()
     assert len(result.stdout) == SandboxLimits().output_bytes
+
+
+def test_cases_run_each_in_a_fresh_process_and_folder_under_one_start():
+    code = (
+        "import os, sys\n"
+        "print(os.path.exists('mark'), sys.stdin.read())\n"
+        "open('mark', 'w').write('x')\n"
+        "sys.modules['json'] = None  # state that must not reach the next case\n"
+    )
+    results = run_cases(code, ["a", "b", "c"])
+    assert [r.stdout for r in results] == ["False a\n", "False b\n", "False c\n"]
+    other = "import sys\nopen('../' + sys.stdin.read() + '/.stdin', 'a').write('x')"
+    peek = run_cases(other, ["case1", "case0"], stop_at_failure=False)  # each the other's
+    assert all("outside the working directory" in r.error() for r in peek)
+
+
+def test_cases_stop_at_the_first_failure_and_each_has_its_own_clock():
+    code = "import sys, time\nif sys.stdin.read() == 'hang':\n    time.sleep(60)\nprint('ok')"
+    limits = SandboxLimits(timeout_s=1.0)
+    stopped = run_cases(code, ["", "hang", ""], limits)
+    assert [r.ok for r in stopped] == [True, False] and stopped[1].timed_out
+    all_run = run_cases(code, ["", "hang", ""], limits, stop_at_failure=False)
+    assert [r.error() for r in all_run] == ["", "timed out", ""]
+    assert all_run[2].stdout == "ok\n"

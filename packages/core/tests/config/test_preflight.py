@@ -184,3 +184,20 @@ def test_an_unknown_home_folder_is_a_path_that_does_not_exist():
     assert refused(["model.path=~nobody_here/m"]) == "model.path = '~nobody_here/m' does not exist"
     message = refused(["reward.custom_reward_function.path=~nobody_here/r.py"])
     assert message.startswith("reward.custom_reward_function.path = '~nobody_here/r.py' does not")
+
+
+def test_a_sandbox_boundary_this_machine_lacks(tmp_path, monkeypatch):
+    from rl.core.agent import sandbox_boundary
+
+    monkeypatch.setenv(sandbox_boundary.ENV, "auto")
+    monkeypatch.setenv("PATH", str(tmp_path))  # neither bwrap nor unshare on it
+    sandbox_boundary.why_not.cache_clear()
+    sandbox_boundary._resolve.cache_clear()
+    try:
+        message = refused(["reward.sandbox.boundary=bwrap", f"trainer.output_dir={tmp_path}"])
+        assert message.startswith("reward.sandbox.boundary = bwrap: bwrap is not on PATH;")
+        with pytest.raises(ConfigError, match="reward.sandbox.boundary = 'sandboxed'"):
+            load_config(overrides=["reward.sandbox.boundary=sandboxed"])  # refused at load
+    finally:
+        sandbox_boundary.why_not.cache_clear()
+        sandbox_boundary._resolve.cache_clear()

@@ -1,13 +1,50 @@
-"""Run untrusted Python (a model's code) in a subprocess with limits: CPU seconds and
-address space (rlimits), a wall-clock timeout after which the whole process group is
-killed, a fresh temporary working directory, no network and no writes outside that
-directory (a Python audit hook installed before the code runs refuses sockets, new
-processes and writes elsewhere), and bounded output. A limit that is hit is a result with
-an error, never an exception in the caller.
+"""Run untrusted Python (a model's code) in a subprocess: the sandbox of the agent's
+`python` tool and of the code reward (`rl.core.rewards.code`). This docstring is its promise;
+the other places link here.
 
-The audit hook is a guard for honest mistakes and casual escapes in model-written code,
-not a security boundary against a determined adversary (that needs an OS sandbox:
-containers, seccomp, gVisor); rl keeps the interface so such a runner can replace it.
+Under every boundary (the inner guard, `rl.core.agent.sandbox_guard`, runs first in the
+sandboxed process):
+- a fresh process and a fresh temporary folder, its current directory, for each run (each
+  case of `run_cases`: a server that runs no user code forks one per case), all removed
+  afterwards;
+- CPU seconds (RLIMIT_CPU) and address space (RLIMIT_AS) limits that the code cannot raise,
+  a wall-clock timeout after which its process is killed (and the whole process group if
+  the server overruns), files and output capped (RLIMIT_FSIZE), no core dumps;
+- one process runs the code: fork, exec, spawn, subprocess, `_posixsubprocess` and signals
+  to other processes are refused (so a fork bomb stops at its first fork);
+- no network: every socket call is refused;
+- no file-system change outside the work folder: creating, writing, appending, truncating,
+  removing, renaming, linking, symlinking, making directories, FIFOs or device nodes,
+  changing modes, owners, times or extended attributes are all refused there (one test a
+  kind: tests/agent/test_sandbox_writes.py); the directory is fixed (os.chdir refused);
+  reading is not restricted;
+- a limit that is hit is a result with an error (a failed case for the code reward, a tool
+  error for the agent), never an exception in the caller.
+
+What holds it, by `reward.sandbox.boundary` (`rl.core.agent.sandbox_boundary`; `auto`, the
+default, takes the strongest that works here; `in_force()` says which, and the trainer logs
+it once):
+- `bwrap` (bubblewrap) -- an OS boundary: `/` is mounted read-only, the work folder alone
+  writable; a network namespace of its own (a loopback of its own, nothing else); its own
+  pid, IPC and UTS namespaces; no capabilities (and no way to gain one); killed with the
+  trainer. Writes outside and network
+  connections fail in the kernel even for code that gets past the guard. Not guaranteed:
+  reads (the code can read what the trainer's user can read), CPU cores and memory
+  bandwidth shared with the trainer, kernel bugs.
+- `unshare` (user namespaces) -- the same kind of boundary built with unshare(1): user,
+  mount, network (no interface up), pid, IPC and UTS namespaces; every mount but the work
+  folder remounted read-only, then every capability dropped, so that the namespace's root
+  cannot remount them writable. Not guaranteed: the same as bwrap.
+- `guard` -- no OS boundary: the audit hook alone (a warning says so at start). It refuses
+  what CPython reports, and replaces the calls CPython does not report (os.mkfifo,
+  os.mknod); path objects other than str, bytes and pathlib's are refused (one of the
+  user's own could answer the call and the guard differently). It is a guard against
+  honest mistakes and casual escapes, not a security boundary against a determined
+  adversary: code that rewrites pathlib's internals, reaches a C extension that makes
+  system calls, or uses an interpreter bug can get past it.
+
+Every boundary is tested with an escape attempt (writes outside, the network, the trainer's
+processes) with the guard left out: tests/agent/test_sandbox_boundary.py.
 """
 
 from __future__ import annotations
@@ -17,57 +54,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-# Runs in the child before the user's code: the guard, then the code from stdin.
-_PRELUDE = r"""
-import os, resource, sys
-
-def _install(cpu, memory, output):
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (output, output))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    # everything the guard uses is bound here, out of reach of the code it guards
-    realpath, fsdecode, pathlike = os.path.realpath, os.fsdecode, os.PathLike
-    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND
-    root = realpath(os.getcwd())
-    blocked = ("socket.", "subprocess.", "os.system", "os.exec", "os.posix_spawn", "os.fork",
-               "os.spawn", "pty.", "ctypes.", "os.kill", "os.killpg", "signal.pthread_kill")
-    changes = ("os.remove", "os.rename", "os.rmdir", "os.mkdir", "shutil.rmtree", "os.chmod",
-               "os.chown", "os.symlink", "os.link", "os.truncate")
-
-    def inside(path):
-        try:
-            target = realpath(fsdecode(path))
-        except Exception:
-            return False
-        return target == root or target.startswith(root + "/")
-
-    def guard(event, args):
-        if event.startswith(blocked):
-            raise PermissionError(f"sandbox: {event} is not allowed")
-        if event == "open" and len(args) >= 2:
-            path, mode = args[0], args[1]
-            writing = isinstance(mode, str) and any(c in mode for c in "wax+")
-            flags = args[2] if len(args) > 2 and isinstance(args[2], int) else 0
-            writing = writing or bool(flags & write_flags)
-            if writing and not isinstance(path, int) and not inside(path):
-                raise PermissionError(f"sandbox: writing {path!r} outside the working directory")
-        if event in changes:
-            paths = [a for a in args if isinstance(a, (str, bytes, pathlike))]
-            if any(not inside(p) for p in paths):
-                raise PermissionError(f"sandbox: {event} outside the working directory")
-
-    sys.addaudithook(guard)
-
-_install(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))
-del _install, resource
-_code = sys.stdin.read()
-sys.stdin = open(".stdin")  # the program's input (empty unless the caller gave one)
-exec(compile(_code, "<sandbox>", "exec"), {"__name__": "__main__"})
-"""
+from rl.core.agent import sandbox_boundary
+from rl.core.agent.sandbox_guard import PRELUDE
 
 
 @dataclass(frozen=True)
@@ -102,28 +94,58 @@ class SandboxResult:
         return lines[-1] if lines else f"exit status {self.returncode}"
 
 
-def run_python(code: str, limits: SandboxLimits | None = None, stdin: str = "") -> SandboxResult:
+def run_python(
+    code: str,
+    limits: SandboxLimits | None = None,
+    stdin: str = "",
+    *,
+    boundary: str | None = None,
+    inner: bool = True,
+) -> SandboxResult:
     """Run `code` under `limits` in a fresh temporary directory (removed afterwards), with
     `stdin` as its standard input. Its stdout and stderr go to files there, each capped by
     RLIMIT_FSIZE, so that output cannot fill the caller's memory; the first `output_bytes`
-    of stdout and the last of stderr come back."""
+    of stdout and the last of stderr come back. It runs inside `boundary` (bwrap, unshare or
+    guard; default: the one in force, `sandbox_boundary.in_force()`); `inner=False` leaves
+    the guard out, to test a boundary alone."""
+    return run_cases(code, [stdin], limits, boundary=boundary, inner=inner)[0]
+
+
+def run_cases(
+    code: str,
+    stdins: Sequence[str],
+    limits: SandboxLimits | None = None,
+    *,
+    stop_at_failure: bool = True,
+    boundary: str | None = None,
+    inner: bool = True,
+) -> list[SandboxResult]:
+    """Run `code` once per input of `stdins`, as `run_python` does, under one start of the
+    boundary: a server process (which runs no user code) forks a fresh process per case,
+    each in a folder of its own, with `limits` each (the wall clock per case). With
+    `stop_at_failure` the list ends at the first case that does not exit cleanly."""
     limits = limits or SandboxLimits()
+    boundary = boundary or sandbox_boundary.in_force()
     cap = max(limits.output_bytes * 16, 1 << 20)  # bytes a file (or the output) may reach
     with tempfile.TemporaryDirectory(prefix="rl-sandbox-") as workdir:
-        (Path(workdir) / ".stdin").write_text(stdin)
+        work = Path(workdir)
+        for index, given in enumerate(stdins):
+            (work / f"case{index}").mkdir()
+            (work / f"case{index}" / ".stdin").write_text(given)
         env = {"PATH": os.environ.get("PATH", ""), "HOME": workdir, "PYTHONHASHSEED": "0"}
-        out_path, err_path = Path(workdir) / ".stdout", Path(workdir) / ".stderr"
-        with out_path.open("wb") as out, err_path.open("wb") as err:
+        settings = (limits.cpu_s, limits.memory_mb * 1024 * 1024, cap)
+        flags = (sandbox_boundary.remounts(boundary), inner, len(stdins))
+        per_case = (int(limits.timeout_s * 1000), stop_at_failure)
+        with (work / ".stdout").open("wb") as out, (work / ".stderr").open("wb") as err:
             process = subprocess.Popen(
                 [
+                    *sandbox_boundary.command(boundary, workdir),
                     sys.executable,
                     "-I",
                     "-S",
                     "-c",
-                    _PRELUDE,
-                    str(limits.cpu_s),
-                    str(limits.memory_mb * 1024 * 1024),
-                    str(cap),
+                    PRELUDE,
+                    *(str(int(value)) for value in (*settings, *flags, *per_case)),
                 ],
                 cwd=workdir,
                 env=env,
@@ -132,17 +154,55 @@ def run_python(code: str, limits: SandboxLimits | None = None, stdin: str = "") 
                 stderr=err,
                 start_new_session=True,  # its own process group: killed whole on timeout
             )
-            try:
-                process.communicate(code.encode(), timeout=limits.timeout_s)
+            try:  # each case has its own clock in the server; this one is for the server
+                process.communicate(code.encode(), timeout=limits.timeout_s * len(stdins) + 10)
                 timed_out = False
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
                 timed_out = True
-        cut = limits.output_bytes
-        stdout = _head(out_path, cut)
-        stderr = _tail(err_path, cut)
-        return SandboxResult(stdout, stderr, None if timed_out else process.returncode, timed_out)
+        statuses = _statuses(work / ".status")
+        results = []
+        for index in range(len(stdins)):
+            case = work / f"case{index}"
+            if index in statuses:
+                status = statuses[index]
+                results.append(
+                    SandboxResult(
+                        _head(case / ".stdout", limits.output_bytes),
+                        _tail(case / ".stderr", limits.output_bytes),
+                        status,
+                        timed_out=status is None,
+                    )
+                )
+            elif timed_out or process.returncode != 0:  # the server itself failed
+                server_status = None if timed_out else _own_status(process.returncode, boundary)
+                stderr = _tail(work / ".stderr", limits.output_bytes)
+                results.append(SandboxResult("", stderr, server_status, timed_out))
+                break
+            else:
+                break  # not run: a case before it failed
+        return results
+
+
+def _statuses(path: Path) -> dict[int, int | None]:
+    """Each case's exit status as the server wrote it (None: timed out)."""
+    if not path.exists():
+        return {}
+    found: dict[int, int | None] = {}
+    for line in path.read_text().splitlines():
+        index, status = line.split()
+        found[int(index)] = None if status == "timeout" else int(status)
+    return found
+
+
+def _own_status(status: int, boundary: str) -> int:
+    """The server's status: bwrap (and the shell under unshare) report a process killed by
+    signal N as 128 + N, where Python's convention (the one `SandboxResult.error` reads)
+    is -N."""
+    if boundary != "guard" and 128 < status < 128 + signal.NSIG:
+        return 128 - status
+    return status
 
 
 def _head(path: Path, size: int) -> str:

@@ -127,7 +127,8 @@ class Calculator:
 
 @dataclass
 class PythonRunner:
-    """Runs the model's code in the sandbox; the result is its stdout (or the error)."""
+    """Runs the model's code in the sandbox (`rl.core.agent.sandbox` states its promise);
+    the result is its stdout (or the error)."""
 
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     name: str = "python"

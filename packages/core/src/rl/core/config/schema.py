@@ -345,8 +345,20 @@ class RewardModelConfig:
 
 
 @dataclass(frozen=True)
+class SandboxConfig:
+    """Where model-written code runs (the code reward and the `python` tool): its promise
+    under each boundary is in `rl.core.agent.sandbox`. verl's counterpart is a remote
+    service (`reward.sandbox_fusion.url`); rl runs its own."""
+
+    # auto: the strongest that works here (bwrap, then unshare, then the guard alone);
+    # a named one that does not work here is refused at start
+    boundary: Literal["auto", "bwrap", "unshare", "guard"] = "auto"
+
+
+@dataclass(frozen=True)
 class RewardConfig:
     custom_reward_function: CustomRewardConfig = field(default_factory=CustomRewardConfig)
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     reward_model: RewardModelConfig = field(default_factory=RewardModelConfig)
     reward_scale: float | None = None
     num_workers: int = 0

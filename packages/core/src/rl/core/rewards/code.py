@@ -1,6 +1,7 @@
 """Code-execution reward: the model's program runs against test cases in the sandbox of
-the agent's Python tool (`rl.core.agent.sandbox`: CPU, memory and wall-clock limits, no
-network, no writes outside a temporary directory).
+the agent's Python tool (`rl.core.agent.sandbox`, whose docstring states what it
+guarantees under each boundary: CPU, memory and wall-clock limits, one process, no network,
+no file-system change outside a temporary directory).
 
 The ground truth takes verl's code-test form: `{"inputs": [...], "outputs": [...]}` (a
 mapping or its JSON text), one entry per test case. Standard-input programs read
@@ -19,7 +20,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from rl.core.agent.sandbox import SandboxLimits, run_python
+from rl.core.agent.sandbox import SandboxLimits, run_cases
 
 # verl's data sources for code tasks
 DATA_SOURCES = ("codecontests", "apps", "codeforces", "taco", "code")
@@ -82,12 +83,11 @@ def code(solution: str, ground_truth: Any, limits: SandboxLimits | None = None) 
     if fn_name is not None:
         program += _CALL.format(name=fn_name)
     limits = limits or SandboxLimits(timeout_s=5.0, cpu_s=5)
-    for given, expected in zip(inputs, outputs, strict=True):
-        stdin = json.dumps(given) if fn_name is not None else str(given)
-        result = run_python(program, limits, stdin=stdin)
-        if not result.ok:
-            return 0.0
-        same = _same_value if fn_name is not None else _same_text
-        if not same(result.stdout, expected):
-            return 0.0
-    return 1.0
+    stdins = [json.dumps(given) if fn_name is not None else str(given) for given in inputs]
+    # one start of the sandbox for all cases, a fresh process each; it stops at a crash
+    results = run_cases(program, stdins, limits)
+    if len(results) < len(inputs):
+        return 0.0
+    same = _same_value if fn_name is not None else _same_text
+    passed = all(r.ok and same(r.stdout, e) for r, e in zip(results, outputs, strict=True))
+    return 1.0 if passed else 0.0

@@ -105,6 +105,9 @@ def _model(config: Config) -> None:
 
 
 def _reward(config: Config) -> None:
+    from rl.core.agent import sandbox_boundary
+
+    sandbox_boundary.choose(config.reward.sandbox.boundary)  # logs the boundary in force
     reward_model = config.reward.reward_model.path
     if reward_model is not None:
         check_model_path(reward_model, "reward.reward_model.path", builtins=())
