@@ -10,6 +10,7 @@ import resource
 import signal
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,10 @@ def test_a_corrupt_newest_checkpoint_falls_back_to_the_newest_good_one(
     assert "has " in result.stderr and "the manifest says" in result.stderr
     rows = metrics_rows(out)
     assert [row["step"] for row in rows] == [0, 1, 2, 3]  # step 2 was redone from step 1
+    generations = (out / "val_generations.jsonl").read_text().splitlines()
+    per_step = Counter(json.loads(line)["step"] for line in generations)
+    assert sorted(per_step) == [0, 2, 3]  # step 2's validation is there once, not twice
+    assert len(set(per_step.values())) == 1, per_step
 
 
 def test_resume_from_a_bad_path_is_one_line_naming_the_file(tmp_path, rl_executable, tiny_run):

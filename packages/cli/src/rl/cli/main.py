@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import sys
+
 import typer
 
 from rl.cli import convert_ckpt, convert_cmd, doctor, eval_cmd, merge, train
@@ -37,6 +41,24 @@ def root(
     ),
 ) -> None:
     """rl: train language models with reinforcement learning."""
+    _say_what_rl_logs()
+
+
+class CurrentStderr(logging.Handler):
+    """One plain line on whatever `sys.stderr` is when a record is logged."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(ValueError):  # a closed stream (a test runner's)
+            sys.stderr.write(self.format(record) + "\n")
+
+
+def _say_what_rl_logs() -> None:
+    """rl's own notes (INFO: e.g. which sandbox boundary is in force) and warnings on
+    stderr, one plain line each; other libraries' loggers stay as they are."""
+    logger = logging.getLogger("rl")
+    if not any(isinstance(h, CurrentStderr) for h in logger.handlers):
+        logger.addHandler(CurrentStderr())
+        logger.setLevel(logging.INFO)
 
 
 app.command("doctor")(doctor.doctor)

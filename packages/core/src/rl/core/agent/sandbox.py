@@ -22,8 +22,9 @@ sandboxed process):
   error for the agent), never an exception in the caller.
 
 What holds it, by `reward.sandbox.boundary` (`rl.core.agent.sandbox_boundary`; `auto`, the
-default, takes the strongest that works here; `in_force()` says which, and the trainer logs
-it once):
+default, takes the strongest that works here; `in_force()` says which, and each process
+logs it once, when it first runs sandboxed code; a boundary named in the config is checked
+by the preflight):
 - `bwrap` (bubblewrap) -- an OS boundary: `/` is mounted read-only, the work folder alone
   writable; a network namespace of its own (a loopback of its own, nothing else); its own
   pid, IPC and UTS namespaces; no capabilities (and no way to gain one); killed with the

@@ -107,7 +107,10 @@ def _model(config: Config) -> None:
 def _reward(config: Config) -> None:
     from rl.core.agent import sandbox_boundary
 
-    sandbox_boundary.choose(config.reward.sandbox.boundary)  # logs the boundary in force
+    # a boundary asked for by name must exist here; `auto` is found (and said) when
+    # sandboxed code first runs: most runs never run any
+    if config.reward.sandbox.boundary != "auto":
+        sandbox_boundary.choose(config.reward.sandbox.boundary)
     reward_model = config.reward.reward_model.path
     if reward_model is not None:
         check_model_path(reward_model, "reward.reward_model.path", builtins=())
