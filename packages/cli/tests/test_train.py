@@ -1,6 +1,7 @@
 """`rl train` end to end: GRPO and PPO through the same controller, the outputs a run leaves,
 resuming after SIGKILL, and the errors a user sees for bad input."""
 
+import math
 import os
 import signal
 import subprocess
@@ -101,6 +102,54 @@ def test_algorithms_run_through_the_same_controller(
         assert (tmp_path / name).exists(), name
     model = AutoModelForCausalLM.from_pretrained(tmp_path / "hf")
     assert model.config.model_type == "qwen2"
+    for row in rows[1:]:
+        check_step_values(row, estimator, extra, vocab_size=model.config.vocab_size)
+
+
+def check_step_values(row, estimator, extra, vocab_size, max_response_length=3):
+    """Each value of a training step's metrics row: finite and in its range, and present
+    exactly where the algorithm computes it."""
+
+    def within(key, low, high):
+        assert low <= row[key] <= high, (key, row[key], (low, high))
+
+    bad = {k: v for k, v in row.items() if isinstance(v, float) and not math.isfinite(v)}
+    assert bad == {}, f"non-finite metrics at step {row['step']}"
+    # the arithmetic task scores 0 or 1 per response, and no reward function failed
+    for key in ("reward/mean", "reward/score_mean", "val/accuracy", "val/reward_mean"):
+        if key in row:
+            within(key, 0.0, 1.0)
+    assert row["reward/error_rate"] == 0.0 and row["reward/errors"] == 0.0
+    # a distribution over the vocabulary: 0 < entropy <= ln(vocabulary size)
+    within("actor/entropy", 1e-6, math.log(vocab_size) + 1e-4)
+    shares = [k for k in row if "clipfrac" in k or "fraction" in k or k.endswith("clip_ratio")]
+    assert "actor/pg_clipfrac" in shares and "response/clip_ratio" in shares
+    for key in shares:
+        within(key, 0.0, 1.0)
+    within("response/length_mean", 1.0, max_response_length)
+    within("response/length_max", row["response/length_mean"], max_response_length)
+    assert 0.0 < row["actor/ratio_min"] <= row["actor/ratio_mean"] <= row["actor/ratio_max"]
+    assert row["actor/grad_norm"] >= 0.0 and row["actor/weight_norm"] > 0.0 and row["lr"] > 0.0
+    for name in ("advantages", "returns"):
+        assert row[f"{name}/min"] <= row[f"{name}/mean"] + 1e-6 <= row[f"{name}/max"] + 2e-6
+    # the HF rollout engine's log-probs are the trainer's, recomputed on the same weights
+    within("mismatch/abs_logprob_diff", 0.0, 1e-3)
+    # a critic exactly for GAE (PPO); the others estimate without one
+    critic = {k for k in row if k.startswith(("critic/", "values/"))}
+    assert bool(critic) == (estimator == "gae"), sorted(critic)
+    if estimator == "gae":
+        assert row["critic/vf_loss"] >= 0.0 and row["critic/grad_norm"] >= 0.0
+        assert row["values/min"] <= row["values/mean"] <= row["values/max"]
+    # a KL loss (k3-type estimates: never negative) exactly where use_kl_loss is on
+    assert ("actor/kl_loss" in row) == ("actor.use_kl_loss=true" in extra)
+    if "actor/kl_loss" in row:
+        assert row["actor/kl_loss"] >= 0.0
+    assert ("actor/reward_kl_coef" in row) == ("algorithm.use_kl_in_reward=true" in extra)
+    if "actor/reward_kl_coef" in row:
+        assert row["actor/reward_kl_coef"] > 0.0
+    if "actor/is_weight_mean" in row:
+        assert row["actor/is_weight_mean"] > 0.0
+        within("rollout_corr/rollout_is_eff_sample_size", 1e-6, 1.0 + 1e-6)
 
 
 def start_run(rl_executable, tiny_run, output_dir, *overrides):

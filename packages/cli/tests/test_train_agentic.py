@@ -1,10 +1,16 @@
 """`rollout.multi_turn.enable`: the RL step generates through the agent loop (tools
 available, turns budgeted) and trains; the agent metrics are logged. The untrained tiny
-model writes no tool calls, so each trajectory is one turn here; runs with tool turns are
-the agentic demo's (test_agentic_demo.py), loss-masked rows are covered by the engines'
-tests and the agent loop's."""
+model writes no tool calls, so each trajectory of the first test is one turn; the second
+warm-starts it with the agentic demo's SFT (half the demonstrations call the calculator),
+so real calls run the real tool and the model takes a second turn. Loss-masked rows are
+covered by the engines' tests and the agent loop's."""
 
 from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -32,6 +38,49 @@ def test_a_multi_turn_run_trains_and_logs_agent_metrics(tmp_path, tiny_run, metr
     assert [row["step"] for row in rows] == [1, 2]
     assert all(row["agent/turns_mean"] >= 1 for row in rows)
     assert all("agent/truncated_rate" in row for row in rows)
+
+
+AGENTIC_DEMO = Path(__file__).resolve().parents[3] / "examples" / "agentic_calculator.yaml"
+CALL = re.compile(r"calculator\(([0-9+*-]+)\)#(-?\d+)#")  # the call, then the tool's answer
+
+
+def test_a_warm_started_model_calls_the_tool_and_reads_its_answer(
+    tmp_path, rl_executable, metrics_rows
+):
+    """Validation before training and the training step both run the agent loop: calls
+    are counted, trajectories take more than one turn, and each logged call is followed by
+    the calculator's answer, checked here with Python's own arithmetic."""
+    result = subprocess.run(
+        [
+            rl_executable,
+            "train",
+            str(AGENTIC_DEMO),
+            "sft.steps=100",  # the calls are about 0.4 of the turns then (0.15 after 40)
+            "trainer.total_training_steps=1",
+            "rollout.n=4",
+            "data.train_batch_size=8",
+            "actor.ppo_mini_batch_size=8",
+            "data.builtin_train_size=64",
+            "data.builtin_val_size=16",
+            "trainer.log_val_generations=16",
+            "trainer.test_freq=-1",
+            "trainer.progress_bar=false",
+            f"trainer.output_dir={tmp_path}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    (step,) = [row for row in metrics_rows(tmp_path) if "actor/grad_norm" in row]
+    assert step["agent/tool_calls_mean"] > 0 and step["agent/turns_mean"] > 1, step
+    lines = (tmp_path / "val_generations.jsonl").read_text().splitlines()
+    calls = [CALL.match(json.loads(line)["response"]) for line in lines]
+    answered = [(m.group(1), int(m.group(2))) for m in calls if m is not None]
+    assert answered, lines  # at least one call, with the tool's answer written back
+    for expression, answer in answered:  # digits and + - * only; "08" read as 8
+        plain = re.sub(r"\d+", lambda number: str(int(number.group())), expression)
+        assert eval(plain) == answer, (expression, answer)
 
 
 @pytest.mark.parametrize("estimator", ["gae", "remax"])

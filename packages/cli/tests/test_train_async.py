@@ -66,11 +66,15 @@ def test_staleness_must_cover_the_push_interval(tmp_path):
     assert result.exit_code == 2 and "raise max_staleness or lower sync_every" in result.output
 
 
+ROWS = 16  # data.train_batch_size (8) × rollout.n (2) responses per step
+
+
 def test_partial_rollouts_train_and_record_token_staleness(tmp_path, tiny_run, metrics_rows):
-    """Generated in pieces of 2 tokens, a push can land inside a step's generation (when it
-    does depends on timing: `rollout/partial_rate` is logged, not asserted); every token's
-    weights lag by at most max_staleness updates, and never by less than the step's oldest
-    rollout version allows."""
+    """Generated in pieces of 2 tokens, a push can land inside a step's generation (whether
+    it does after step 1 depends on timing; the rollout engine's test forces it); every
+    token's weights lag by at most max_staleness updates. Step 1's generation ends before
+    the first push, so none of its responses is partial; afterwards the rate is a count of
+    responses, and a partial one holds a token at least one update old."""
     _train(
         tmp_path,
         tiny_run,
@@ -82,11 +86,35 @@ def test_partial_rollouts_train_and_record_token_staleness(tmp_path, tiny_run, m
     )
     rows = [r for r in metrics_rows(tmp_path) if "actor/grad_norm" in r]
     assert [r["step"] for r in rows] == [1, 2, 3, 4]
+    assert rows[0]["rollout/partial_rate"] == 0.0
+    assert rows[0]["rollout/token_staleness_max"] == 0.0
     for row in rows:
-        assert 0.0 <= row["rollout/partial_rate"] <= 1.0
+        partial = row["rollout/partial_rate"] * ROWS
+        assert partial == round(partial) and 0 <= partial <= ROWS, row
+        if partial:
+            assert row["rollout/token_staleness_max"] >= 1.0, row
         assert row["rollout/token_staleness_max"] <= 2.0
         assert row["rollout/token_staleness_mean"] <= row["rollout/staleness"]
-    assert rows[0]["rollout/token_staleness_max"] == 0.0
+
+
+def test_responses_generated_in_one_piece_are_never_partial(tmp_path, tiny_run, metrics_rows):
+    """A piece as long as the response: weights are pushed while the rollouts run ahead
+    (staleness > 0), yet no response can span two policy versions."""
+    _train(
+        tmp_path,
+        tiny_run,
+        "trainer.mode=async",
+        "trainer.max_staleness=2",
+        "trainer.partial_rollout=true",
+        "trainer.partial_rollout_chunk=6",
+        "data.max_response_length=6",
+    )
+    rows = [r for r in metrics_rows(tmp_path) if "actor/grad_norm" in r]
+    assert [r["step"] for r in rows] == [1, 2, 3, 4]
+    assert [r["rollout/partial_rate"] for r in rows] == [0.0] * 4
+    assert max(r["rollout/staleness"] for r in rows) >= 1.0  # pushes did land meanwhile
+    for row in rows:  # one version per response: its tokens' staleness is the response's
+        assert row["rollout/token_staleness_max"] <= 2.0
 
 
 def test_partial_rollouts_need_an_overlapping_mode(tmp_path):

@@ -102,13 +102,12 @@ def test_a_worker_killed_mid_run_ends_it_with_one_clear_error(
         workers = [pid for pid, args in descendants(run.pid) if args.startswith("ray::RoleWorker")]
         assert len(workers) == 2, descendants(run.pid)
         os.kill(workers[1], signal.SIGKILL)
-        killed_at = time.time()
+        # liveness: worker_timeout_s (120) and Ray's shutdown fit well within 300 s
         _, stderr = run.communicate(timeout=300)
     finally:
         if run.poll() is None:
             run.kill()
     assert run.returncode == 2
-    assert time.time() - killed_at < 150  # the timeout, and shutting Ray down
     errors = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, stderr[-3000:]
     assert "died" in errors[0] or "did not answer" in errors[0], errors[0]
@@ -139,15 +138,23 @@ def test_a_worker_killed_mid_run_ends_it_with_one_clear_error(
     ],
 )
 def test_a_placement_the_launcher_cannot_run_fails_before_any_worker_starts(
-    tmp_path, cluster, message
+    tmp_path, cluster, message, monkeypatch
 ):
+    from rl.core.workers.ray_group import RayWorkerGroup
+
+    started = []  # Ray workers (and the models they build) start only in RayWorkerGroup
+
+    def refuse_to_start(self, *args, **kwargs):
+        started.append(args)
+        raise AssertionError("a Ray worker group was started")
+
+    monkeypatch.setattr(RayWorkerGroup, "__init__", refuse_to_start)
     config = tmp_path / "run.yaml"
     config.write_text(json.dumps({"trainer": {"launcher": "ray"}, "cluster": cluster}))
-    started = time.time()
     result = CliRunner().invoke(app, ["train", str(config), f"trainer.output_dir={tmp_path}"])
     assert result.exit_code == 2, result.output
     assert message in result.output.replace("\n", " ")
-    assert time.time() - started < 30  # no Ray, no model
+    assert started == []  # refused before Ray and before any model
 
 
 def final_weights(output_dir):

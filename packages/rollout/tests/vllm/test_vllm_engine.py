@@ -7,6 +7,7 @@ or a plain transformers forward (what the trainer recomputes).
 
 import asyncio
 import copy
+import os
 
 import pytest
 import torch
@@ -66,6 +67,15 @@ def forward_logprobs(model, prompt, response, temperature):
         logits = model(input_ids=ids).logits[0, len(prompt) - 1 : -1].double()
     logp = torch.log_softmax(logits / temperature, -1)
     return logp.gather(-1, torch.tensor(response).unsqueeze(-1)).squeeze(-1)
+
+
+def test_the_engine_core_runs_in_this_process_with_no_child_to_orphan(engine, monkeypatch):
+    from rl.rollout.vllm.version import import_vllm
+
+    assert type(engine.loop.engine.engine_core).__name__ == "InprocClient"
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "1")  # a user's environment
+    import_vllm()
+    assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
 
 
 def test_greedy_output_equals_the_hf_engine_on_the_same_weights(engine, config, tokenizer):

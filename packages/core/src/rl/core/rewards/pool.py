@@ -4,15 +4,20 @@ Inside a worker each response has `timeout_s` (SIGALRM). A worker stuck where th
 reach it (in C code) is caught by a chunk deadline here; a worker that dies (a crash, a
 signal) is reported with its exit code. Either way the pool is killed and a new one started on
 the next call, and the chunks it held fail with a text that says what happened.
+
+Workers die with the trainer, even when it is killed with SIGKILL: each asks the kernel for a
+parent-death signal (`rl.core.parent_death`). The kernel sends it when the thread that started
+the worker ends, so every worker is started from one thread that lives as long as the pool.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
@@ -34,6 +39,8 @@ class ScoringPool:
         self.custom_path, self.custom_name = custom_path, custom_name
         self.reward_kwargs = dict(reward_kwargs or {})
         self.executor: ProcessPoolExecutor | None = None
+        # Workers start on submit, in the submitting thread: always this one (see above).
+        self.starter: ThreadPoolExecutor | None = None
 
     def _started(self) -> ProcessPoolExecutor:
         if self.executor is None:
@@ -41,16 +48,22 @@ class ScoringPool:
                 max_workers=self.num_workers,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=init_worker,
-                initargs=(self.custom_path, self.custom_name, self.reward_kwargs),
+                initargs=(self.custom_path, self.custom_name, self.reward_kwargs, os.getpid()),
             )
         return self.executor
+
+    def _submitted(self, chunks: list[list[RewardRequest]]) -> list[Future[list[ScoreOutcome]]]:
+        executor = self._started()
+        return [executor.submit(score_chunk, chunk, self.timeout_s) for chunk in chunks]
 
     def score(self, requests: Sequence[RewardRequest]) -> list[ScoreOutcome]:
         requests = list(requests)
         size = max(1, -(-len(requests) // (self.num_workers * 4)))
         chunks = [requests[i : i + size] for i in range(0, len(requests), size)]
+        if self.starter is None:
+            self.starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reward-pool")
+        futures = self.starter.submit(self._submitted, chunks).result()
         executor = self._started()
-        futures = [executor.submit(score_chunk, chunk, self.timeout_s) for chunk in chunks]
         workers = list(getattr(executor, "_processes", {}).values())  # to read a dead one's code
         deadline = self.timeout_s * (size + 1) + 30.0
         outcomes: list[ScoreOutcome] = []
@@ -89,6 +102,9 @@ class ScoringPool:
         if self.executor is not None:
             self.executor.shutdown(wait=True, cancel_futures=True)
             self.executor = None
+        if self.starter is not None:
+            self.starter.shutdown(wait=True)
+            self.starter = None
 
 
 def death_text(workers: list[Any]) -> str:

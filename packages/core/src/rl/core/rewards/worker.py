@@ -12,6 +12,7 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
+from rl.core.parent_death import die_with_parent
 from rl.core.rewards.guards import (
     ExitCalled,
     SampleTimeout,
@@ -31,10 +32,16 @@ _MAX_TEXT = 300
 
 
 def init_worker(
-    custom_path: str | None, custom_name: str, reward_kwargs: dict[str, Any] | None = None
+    custom_path: str | None,
+    custom_name: str,
+    reward_kwargs: dict[str, Any] | None = None,
+    parent_pid: int | None = None,
 ) -> None:
-    """Pool initializer: load the user's function inside the worker process."""
+    """Pool initializer: die with `parent_pid` (the trainer), then load the user's function
+    inside the worker process."""
     global _SCORE_FN
+    if parent_pid is not None:
+        die_with_parent(parent_pid)
     _SCORE_FN = (
         load_custom_reward(custom_path, custom_name, reward_kwargs)
         if custom_path

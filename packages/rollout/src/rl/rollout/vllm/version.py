@@ -8,6 +8,7 @@ the model runner's in-place `reload_weights`, as they are in the supported range
 
 from __future__ import annotations
 
+import logging
 import os
 from types import ModuleType
 
@@ -16,6 +17,9 @@ from rl.rollout.versions import version_in_range
 
 SUPPORTED_VLLM = ">=0.32,<0.35"
 SKIP_ENV = "RL_SKIP_VLLM_VERSION_CHECK"
+MULTIPROCESSING_ENV = "VLLM_ENABLE_V1_MULTIPROCESSING"
+
+log = logging.getLogger(__name__)
 
 
 def supported_range() -> str:
@@ -34,9 +38,18 @@ def check_version(version: str) -> None:
 
 
 def import_vllm() -> ModuleType:
-    """`import vllm` in-process (no engine-core subprocess), version-checked."""
-    # The engine must live in this process: weight updates reach its model directly.
-    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    """`import vllm` in-process (no engine-core subprocess), version-checked.
+
+    The engine must live in this process: weight updates reach its model directly, and no
+    engine-core process can outlive a killed trainer. A `VLLM_ENABLE_V1_MULTIPROCESSING`
+    set otherwise in the environment is overridden, with a warning."""
+    if os.environ.get(MULTIPROCESSING_ENV, "0") != "0":
+        log.warning(
+            "%s=%s ignored: rl's vLLM engine runs in the trainer's process",
+            MULTIPROCESSING_ENV,
+            os.environ[MULTIPROCESSING_ENV],
+        )
+    os.environ[MULTIPROCESSING_ENV] = "0"
     vllm = require("vllm", "rl-rollout[vllm]", "the vLLM rollout engine")
     check_version(getattr(vllm, "__version__", "unknown"))
     return vllm
