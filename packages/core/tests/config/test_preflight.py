@@ -27,6 +27,7 @@ def refused(overrides, error_type=ConfigError, **kwargs):
 def hf_folder(path):
     path.mkdir(parents=True)
     (path / "config.json").write_text(json.dumps({"model_type": "qwen2"}))
+    (path / "tokenizer.json").write_text("{}")  # (a folder without one is refused)
     return path
 
 
