@@ -419,7 +419,7 @@ def _run(rl_executable, tiny_run, out, *extra, preexec_fn=None):
     )
 
 
-def _start(rl_executable, tiny_run, out, *extra):
+def _launch(rl_executable, tiny_run, out, *extra):
     log = open(Path(out).with_name(Path(out).name + ".stderr"), "w+")  # noqa: SIM115
     process = subprocess.Popen(
         _args(rl_executable, tiny_run, out, *extra),
@@ -472,7 +472,7 @@ def test_a_second_run_is_refused_and_sigterm_checkpoints_the_step_it_was_in(
     the same command resumes from it. (That a resumed run ends bit-identical to one never
     stopped, after SIGTERMs and SIGINTs too, is the soak's.)"""
     out = tmp_path / "out"
-    run = _start(rl_executable, tiny_run, out, "trainer.total_training_steps=2000")
+    run = _launch(rl_executable, tiny_run, out, "trainer.total_training_steps=2000")
     _wait_for(lambda: _trained_step(out, 1), run)
 
     message = user_error(_run(rl_executable, tiny_run, out))
@@ -503,7 +503,7 @@ def test_a_step_longer_than_the_grace_period_is_abandoned_keeping_the_last_check
 ):
     out = tmp_path / "out"
     extra = ["trainer.total_training_steps=20", "trainer.save_freq=1", "trainer.stop_grace_s=0.001"]
-    run = _start(rl_executable, tiny_run, out, *extra)
+    run = _launch(rl_executable, tiny_run, out, *extra)
     _wait_for(lambda: (out / "checkpoints" / "global_step_2" / "manifest.json").exists(), run)
     run.send_signal(signal.SIGTERM)
     assert run.wait(timeout=300) == 143, _stderr(run)[-3000:]
@@ -520,7 +520,7 @@ def test_ctrl_c_during_a_checkpoint_finishes_it_and_is_no_disk_problem(
     tmp_path, rl_executable, tiny_run
 ):
     out = tmp_path / "out"
-    run = _start(
+    run = _launch(
         rl_executable, tiny_run, out, "trainer.total_training_steps=200", "trainer.save_freq=1"
     )
     _wait_for(lambda: any((out / "checkpoints").glob(".tmp-global_step_*/actor")), run)

@@ -165,12 +165,15 @@ def final_weights(output_dir):
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_sigkill_after_a_checkpoint_then_rerun_ends_bit_identical_at_two_ranks(
+def test_sigterm_to_the_driver_checkpoints_through_the_workers_and_resumes_bit_identical(
     tmp_path, rl_executable, tiny_run
 ):
-    """The driver killed after its 3rd checkpoint (world size 2, sharded checkpoints, each
-    rank's RNG in them): the resumed run ends with the uninterrupted run's weights."""
-    args = [*RAY_TWO_RANKS, *tiny_run, "trainer.total_training_steps=5", "trainer.save_freq=1"]
+    """SIGTERM to the driver of a 2-rank Ray run (as a scheduler sends it) after its first
+    checkpoint: the driver finishes the step, has its workers write their shards of a
+    checkpoint of it (save_freq would not), exits 143 and leaves no Ray process behind; the
+    same command then ends with the uninterrupted run's weights (world size 2, sharded
+    checkpoints, each rank's RNG in them)."""
+    args = [*RAY_TWO_RANKS, *tiny_run, "trainer.total_training_steps=5", "trainer.save_freq=2"]
 
     def start(out):
         return subprocess.Popen(
@@ -185,20 +188,42 @@ def test_sigkill_after_a_checkpoint_then_rerun_ends_bit_identical_at_two_ranks(
     assert straight.wait(timeout=600) == 0, straight.stderr.read()[-3000:]
     killed_dir = tmp_path / "killed"
     run = start(killed_dir)
-    marker = killed_dir / "checkpoints" / "global_step_3" / "trainer_state.pt"
+    marker = killed_dir / "checkpoints" / "global_step_2" / "manifest.json"
     deadline = time.time() + 600
     while not marker.exists() and run.poll() is None and time.time() < deadline:
         time.sleep(0.05)
-    assert run.poll() is None, "the run ended before it could be killed"
+    assert run.poll() is None, "the run ended before it could be stopped"
     ray_processes = [pid for pid, _ in descendants(run.pid)]
-    os.kill(run.pid, signal.SIGKILL)
-    run.wait()
-    for pid in ray_processes:  # the driver's local Ray cluster dies with it
+    assert ray_processes
+    run.send_signal(signal.SIGTERM)
+    _, stderr = run.communicate(timeout=600)
+    assert run.returncode == 143, stderr[-3000:]
+    (stopped,) = [line for line in stderr.splitlines() if line.startswith("stopped by SIGTERM")]
+    saved = max(
+        int(p.name.split("_")[-1]) for p in (killed_dir / "checkpoints").glob("global_step_*")
+    )
+    assert saved >= 3 and f"checkpoint at step {saved}" in stopped, stopped
+    for pid in ray_processes:  # the driver shut its Ray cluster down before it exited
         with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, 0)
+            assert _gone(pid), f"{pid} outlived the stopped driver"
     resumed = start(killed_dir)
     assert resumed.wait(timeout=600) == 0, resumed.stderr.read()[-3000:]
     expected, got = final_weights(tmp_path / "straight"), final_weights(killed_dir)
     assert expected.keys() == got.keys()
     for name in expected:
         assert torch.equal(expected[name], got[name]), name
+
+
+def _gone(pid, timeout=60.0):
+    """Whether `pid` ends within `timeout` (a liveness bound; a zombie counts as gone)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().split(") ")[-1].startswith("Z"):
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.2)
+    return False
