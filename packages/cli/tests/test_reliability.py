@@ -420,6 +420,7 @@ def _run(rl_executable, tiny_run, out, *extra, preexec_fn=None):
 
 
 def _launch(rl_executable, tiny_run, out, *extra):
+    """A run in the background, its stderr in a file beside `out`."""
     log = open(Path(out).with_name(Path(out).name + ".stderr"), "w+")  # noqa: SIM115
     process = subprocess.Popen(
         _args(rl_executable, tiny_run, out, *extra),

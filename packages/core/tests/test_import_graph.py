@@ -44,6 +44,9 @@ CORE_LAYERS = [
         "placement",
         "registry",
         "rng",
+        "atomic_files",
+        "file_modes",
+        "parent_death",
     },
     # the RL domain: config, data, algorithms, rewards, models, weight-sync planning
     {

@@ -95,7 +95,10 @@ class ScoringPool:
             return
         for process in list(getattr(self.executor, "_processes", {}).values()):
             process.kill()
-        self.executor.shutdown(wait=False, cancel_futures=True)
+        # waits for the pool's manager thread (quick: its workers are dead); one left running
+        # races CPython 3.11's exit hook, which then writes to its closed wake-up pipe and
+        # prints a traceback ("Bad file descriptor") as the run ends
+        self.executor.shutdown(wait=True, cancel_futures=True)
         self.executor = None
 
     def close(self) -> None:

@@ -8,6 +8,7 @@ result that is not a finite number, a call of sys.exit or os._exit, or a timeout
 from __future__ import annotations
 
 import os
+import signal
 import traceback
 from collections.abc import Sequence
 from typing import Any
@@ -37,11 +38,14 @@ def init_worker(
     reward_kwargs: dict[str, Any] | None = None,
     parent_pid: int | None = None,
 ) -> None:
-    """Pool initializer: die with `parent_pid` (the trainer), then load the user's function
-    inside the worker process."""
+    """Pool initializer: die with `parent_pid` (the trainer), leave Ctrl-C to it (a terminal
+    sends SIGINT to every process of the run: the trainer stops gracefully and still needs
+    its workers for the step it finishes; a worker still starting up is not covered), then
+    load the user's function inside the worker process."""
     global _SCORE_FN
     if parent_pid is not None:
         die_with_parent(parent_pid)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _SCORE_FN = (
         load_custom_reward(custom_path, custom_name, reward_kwargs)
         if custom_path

@@ -202,7 +202,7 @@ def assign_advantages(
         advantages, share = alg.clip_values(advantages, algorithm.advantage_clip, mask)
         metrics["algorithm/advantage_clip_frac"] = share
     batch["advantages"], batch["returns"] = advantages, returns
-    metrics["critic/advantages/nonfinite_count"] = alg.nonfinite_count(advantages, mask)
+    metrics["advantages/nonfinite_count"] = alg.nonfinite_count(advantages, mask)
     return metrics
 
 
