@@ -40,6 +40,6 @@ def reset_rotary_buffers(model: torch.nn.Module) -> int:
         original = getattr(module, "original_inv_freq", None)
         if torch.is_tensor(original) and original.shape == value.shape:
             original.copy_(value.to(original.dtype))
-        module.attention_scaling = scaling
+        module.attention_scaling = scaling  # type: ignore[assignment]
         written += 1
     return written

@@ -93,4 +93,4 @@ def resume_schedule(
     ):
         group["initial_lr"] = base
         group["lr"] = base * factor(step)
-    scheduler._last_lr = [group["lr"] for group in optimizer.param_groups]  # type: ignore[attr-defined]
+    scheduler._last_lr = [group["lr"] for group in optimizer.param_groups]

@@ -31,7 +31,8 @@ def unread_keys(values: dict[str, Any]) -> list[str]:
         if not isinstance(role, dict):
             continue
         backend = role.get("training_backend")
-        optim = role.get("optim") if isinstance(role.get("optim"), dict) else {}
+        found = role.get("optim")
+        optim: dict[str, Any] = found if isinstance(found, dict) else {}
         scale_keys = [key for key in optim if key.startswith("loss_scale")]
         if scale_keys and (backend == "fsdp" or not _megatron_fp16(role)):
             for key in scale_keys:
