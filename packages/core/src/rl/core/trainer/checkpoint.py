@@ -16,14 +16,13 @@ share a folder, so one can never prune, or resume from, the other's state.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rl.core.atomic_files import replace_dir
+from rl.core.atomic_files import replace_dir, write_text
 from rl.core.errors import CheckpointError, RunStopped
 from rl.core.trainer.manifest import read_manifest, verify_checkpoint, write_manifest
 
@@ -70,7 +69,7 @@ def save_checkpoint(
         raise
     try:
         replace_dir(tmp, final)
-        _point_latest(root, final.name)
+        write_text(root / "latest", final.name)
     except OSError as error:
         raise CheckpointError(_write_failed(root, final, error)) from error
     if keep is not None and keep > 0:
@@ -97,14 +96,6 @@ def interruption(error: BaseException) -> BaseException | None:
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return None
-
-
-def _point_latest(root: Path, name: str) -> None:
-    latest_tmp = root / ".latest.tmp"
-    latest_tmp.write_text(name)
-    with latest_tmp.open("rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(latest_tmp, root / "latest")
 
 
 def _latest_name(root: Path) -> str | None:
