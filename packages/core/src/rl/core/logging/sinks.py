@@ -8,6 +8,7 @@ import math
 import os
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -46,20 +47,34 @@ def trim_metrics_file(output_dir: Path, last_step: int) -> None:
     trim_step_rows(output_dir / "metrics.jsonl", last_step)
 
 
+def step_rows(path: Path) -> Iterator[tuple[int, str, Any]]:
+    """(line number, line, its "step" or `TORN`) of each non-blank row of a per-step JSONL
+    file (metrics, validation generations); none when the file is missing."""
+    try:
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        return
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            yield number, line, json.loads(line)["step"]
+        except (json.JSONDecodeError, TypeError, KeyError):
+            yield number, line, TORN
+
+
+TORN = object()  # a row killed mid-write, or not ours
+
+
 def trim_step_rows(path: Path, last_step: int) -> None:
     """Keep the rows of a per-step JSONL file up to `last_step` (none for -1), atomically."""
     if not path.exists():
         return
     kept = []
-    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            step = json.loads(line)["step"]
-        except (json.JSONDecodeError, TypeError, KeyError):
+    for number, line, step in step_rows(path):
+        if step is TORN:
             log.warning("%s, line %d: dropped a torn or foreign row: %.80s", path, number, line)
-            continue
-        if isinstance(step, int) and step <= last_step:
+        elif isinstance(step, int) and step <= last_step:
             kept.append(line)
     write_text(path, "".join(line + "\n" for line in kept))
 

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from rl.core.errors import RunFolderError
+from rl.core.logging.sinks import step_rows
 
 LOCK_FILE = ".rl-run.lock"
 # What a run writes in its folder: an overwrite removes them.
@@ -98,19 +99,11 @@ def trained_run(output_dir: Path) -> list[str]:
 
 
 def _trained_steps(path: Path) -> int:
-    steps = set()
     try:
-        lines = path.read_text(errors="replace").splitlines()
+        rows = list(step_rows(path))
     except OSError:
         return 0
-    for line in lines:
-        try:
-            step = json.loads(line)["step"]
-        except (ValueError, TypeError, KeyError):
-            continue
-        if isinstance(step, int) and step >= 1:
-            steps.add(step)
-    return len(steps)
+    return len({step for _, _, step in rows if isinstance(step, int) and step >= 1})
 
 
 def clear(output_dir: Path) -> None:
