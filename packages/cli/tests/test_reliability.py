@@ -22,17 +22,22 @@ from rl.core.trainer.manifest import verify_checkpoint, write_manifest
 from rl.core.trainer.run_folder import LOCK_FILE
 
 
-def rl_train(rl_executable, tiny_run, output_dir, *extra, preexec_fn=None, timeout=600):
-    args = [
-        rl_executable,
-        "train",
-        *tiny_run,
-        f"trainer.output_dir={output_dir}",
-        "trainer.save_freq=1",
-        *extra,
-    ]
+def train_args(rl_executable, tiny_run, output_dir, *extra, save_freq=1):
+    """`rl train` of the tiny run into `output_dir`, checkpointing every `save_freq` steps
+    (None: the config's own, off)."""
+    every = [] if save_freq is None else [f"trainer.save_freq={save_freq}"]
+    return [rl_executable, "train", *tiny_run, f"trainer.output_dir={output_dir}", *every, *extra]
+
+
+def rl_train(
+    rl_executable, tiny_run, output_dir, *extra, preexec_fn=None, timeout=600, save_freq=1
+):
     return subprocess.run(
-        args, capture_output=True, text=True, timeout=timeout, preexec_fn=preexec_fn
+        train_args(rl_executable, tiny_run, output_dir, *extra, save_freq=save_freq),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=preexec_fn,
     )
 
 
@@ -319,14 +324,7 @@ def test_a_config_file_whose_name_has_an_equals_sign(tmp_path, rl_executable, ti
 
 
 def _start(rl_executable, tiny_run, output_dir, extra):
-    args = [
-        rl_executable,
-        "train",
-        *tiny_run,
-        f"trainer.output_dir={output_dir}",
-        "trainer.save_freq=1",
-        *extra,
-    ]
+    args = train_args(rl_executable, tiny_run, output_dir, *extra)
     return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
@@ -405,25 +403,16 @@ def _good_step(folder):
 # reads, the files left behind.
 
 
-def _args(rl_executable, tiny_run, out, *extra):
-    return [rl_executable, "train", *tiny_run, f"trainer.output_dir={out}", *extra]
-
-
 def _run(rl_executable, tiny_run, out, *extra, preexec_fn=None):
-    return subprocess.run(
-        _args(rl_executable, tiny_run, out, *extra),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        preexec_fn=preexec_fn,
-    )
+    """`rl_train` with the config's save_freq (off): the cases here choose checkpoints."""
+    return rl_train(rl_executable, tiny_run, out, *extra, preexec_fn=preexec_fn, save_freq=None)
 
 
 def _launch(rl_executable, tiny_run, out, *extra):
     """A run in the background, its stderr in a file beside `out`."""
     log = open(Path(out).with_name(Path(out).name + ".stderr"), "w+")  # noqa: SIM115
     process = subprocess.Popen(
-        _args(rl_executable, tiny_run, out, *extra),
+        train_args(rl_executable, tiny_run, out, *extra, save_freq=None),
         stdout=subprocess.DEVNULL,
         stderr=log,
         text=True,

@@ -75,17 +75,7 @@ def test_partial_rollouts_train_and_record_token_staleness(tmp_path, tiny_run, m
     token's weights lag by at most max_staleness updates. Step 1's generation ends before
     the first push, so none of its responses is partial; afterwards the rate is a count of
     responses, and a partial one holds a token at least one update old."""
-    _train(
-        tmp_path,
-        tiny_run,
-        "trainer.mode=async",
-        "trainer.max_staleness=2",
-        "trainer.partial_rollout=true",
-        "trainer.partial_rollout_chunk=2",
-        "data.max_response_length=6",
-    )
-    rows = [r for r in metrics_rows(tmp_path) if "actor/grad_norm" in r]
-    assert [r["step"] for r in rows] == [1, 2, 3, 4]
+    rows = _partial_rollout_steps(tmp_path, tiny_run, metrics_rows, chunk=2)
     assert rows[0]["rollout/partial_rate"] == 0.0
     assert rows[0]["rollout/token_staleness_max"] == 0.0
     for row in rows:
@@ -100,21 +90,28 @@ def test_partial_rollouts_train_and_record_token_staleness(tmp_path, tiny_run, m
 def test_responses_generated_in_one_piece_are_never_partial(tmp_path, tiny_run, metrics_rows):
     """A piece as long as the response: weights are pushed while the rollouts run ahead
     (staleness > 0), yet no response can span two policy versions."""
+    rows = _partial_rollout_steps(tmp_path, tiny_run, metrics_rows, chunk=6)
+    assert [r["rollout/partial_rate"] for r in rows] == [0.0] * 4
+    assert max(r["rollout/staleness"] for r in rows) >= 1.0  # pushes did land meanwhile
+    for row in rows:  # one version per response: its tokens' staleness is the response's
+        assert row["rollout/token_staleness_max"] <= 2.0
+
+
+def _partial_rollout_steps(tmp_path, tiny_run, metrics_rows, chunk):
+    """The 4 training steps' metrics of an async run (max staleness 2) generating responses
+    of up to 6 tokens in pieces of `chunk`."""
     _train(
         tmp_path,
         tiny_run,
         "trainer.mode=async",
         "trainer.max_staleness=2",
         "trainer.partial_rollout=true",
-        "trainer.partial_rollout_chunk=6",
+        f"trainer.partial_rollout_chunk={chunk}",
         "data.max_response_length=6",
     )
     rows = [r for r in metrics_rows(tmp_path) if "actor/grad_norm" in r]
     assert [r["step"] for r in rows] == [1, 2, 3, 4]
-    assert [r["rollout/partial_rate"] for r in rows] == [0.0] * 4
-    assert max(r["rollout/staleness"] for r in rows) >= 1.0  # pushes did land meanwhile
-    for row in rows:  # one version per response: its tokens' staleness is the response's
-        assert row["rollout/token_staleness_max"] <= 2.0
+    return rows
 
 
 def test_partial_rollouts_need_an_overlapping_mode(tmp_path):
