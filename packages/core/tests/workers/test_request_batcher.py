@@ -18,9 +18,11 @@ class Counting:
 
     def __init__(self):
         self.calls = []
+        self.seeds = []
 
     async def __call__(self, prompts, sampling):
         self.calls.append(([p[0] for p in prompts], sampling.max_new_tokens))
+        self.seeds.append(sampling.sample_seeds(len(prompts)))
         await asyncio.sleep(0.01)
         out = Rollouts([], [], [], [])
         for prompt in prompts:
@@ -64,6 +66,17 @@ def test_different_sampling_splits_batches_and_seeded_requests_run_alone():
     seeded = SamplingParams(seed=7)
     gather(batcher, [([1], hot), ([2], cold), ([3], hot), ([4], seeded), ([5], seeded)])
     assert sorted(prompts for prompts, _ in generate.calls) == [[1, 3], [2], [4], [5]]
+
+
+def test_requests_with_per_prompt_seeds_batch_and_keep_their_seeds():
+    generate = Counting()
+    batcher = RequestBatcher(generate)
+    requests = [([i], SamplingParams(n=2, prompt_seeds=(100 * i,))) for i in (1, 2, 3)]
+    unseeded = ([4], SamplingParams(n=2))
+    gather(batcher, [*requests, unseeded])
+    assert sorted(prompts for prompts, _ in generate.calls) == [[1, 2, 3], [4]]
+    batched = generate.calls.index(([1, 2, 3], 256))
+    assert generate.seeds[batched] == [100, 101, 200, 201, 300, 301]
 
 
 def test_n_rows_per_request_and_the_batch_size_limit():

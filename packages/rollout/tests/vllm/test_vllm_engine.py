@@ -114,6 +114,29 @@ def test_n_samples_per_prompt_with_the_trainers_logprobs(engine, config, tokeniz
     assert engine.generate(batch, sampling).response_ids == rollouts.response_ids  # seeded
 
 
+def test_per_prompt_seeds_make_a_prompts_samples_independent_of_its_neighbours(
+    engine, config, tokenizer
+):
+    """What placement-independent sampling asks of vLLM: prompt i's sample j draws from
+    seed i + j alone (vLLM's child seeds), so a replica holding only some of the prompts
+    samples them as one holding all."""
+    model = load_causal_lm(config.model, tokenizer, seed=2)
+    engine.update_weights(iter(model.state_dict().items()))
+    batch = prompts(tokenizer, "12+7=", "3-1=", "5=", "44+1=")
+    seeds = (5, 2**61, 99, 7)
+    sampling = SamplingParams(n=3, temperature=1.0, max_new_tokens=6, prompt_seeds=seeds)
+    together = engine.generate(batch, sampling)
+    share = engine.generate(batch[1:3], sampling.for_prompts([1, 2]))
+    assert share.response_ids == together.response_ids[3:9]
+    other = engine.generate(
+        batch,
+        SamplingParams(
+            n=3, temperature=1.0, max_new_tokens=6, prompt_seeds=tuple(s + 1 for s in seeds)
+        ),
+    )
+    assert other.response_ids != together.response_ids
+
+
 def test_stop_tokens_ignore_eos_and_min_tokens(engine, tokenizer):
     batch = prompts(tokenizer, "4+4=", "2*3=")
     free = engine.generate(batch, SamplingParams(n=2, max_new_tokens=7, ignore_eos=True))

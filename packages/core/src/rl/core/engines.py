@@ -10,10 +10,12 @@ entry-point group (see `rl.core.registry`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import torch
+
+SEED_LIMIT = 2**63  # per-sample seeds fit a signed 64-bit generator seed (torch, vLLM)
 
 # Batch keys: one name per concept in every package.
 BATCH_KEYS = (
@@ -50,6 +52,11 @@ class SamplingParams:
     seed: int | None = None  # per request: the same seed gives the same samples
     repetition_penalty: float = 1.0
     ignore_eos: bool = False  # generate max_new_tokens whatever is sampled
+    # One per prompt, when given: sample j of prompt i draws its randomness from a stream of
+    # its own, seeded prompt_seeds[i] + j (vLLM's convention for n > 1), and from nothing
+    # else, so that no replica, batch, chunk or neighbour changes what it samples (up to the
+    # rounding of its logits). Engines must honour it (`sample_seeds`); `seed` is then unused.
+    prompt_seeds: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         # The schema refuses bad `rollout.*` values by key first; these guard engines and
@@ -73,6 +80,27 @@ class SamplingParams:
                 raise ValueError(
                     f"SamplingParams.{name} = {getattr(self, name)!r}; allowed: {allowed}"
                 )
+        if any(not 0 <= seed < SEED_LIMIT - self.n for seed in self.prompt_seeds):
+            raise ValueError(
+                f"SamplingParams.prompt_seeds must lie in [0, 2**63 - n), got {self.prompt_seeds}"
+            )
+
+    def for_prompts(self, indices: Sequence[int]) -> SamplingParams:
+        """These settings for a share of the prompts (their seeds, in `indices` order)."""
+        if not self.prompt_seeds:
+            return self
+        return replace(self, prompt_seeds=tuple(self.prompt_seeds[i] for i in indices))
+
+    def sample_seeds(self, prompts: int) -> list[int] | None:
+        """The seed of each sample row of a call on `prompts` prompts (rows i*n .. i*n+n-1
+        answer prompt i), or None when the call has no per-prompt seeds."""
+        if not self.prompt_seeds:
+            return None
+        if len(self.prompt_seeds) != prompts:
+            raise ValueError(
+                f"SamplingParams.prompt_seeds has {len(self.prompt_seeds)} seeds for {prompts} prompts"
+            )
+        return [seed + j for seed in self.prompt_seeds for j in range(self.n)]
 
 
 @dataclass

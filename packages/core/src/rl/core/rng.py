@@ -7,6 +7,7 @@ The state is made of tensors and plain Python values only, so checkpoints load w
 
 from __future__ import annotations
 
+import hashlib
 import random
 from typing import Any
 
@@ -48,4 +49,17 @@ def _numpy_state() -> tuple[str, torch.Tensor, int, int, float]:
         int(position),
         int(has_gauss),
         float(cached),
+    )
+
+
+def prompt_seeds(*key: int | str, count: int) -> tuple[int, ...]:
+    """`count` per-prompt sampling seeds (`SamplingParams.prompt_seeds`) from `key` (the
+    run's seeds, the phase, the step) and each prompt's position in the step's batch: a
+    pure function of them, so the same prompt of the same step samples the same responses
+    whichever replica or batch it lands in. 62-bit values: `seed + j` for the n samples
+    stays a valid 64-bit generator seed."""
+    prefix = "/".join(str(part) for part in key)
+    return tuple(
+        int.from_bytes(hashlib.blake2b(f"{prefix}/{i}".encode(), digest_size=8).digest()) >> 2
+        for i in range(count)
     )

@@ -85,9 +85,11 @@ class HFRolloutEngine(RolloutEngine, SharesWeights):
         rollouts = Rollouts([], [], [], [])
         # whole groups per chunk: a prompt is prefilled once for its n responses
         per_chunk = max(1, self.max_batch_size // sampling.n)
+        sampling.sample_seeds(len(prompt_ids))  # the seeds fit the prompts (ValueError)
         for start in range(0, len(prompt_ids), per_chunk):
+            indices = range(start, min(start + per_chunk, len(prompt_ids)))
             chunk = self._generate_chunk(
-                [list(p) for p in prompt_ids[start : start + per_chunk]], sampling
+                [list(prompt_ids[i]) for i in indices], sampling.for_prompts(indices)
             )
             for field in ("prompt_ids", "response_ids", "logprobs", "finish_reasons"):
                 getattr(rollouts, field).extend(getattr(chunk, field))

@@ -79,7 +79,9 @@ def sample(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """`sampling.n` responses to each left-padded prompt row ([U, L] ids and mask): sampled
     tokens [U * n, R] (rows i*n .. i*n+n-1 answer prompt i; `pad_id` after a row stops, R
-    <= max_new_tokens) and the raw float32 logits each token was drawn from [U * n, R, V]."""
+    <= max_new_tokens) and the raw float32 logits each token was drawn from [U * n, R, V].
+    With `sampling.prompt_seeds` each row draws from its own generator (`RowDraws`), else
+    all rows from torch's global one, as `generate` does."""
     from transformers import DynamicCache
 
     n, device = sampling.n, prompt_ids.device
@@ -107,6 +109,8 @@ def sample(
     processors = logits_processors(sampling, prompt_ids.shape[1], list(stop_ids), device)
     last_position = positions(prompt_mask)[:, -1:].repeat_interleave(n, 0)
     running = torch.ones(sequences.shape[0], dtype=torch.bool, device=device)
+    seeds = sampling.sample_seeds(prompt_ids.shape[0])
+    draws = RowDraws(seeds) if seeds is not None else None
     tokens, raw = [], []
     for step in range(sampling.max_new_tokens):
         raw.append(logits)
@@ -115,6 +119,8 @@ def sample(
             scores = processor(sequences, scores)
         if sampling.temperature == 0:
             token = scores.argmax(-1)
+        elif draws is not None:
+            token = draws.sample(torch.softmax(scores, -1))
         else:
             token = torch.multinomial(torch.softmax(scores, -1), 1).squeeze(1)
         token = token.masked_fill(~running, pad_id)
@@ -134,3 +140,23 @@ def sample(
         )
         logits = output.logits[:, -1].float()
     return torch.stack(tokens, 1), torch.stack(raw, 1)
+
+
+class RowDraws:
+    """One random stream per sample row, seeded by the row's seed alone: row r's token at
+    step t depends on its own distribution and its t-th uniform draw, never on the rows
+    beside it (placement-independent sampling). Inverse-CDF sampling: the first token whose
+    cumulative probability exceeds u × the total (a token of probability 0 never is)."""
+
+    def __init__(self, seeds: Sequence[int]) -> None:
+        self.generators = [torch.Generator().manual_seed(seed) for seed in seeds]
+
+    def sample(self, probs: torch.Tensor) -> torch.Tensor:
+        """One token per row of `probs` [rows, V]."""
+        uniform = torch.cat(
+            [torch.rand(1, generator=g, dtype=torch.float64) for g in self.generators]
+        )
+        cumulative = probs.double().cumsum(-1)
+        threshold = uniform.to(probs.device) * cumulative[:, -1]
+        token = torch.searchsorted(cumulative, threshold[:, None], right=True).squeeze(1)
+        return token.clamp_(max=probs.shape[-1] - 1)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from rl.core.config import Config
@@ -93,6 +94,9 @@ def generate(
         return ctx.rollout.generate(prompt_ids, sampling), {}
     from rl.core.agent.loop import trajectory_metrics
 
+    # an agent's turns are requests of their own, drawn from the engine's stream: the
+    # per-prompt seeds of a batched call do not carry over to them (yet)
+    sampling = replace(sampling, prompt_seeds=())
     loop = agent_loop(ctx.config, ctx.rollout, ctx.tokenizer)
     environments = tasks = None
     if multi_turn.environment is not None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rl.core.engines import Rollouts, SamplingParams
+from rl.core.rng import prompt_seeds
 
 
 @dataclass(frozen=True)
@@ -43,9 +44,16 @@ def generate_in_pieces(
     versions: list[list[int]] = [[] for _ in range(count)]
     reasons = ["length"] * count
     open_rows = list(range(count))
+    row_seeds = sampling.sample_seeds(len(prompt_ids))
     while open_rows:
         budget = min(control.chunk, *(sampling.max_new_tokens - len(ids[r]) for r in open_rows))
-        piece = replace(sampling, n=1, max_new_tokens=budget, seed=None)
+        # a piece of a seeded sample draws from (its seed, where the piece starts)
+        seeds = (
+            ()
+            if row_seeds is None
+            else tuple(prompt_seeds(row_seeds[r], len(ids[r]), count=1)[0] for r in open_rows)
+        )
+        piece = replace(sampling, n=1, max_new_tokens=budget, seed=None, prompt_seeds=seeds)
         with control.hold():
             version = control.version()
             out = engine.generate([prompts[r] + ids[r] for r in open_rows], piece)

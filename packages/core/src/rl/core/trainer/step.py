@@ -13,6 +13,7 @@ import torch
 
 from rl.core.batch import Batch
 from rl.core.engines import Rollouts, SamplingParams
+from rl.core.rng import prompt_seeds
 from rl.core.trainer import agentic, algorithm_setup
 from rl.core.trainer.old_logprobs import from_update
 from rl.core.trainer.rollout_batch import build_batch, scores_to_token_level
@@ -53,10 +54,14 @@ class Collected:
 def generate(ctx: RunContext, items: list[Any], step: int, pieces: Any = None) -> Collected:
     """Generate the rollouts of the prompts `items` (the weights the rollout engine holds
     now decide them: one step old in `trainer.mode: one_step_off`; with `pieces`, partial
-    rollouts, the weights of the moment decide each piece)."""
+    rollouts, the weights of the moment decide each piece). Each sample's randomness comes
+    from (seeds, step, the prompt's place in the batch, its sample index) alone
+    (`SamplingParams.prompt_seeds`): 1 rank or N, colocated or not, sample alike."""
     config, timer = ctx.config, PhaseTimer()
+    seeds = prompt_seeds(config.trainer.seed, config.rollout.seed, "train", step, count=len(items))
+    sampling = replace(train_sampling(config), prompt_seeds=seeds)
     with timer.phase("generate"):
-        rollouts, agent_metrics = agentic.generate(ctx, items, train_sampling(config), pieces)
+        rollouts, agent_metrics = agentic.generate(ctx, items, sampling, pieces)
     batch = build_batch(rollouts, ctx.tokenizer.pad_token_id, config.data.max_response_length)
     uids = [f"{step}-{it.index}" for it in items for _ in range(config.rollout.n)]
     return Collected(items, batch, uids, dict(agent_metrics), timer, rollouts)

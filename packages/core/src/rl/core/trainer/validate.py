@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rl.core.engines import SamplingParams
+from rl.core.rng import prompt_seeds
 from rl.core.trainer import agentic
 from rl.core.trainer.scoring import score_rollouts
 
@@ -26,6 +28,12 @@ def val_sampling(config: Any) -> SamplingParams:
     )
 
 
+def val_seeds(config: Any, count: int) -> tuple[int, ...]:
+    """Each validation prompt's sampling seed: the same at every validation (the curve
+    compares the policies on the same random draws) and on any placement."""
+    return prompt_seeds(config.trainer.seed, config.rollout.seed, "val", count=count)
+
+
 def generate_scored(
     ctx: RunContext, sampling: SamplingParams
 ) -> tuple[list[Any], list[float], list[str]]:
@@ -36,7 +44,8 @@ def generate_scored(
     texts: list[str] = []
     for start in range(0, len(items), ctx.config.data.val_batch_size):
         chunk = items[start : start + ctx.config.data.val_batch_size]
-        rollouts, _ = agentic.generate(ctx, chunk, sampling)
+        seeds = val_seeds(ctx.config, len(items))[start : start + len(chunk)]
+        rollouts, _ = agentic.generate(ctx, chunk, replace(sampling, prompt_seeds=seeds))
         chunk_scores, _ = score_rollouts(ctx, chunk, rollouts, sampling.n)
         scores += chunk_scores
         texts += ctx.tokenizer.batch_decode(rollouts.response_ids, skip_special_tokens=True)

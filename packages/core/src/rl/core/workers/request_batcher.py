@@ -4,7 +4,8 @@ its own. One batch runs at a time (per replica); whatever arrives meanwhile goes
 next one, so a batch is every trajectory waiting for the model at that
 moment. Requests batch together when their sampling parameters match except for
 `max_new_tokens`: the batch generates to the largest budget and each row is cut back to
-its own. A request with a seed runs alone (its samples must not depend on its neighbours).
+its own. A request with a seed runs alone (its samples must not depend on its neighbours);
+requests with per-prompt seeds (`prompt_seeds`) batch, each keeping its own seeds.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ class RequestBatcher:
 
     async def _run(self, group: list[_Request]) -> None:
         budget = max(request.sampling.max_new_tokens for request in group)
-        sampling = replace(group[0].sampling, max_new_tokens=budget)
+        seeds = tuple(seed for request in group for seed in request.sampling.prompt_seeds)
+        sampling = replace(group[0].sampling, max_new_tokens=budget, prompt_seeds=seeds)
         try:
             out = await self.generate([r.prompt for r in group], sampling)
         except Exception as error:
@@ -72,9 +74,11 @@ class RequestBatcher:
 
 
 def _key(sampling: SamplingParams) -> tuple[Any, ...]:
+    seeded = bool(sampling.prompt_seeds)  # a batch is seeded per prompt throughout or not at all
+    sampling = replace(sampling, prompt_seeds=())
     if sampling.ignore_eos or sampling.min_new_tokens:  # the budget shapes the samples
-        return astuple(sampling)
-    return astuple(replace(sampling, max_new_tokens=1))
+        return (seeded, *astuple(sampling))
+    return (seeded, *astuple(replace(sampling, max_new_tokens=1)))
 
 
 def _groups(requests: list[_Request], size: int) -> list[list[_Request]]:

@@ -98,19 +98,26 @@ class RolloutRole:
 
     def generate(self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams) -> Rollouts:
         """Each replica generates a share: whole prompts with their n samples, or (with
-        `data_rerank`) single samples round-robin, so one prompt's n spread out."""
+        `data_rerank`) single samples round-robin, so one prompt's n spread out. Per-prompt
+        seeds follow their prompts (and samples), so the split changes no sample."""
         world = self.group.world_size
         if world == 1:
             return self._run_each([(list(prompt_ids), sampling)])[0]
         if self.rerank:
             rows = [list(p) for p in prompt_ids for _ in range(sampling.n)]
-            one = replace(sampling, n=1)
+            seeds = sampling.sample_seeds(len(prompt_ids))
+            one = replace(sampling, n=1, prompt_seeds=tuple(seeds or ()))
             shares = spread_rows(len(rows), world, rerank=True)
-            answers = self._run_each([([rows[i] for i in share], one) for share in shares])
+            answers = self._run_each(
+                [([rows[i] for i in share], one.for_prompts(share)) for share in shares]
+            )
             return _assemble(shares, answers, len(rows))
         shares = spread_rows(len(prompt_ids), world, rerank=False)
         answers = self._run_each(
-            [([list(prompt_ids[i]) for i in share], sampling) for share in shares]
+            [
+                ([list(prompt_ids[i]) for i in share], sampling.for_prompts(share))
+                for share in shares
+            ]
         )
         row_shares = [
             [i * sampling.n + j for i in share for j in range(sampling.n)] for share in shares

@@ -52,6 +52,11 @@ def check_supported(sampling: SamplingParams, seed_supported: bool) -> None:
             f"seed = {sampling.seed}: this SGLang has no per-request sampling_seed; "
             "drop the seed or upgrade SGLang"
         )
+    if sampling.prompt_seeds and not seed_supported:
+        raise UnsupportedSamplingError(
+            "this SGLang has no per-request sampling_seed, which the trainer's per-sample "
+            "seeds (placement-independent sampling) need: upgrade SGLang or use the hf/vllm engine"
+        )
 
 
 def request_params(sampling: SamplingParams, eos_token_id: int | None) -> dict[str, Any]:
@@ -81,6 +86,9 @@ def row_params(
     check_supported(sampling, seed_supported)
     base = request_params(sampling, eos_token_id)
     rows = num_prompts * sampling.n
+    seeds = sampling.sample_seeds(num_prompts)
+    if seeds is not None:  # each sample row its own seed, whatever its neighbours
+        return [base | {"sampling_seed": seed & SEED_MASK} for seed in seeds]
     if sampling.seed is None:
         return [dict(base) for _ in range(rows)]
     return [base | {"sampling_seed": (sampling.seed + row) & SEED_MASK} for row in range(rows)]

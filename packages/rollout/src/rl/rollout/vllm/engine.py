@@ -32,7 +32,7 @@ from rl.core.weight_sync.groups import fused_module
 from rl.rollout.vllm.driver import EngineLoop
 from rl.rollout.vllm.options import check_tensor_parallel, engine_args
 from rl.rollout.vllm.outputs import to_rollouts
-from rl.rollout.vllm.sampling import to_vllm
+from rl.rollout.vllm.sampling import one_prompt, to_vllm
 from rl.rollout.vllm.version import import_vllm
 from rl.rollout.vllm.weights import WeightTable, refresh_tied_layers
 
@@ -93,13 +93,18 @@ class VLLMRolloutEngine(RolloutEngine, Closable, Preflighted):
         )
 
     def generate(self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams) -> Rollouts:
-        """`sampling.n` responses per prompt, grouped: rows i*n .. i*n+n-1 belong to prompt i."""
-        futures = [self._submit(prompt, sampling) for prompt in prompt_ids]
+        """`sampling.n` responses per prompt, grouped: rows i*n .. i*n+n-1 belong to prompt i.
+        Per-prompt seeds become request seeds (vLLM draws sample j from seed + j)."""
+        sampling.sample_seeds(len(prompt_ids))  # the seeds fit the prompts (ValueError)
+        futures = [
+            self._submit(prompt, one_prompt(sampling, i)) for i, prompt in enumerate(prompt_ids)
+        ]
         return to_rollouts(prompt_ids, [future.result() for future in futures], sampling.n)
 
     async def generate_one(self, prompt_ids: Sequence[int], sampling: SamplingParams) -> Rollouts:
         """One request; awaiting it lets other requests run in the same engine steps."""
-        output = await asyncio.wrap_future(self._submit(prompt_ids, sampling))
+        sampling.sample_seeds(1)
+        output = await asyncio.wrap_future(self._submit(prompt_ids, one_prompt(sampling, 0)))
         return to_rollouts([prompt_ids], [output], sampling.n)
 
     def _submit(self, prompt: Sequence[int], sampling: SamplingParams) -> Any:

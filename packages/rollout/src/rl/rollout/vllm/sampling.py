@@ -9,9 +9,17 @@ all, as in the HF engine).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from rl.core.engines import SamplingParams
+
+
+def one_prompt(sampling: SamplingParams, index: int) -> SamplingParams:
+    """The request of prompt `index`: its per-prompt seed as the request's seed."""
+    if not sampling.prompt_seeds:
+        return sampling
+    return replace(sampling, seed=sampling.prompt_seeds[index], prompt_seeds=())
 
 
 def vllm_sampling_kwargs(

@@ -1,0 +1,69 @@
+"""Per-sample seeds (`SamplingParams.prompt_seeds`): a sample depends on its own seed alone,
+not on the prompts it shares a call (a replica, a chunk) with."""
+
+import pytest
+import torch
+
+from rl.core.config import load_config
+from rl.core.engines import SamplingParams
+from rl.core.models import load_tokenizer
+from rl.rollout.hf import HFRolloutEngine
+from rl.rollout.hf_sampling import RowDraws
+
+
+@pytest.fixture(scope="module")
+def setup():
+    config = load_config()
+    tokenizer = load_tokenizer(config.model)
+    return tokenizer, HFRolloutEngine.from_config(config, tokenizer)
+
+
+def seeded(seeds, **kwargs):
+    return SamplingParams(n=3, temperature=1.0, max_new_tokens=8, prompt_seeds=seeds, **kwargs)
+
+
+def test_a_prompts_samples_do_not_depend_on_its_neighbours_or_chunks(setup):
+    tokenizer, engine = setup
+    prompts = [tokenizer(t).input_ids for t in ("12+7=", "3-1=", "5*5=", "8+80=")]
+    seeds = (11, 22_000, 3, 2**61)
+    together = engine.generate(prompts, seeded(seeds))
+    torch.manual_seed(123)  # the global stream is not what they draw from
+    engine.max_batch_size = 3  # one prompt (its 3 samples) per chunk
+    try:
+        alone = engine.generate(prompts[2:][::-1], seeded(seeds[2:][::-1]))
+    finally:
+        engine.max_batch_size = 256
+    # prompt 2 and 3 came back in reverse order: rows 0-2 answer prompt 3, rows 3-5 prompt 2
+    assert alone.response_ids[3:6] == together.response_ids[6:9]
+    assert alone.response_ids[0:3] == together.response_ids[9:12]
+    for a, b in zip(alone.logprobs[3:6], together.logprobs[6:9], strict=True):
+        assert torch.allclose(torch.tensor(a), torch.tensor(b), atol=1e-5)
+    # and the seeds decide: other seeds, other samples; the n samples of a prompt differ
+    other = engine.generate(prompts, seeded(tuple(s + 1000 for s in seeds)))
+    assert other.response_ids != together.response_ids
+    assert len({tuple(r) for r in together.response_ids[0:3]}) > 1
+
+
+def test_seeds_must_match_the_prompts(setup):
+    tokenizer, engine = setup
+    with pytest.raises(ValueError, match="2 seeds for 1 prompts"):
+        engine.generate([tokenizer("1=").input_ids], seeded((1, 2)))
+    with pytest.raises(ValueError, match="prompt_seeds"):
+        seeded((-1,))
+
+
+def test_row_draws_sample_the_distribution():
+    """Inverse-CDF draws against the probabilities themselves: 20,000 rows, each its own
+    seed, drawing from one distribution with zeros (a top-k cut) in it."""
+    probs = torch.tensor([0.5, 0.0, 0.2, 0.3, 0.0])
+    rows = 20_000
+    draws = RowDraws(list(range(rows)))
+    tokens = draws.sample(probs.expand(rows, -1))
+    counts = torch.bincount(tokens, minlength=5).double() / rows
+    assert counts[1] == 0 and counts[4] == 0
+    # 4 standard errors of a binomial share
+    assert torch.allclose(counts, probs.double(), atol=4 * (0.25 / rows) ** 0.5)
+    # the same seeds draw the same tokens; a row's draw ignores the other rows
+    again = RowDraws(list(range(rows))).sample(probs.expand(rows, -1))
+    assert torch.equal(tokens, again)
+    assert RowDraws([7]).sample(probs[None]).item() == tokens[7].item()
