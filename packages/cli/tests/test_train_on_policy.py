@@ -98,12 +98,12 @@ def test_in_sync_mode_the_hf_rollout_shares_the_actors_weights_and_samples_the_u
 ):
     worker = build_worker(tiny_run, tmp_path, "actor.optim.lr=1e-2")
     actor, rollout = worker.engines["actor"], worker.engines["rollout"]
-    first = worker.sync_weights()
+    first = worker.sync_weights(0)
     assert first["weight_sync/shared_tensors"] > 0 and first["weight_sync/sent_bytes"] == 0
     before = {n: p.detach().clone() for n, p in actor.model.named_parameters()}
     worker.run("actor", "train_step", rollout_batch(worker), nll)
     assert not all(torch.equal(p, before[n]) for n, p in actor.model.named_parameters())
-    again = worker.sync_weights()
+    again = worker.sync_weights(0)
     assert again["weight_sync/sent_bytes"] == 0
     for (name, a), (_, r) in zip(
         actor.model.named_parameters(), rollout.model.named_parameters(), strict=True
@@ -118,7 +118,7 @@ def test_in_sync_mode_the_hf_rollout_shares_the_actors_weights_and_samples_the_u
 @pytest.mark.parametrize("overrides", [["trainer.mode=one_step_off"], ["rollout.dtype=bfloat16"]])
 def test_the_rollout_keeps_its_own_copy_where_it_may_not_share(tiny_run, tmp_path, overrides):
     worker = build_worker(tiny_run, tmp_path, *overrides)
-    metrics = worker.sync_weights()
+    metrics = worker.sync_weights(0)
     assert "weight_sync/shared_tensors" not in metrics and metrics["weight_sync/sent_bytes"] > 0
     actor, rollout = worker.engines["actor"], worker.engines["rollout"]
     pointers = {p.data_ptr() for p in actor.model.parameters()}

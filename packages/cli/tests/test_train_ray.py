@@ -123,8 +123,8 @@ def test_a_worker_killed_mid_run_ends_it_with_one_clear_error(
             "role 'actor' is placed on devices [2, 3], beyond the cluster's 2",
         ),
         (
-            {"n_gpus_per_node": 4, "placement": {"actor": "0-1", "rollout": "2-3"}},
-            "cluster.placement: {'rollout': [2, 3]} are not on the actor's devices [0, 1]",
+            {"n_gpus_per_node": 4, "placement": {"actor": "0-1", "rollout": "1-2"}},
+            "cluster.placement: the rollout on devices [1, 2] shares [1] with the actor on [0, 1]",
         ),
         (
             # 3 workers of half a CPU: what a 2-CPU machine holds

@@ -1,18 +1,69 @@
 """The train-step skeleton both train engines share (`rl.core.updates`)."""
 
 import pytest
+import torch
 
-from rl.core.updates import mini_batch_updates, role_means
+from rl.core.updates import TOKENS, mini_batch_updates, reduce_kind, step_metrics
 
 
-def test_role_means_prefix_unnamed_metrics_and_keep_named_ones():
-    values = {"entropy": [1.0, 3.0], "actor/pg_loss": [0.5], "critic/vf_loss": [2.0, 4.0]}
-    assert role_means(values, "actor") == {
-        "actor/entropy": 2.0,
-        "actor/pg_loss": 0.5,
-        "critic/vf_loss": 3.0,
+def micro_values(tokens: torch.Tensor, splits: list[int], total: int) -> dict[str, list[float]]:
+    """What a loss function reports per micro-batch of `tokens` (one value per token):
+    a token mean, a share of the mini-batch loss (normalised by all `total` tokens), a max."""
+    values: dict[str, list[float]] = {"entropy": [], "actor/pg_loss": [], "actor/ratio_max": []}
+    for part in torch.split(tokens, splits):
+        values["entropy"].append(float(part.mean()))
+        values["actor/pg_loss"].append(float(part.sum() / total))
+        values["actor/ratio_max"].append(float(part.max()))
+    values[TOKENS] = [float(n) for n in splits]
+    return values
+
+
+def test_step_metrics_are_the_whole_mini_batchs_whatever_the_micro_batches_and_ranks():
+    tokens = torch.rand(40, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    whole = {
+        "actor/entropy": float(tokens.mean()),
+        "actor/pg_loss": float(tokens.sum() / 40),
+        "actor/ratio_max": float(tokens.max()),
     }
-    assert role_means({}, "critic") == {}
+    one_rank = step_metrics(micro_values(tokens, [3, 17, 20], 40), "actor")
+    assert one_rank == pytest.approx(whole, rel=1e-12)
+    # two ranks, 25 and 15 tokens, in micro-batches of their own: each reports the whole
+    shares = [micro_values(tokens[:25], [5, 20], 40), micro_values(tokens[25:], [15], 40)]
+    sent: list[list[torch.Tensor]] = [[], []]
+    for rank, values in enumerate(shares):  # what each rank puts into the all-reduce
+        step_metrics(values, "actor", lambda t, op, rank=rank: sent[rank].append(t) or t)
+
+    def all_reduce(rank):
+        calls = iter(range(2))
+
+        def reduce(tensor, op):
+            other = sent[1 - rank][next(calls)]
+            return tensor + other if op == "sum" else torch.maximum(tensor, other)
+
+        return reduce
+
+    for rank, values in enumerate(shares):
+        assert step_metrics(values, "actor", all_reduce(rank)) == pytest.approx(whole, rel=1e-12)
+    # a sequence-parallel pair holds one share twice: its loss share counts once
+    twice = step_metrics(shares[0], "actor", lambda t, op: t * 2 if op == "sum" else t, 2)
+    alone = step_metrics(shares[0], "actor")
+    assert twice == pytest.approx(alone, rel=1e-12)
+    assert step_metrics({}, "critic") == {}
+
+
+def test_each_metric_combines_by_its_kind():
+    assert [reduce_kind(k) for k in ("actor/pg_loss", "critic/vf_loss", "actor/ratio_min")] == [
+        "sum",
+        "sum",
+        "min",
+    ]
+    assert reduce_kind("actor/entropy") == reduce_kind("actor/pg_clipfrac") == "mean"
+    values = {"vf_clipfrac": [0.5], "critic/vf_loss": [2.0], "ratio/min": [0.9], TOKENS: [4.0]}
+    assert step_metrics(values, "critic") == {
+        "critic/vf_clipfrac": 0.5,
+        "critic/vf_loss": 2.0,
+        "ratio/min": 0.9,
+    }
 
 
 def updates(skipped: list[float]):

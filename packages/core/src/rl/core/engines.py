@@ -117,6 +117,9 @@ class Rollouts:
     Partial rollouts (`rl.core.trainer.partial`) record per token the policy version of the
     weights that sampled it in `policy_versions[j]`; engines leave it empty. Rows played
     against an environment carry its episode return in `returns[j]` (the row's score).
+    `weight_versions[j]` is the version of the weights (the updates they hold) that row j
+    was generated with, as the worker hosting the engine knew it from its last weight sync
+    (`rl.core.workers.worker`); engines leave it empty, and it stays empty where unknown.
     """
 
     prompt_ids: list[list[int]]
@@ -126,6 +129,7 @@ class Rollouts:
     loss_masks: list[list[int]] = field(default_factory=list)
     policy_versions: list[list[int]] = field(default_factory=list)
     returns: list[float] = field(default_factory=list)
+    weight_versions: list[int] = field(default_factory=list)
 
 
 @dataclass

@@ -3,9 +3,9 @@ and the metrics they report, named as the controller's health checks read them.
 
 An engine brings its own optimizer step (one per mini-batch, with whatever parallelism
 it has) and its weight norm; `mini_batch_updates` runs the steps, advances the LR schedule
-once unless every step was skipped, and averages the metrics. `role_means` names a step's
-micro-batch metrics under the role (`actor/`, `critic/`) unless the loss function
-already did (`actor/pg_loss`).
+once unless every step was skipped, and averages the metrics over them. `step_metrics`
+makes one step's metrics those of its whole mini-batch, over micro-batches and ranks, under
+the role (`actor/`, `critic/`) unless the loss function named them already (`actor/pg_loss`).
 """
 
 from __future__ import annotations
@@ -14,12 +14,76 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
+import torch
+
 Mini = TypeVar("Mini")
 
+# Shares of the mini-batch loss (each micro-batch's is normalised by the whole mini-batch):
+# they add up over micro-batches and data-parallel ranks.
+LOSS_SHARES = frozenset({"actor/pg_loss", "actor/kl_loss", "critic/vf_loss"})
+TOKENS = "_tokens"  # a micro-batch's valid response tokens: the weight of its means
 
-def role_means(values: Mapping[str, list[float]], prefix: str) -> dict[str, float]:
-    """The mean of each metric's values, under `prefix`/ unless its name has a "/"."""
-    return {(k if "/" in k else f"{prefix}/{k}"): sum(v) / len(v) for k, v in values.items()}
+AllReduce = Callable[[torch.Tensor, str], torch.Tensor]  # (values, "sum" | "max") -> reduced
+
+
+def reduce_kind(key: str) -> str:
+    """How a step metric combines over micro-batches and ranks: "sum" (a loss share),
+    "max" / "min" (extremes), else "mean" weighted by valid tokens."""
+    if key in LOSS_SHARES:
+        return "sum"
+    if key.endswith(("_max", "/max")):
+        return "max"
+    if key.endswith(("_min", "/min")):
+        return "min"
+    return "mean"
+
+
+def step_metrics(
+    values: Mapping[str, list[float]],
+    prefix: str,
+    all_reduce: AllReduce | None = None,
+    duplicates: int = 1,
+) -> dict[str, float]:
+    """One optimizer step's metrics from its micro-batches' (`values`, with their valid
+    token counts under `TOKENS`), over every data-parallel rank through `all_reduce`: loss
+    shares summed, extremes kept, the rest averaged over tokens. So they are the metrics
+    of the whole mini-batch, whatever the micro-batch size and however many ranks split it
+    (1 rank or N report alike). `duplicates`: ranks holding the same share (a sequence-
+    parallel group), whose sums count once. Named under `prefix`/ unless named already."""
+    tokens = values.get(TOKENS) or [1.0] * max((len(v) for v in values.values()), default=0)
+    keys = sorted(key for key in values if key != TOKENS)
+    kinds = {key: reduce_kind(key) for key in keys}
+    sums = [k for k in keys if kinds[k] in ("sum", "mean")]
+    total = torch.tensor(
+        [
+            *(
+                sum(
+                    v * (w if kinds[k] == "mean" else 1.0)
+                    for v, w in zip(values[k], tokens, strict=True)
+                )
+                for k in sums
+            ),
+            float(sum(tokens)),
+        ],
+        dtype=torch.float64,
+    )
+    extremes = [k for k in keys if kinds[k] in ("max", "min")]
+    signed = torch.tensor(
+        [max(values[k]) if kinds[k] == "max" else -min(values[k]) for k in extremes],
+        dtype=torch.float64,
+    )
+    if all_reduce is not None:
+        total = all_reduce(total, "sum")
+        if extremes:
+            signed = all_reduce(signed, "max")
+    out: dict[str, float] = {}
+    weight = max(float(total[-1]), 1e-12)
+    for at, key in enumerate(sums):
+        value = float(total[at])
+        out[key] = value / weight if kinds[key] == "mean" else value / duplicates
+    for at, key in enumerate(extremes):
+        out[key] = float(signed[at]) if kinds[key] == "max" else -float(signed[at])
+    return {(k if "/" in k else f"{prefix}/{k}"): v for k, v in out.items()}
 
 
 def mini_batch_updates(

@@ -46,7 +46,8 @@ from rl.core.micro_batches import (
 from rl.core.models import load_causal_lm, load_value_model
 from rl.core.optim import make_lr_scheduler, resume_schedule
 from rl.core.sharded_io import load_sharded, save_sharded
-from rl.core.updates import mini_batch_updates, role_means
+from rl.core.updates import TOKENS, mini_batch_updates
+from rl.core.updates import step_metrics as step_metrics_of
 from rl.core.weight_sync.ties import tied_aliases, with_aliases, without_aliases
 from rl.core.workers.dispatch import data_parallel_rows
 from rl.fsdp.config import FSDPConfig
@@ -335,6 +336,13 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
             self._weight_norm,
         )
 
+    def _all_reduce(self, values: torch.Tensor, op: str) -> torch.Tensor:
+        """`values` summed (or maxed) over every rank."""
+        on_device = values.to(self.device) if self.device.type == "cuda" else values.clone()
+        reduce_op = dist.ReduceOp.SUM if op == "sum" else dist.ReduceOp.MAX
+        dist.all_reduce(on_device, op=reduce_op)
+        return on_device.cpu()
+
     def _sum_over_ranks(self, value: torch.Tensor) -> float:
         """The sum over data-parallel shares (a sequence-parallel group's ranks hold one)."""
         if self.world_size > 1:
@@ -368,6 +376,7 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
             micro = select(local, rows.to(self.device))
             if self.share_prompts:
                 step_metrics["prompt_tokens_shared"].append(shared_prompt_fraction(micro))
+            step_metrics[TOKENS].append(float(micro["response_mask"].sum()))
             loss, metrics = loss_fn(self._forward(micro, True), micro, mini)
             # FSDP averages over all ranks; each rank's loss is its share (a sequence-parallel
             # group's ranks each backpropagate their slice of the same share)
@@ -384,8 +393,14 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
         if math.isfinite(grad_norm):
             self.optimizer.step()
         prefix = "critic" if self.role == "critic" else "actor"
-        # Loss functions may already name their metrics ("actor/pg_loss"); others get the role.
-        averaged = role_means(step_metrics, prefix)
+        # the whole mini-batch's metrics, over micro-batches and ranks (`step_metrics`);
+        # loss functions may already name them ("actor/pg_loss"), others get the role
+        averaged = step_metrics_of(
+            step_metrics,
+            prefix,
+            self._all_reduce if self.world_size > 1 else None,
+            duplicates=self.world_size // self.dp_size,
+        )
         # the mini-batch loss: micro-batch shares add up, over ranks too
         averaged[f"{prefix}/loss"] = self._sum_over_ranks(total_loss)
         averaged[f"{prefix}/grad_norm"] = grad_norm

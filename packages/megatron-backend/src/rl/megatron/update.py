@@ -21,7 +21,7 @@ import torch.distributed as dist
 from rl.core.batch import select, to_device
 from rl.core.engines import LogprobOutput, LossFn
 from rl.core.micro_batches import MicroBatching
-from rl.core.updates import mini_batch_updates, role_means
+from rl.core.updates import TOKENS, mini_batch_updates, step_metrics
 from rl.core.workers.dispatch import data_parallel_rows
 from rl.megatron.schedule import PipelineSchedule
 
@@ -73,6 +73,7 @@ class TrainSteps:
             loss, step_metrics = loss_fn(output, micro, whole)
             reported = {k: float(v) for k, v in step_metrics.items()}
             reported["_loss"] = float(loss.detach())
+            reported[TOKENS] = float(micro["response_mask"].sum())
             return loss * scale, reported
 
         results = self.schedule.run(micros, False, last_stage)
@@ -85,8 +86,9 @@ class TrainSteps:
         return averaged
 
     def metrics(self, results: list[dict[str, float]]) -> dict[str, float]:
-        """The last stage's micro-batch metrics, averaged, on every rank; the loss summed
-        over micro-batches and data-parallel ranks (the mini-batch loss)."""
+        """The last stage's micro-batch metrics, on every rank, as the whole mini-batch's
+        (`rl.core.updates.step_metrics`: over micro-batches and data-parallel ranks); the
+        loss summed over them (the mini-batch loss)."""
         gathered: list[Any] = [results]
         if self.ps.get_pipeline_model_parallel_world_size() > 1:
             dist.broadcast_object_list(
@@ -103,9 +105,16 @@ class TrainSteps:
             on_device = loss.to(self.device)
             dist.all_reduce(on_device, group=self.ps.get_data_parallel_group())
             loss = on_device.cpu()
-        out = role_means(values, self.section)
+        out = step_metrics(values, self.section, self._all_reduce if self.dp_size > 1 else None)
         out[f"{self.section}/loss"] = float(loss)
         return out
+
+    def _all_reduce(self, values: torch.Tensor, op: str) -> torch.Tensor:
+        """`values` summed (or maxed) over the data-parallel ranks."""
+        on_device = values.to(self.device)
+        reduce_op = dist.ReduceOp.SUM if op == "sum" else dist.ReduceOp.MAX
+        dist.all_reduce(on_device, op=reduce_op, group=self.ps.get_data_parallel_group())
+        return on_device.cpu()
 
 
 @torch.no_grad()

@@ -53,9 +53,10 @@ class RunContext:
     def critic(self) -> TrainRole | None:
         return self.launched.critic
 
-    def sync_weights(self) -> dict[str, float]:
-        """The actor's weights into the rollout engine(s) -> metrics."""
-        return self.launched.sync_weights()
+    def sync_weights(self, version: int) -> dict[str, float]:
+        """The actor's weights into the rollout engine(s) -> metrics; `version` is the
+        number of updates they hold (the samples they generate record it)."""
+        return self.launched.sync_weights(version)
 
     @property
     def total_steps(self) -> int:

@@ -92,7 +92,7 @@ def run_online_eval(
         try:
             if actor_state is not None:
                 ctx.actor.load(str(actor_state))
-            ctx.sync_weights()
+            ctx.sync_weights(0)
             items, scores, texts = generate_scored(ctx, sampling)
         finally:
             ctx.launched.shutdown()

@@ -202,7 +202,7 @@ def _train(ctx: RunContext, resume: ResumePoint | None, stop: StopRequest) -> di
         trim_step_rows(output_dir / "val_generations.jsonl", step)
     tracker = make_tracker(config, output_dir, ctx.total_steps)
     warm_metrics = warm_start(ctx) if resume is None else {}
-    ctx.sync_weights()
+    ctx.sync_weights(step)
     health = TrainingHealth(trainer.max_skipped_steps)
     last_val: dict[str, float] = {}
     if trainer.val_before_train and step == 0:

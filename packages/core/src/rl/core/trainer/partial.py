@@ -68,7 +68,11 @@ def generate_in_pieces(
             elif len(ids[row]) < sampling.max_new_tokens:
                 still_open.append(row)
         open_rows = still_open
-    return Rollouts(prompts, ids, logprobs, reasons, policy_versions=versions)
+    # a row's weight version: the oldest weights that wrote any of it
+    oldest = [min(row, default=control.version()) for row in versions]
+    return Rollouts(
+        prompts, ids, logprobs, reasons, policy_versions=versions, weight_versions=oldest
+    )
 
 
 def version_metrics(rollouts: Rollouts, step: int) -> dict[str, float]:

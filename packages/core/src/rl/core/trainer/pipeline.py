@@ -124,11 +124,14 @@ class RolloutPipeline:
         due = push or done % self.sync_every == 0 or done == self.ctx.total_steps
         if not due:  # the engine keeps generating with the weights it has
             metrics["timing/wait_rollout"] = 0.0
-            return sync(self.ctx, collected, metrics, push_weights=False), ready.sampler_state
+            return (
+                sync(self.ctx, collected, metrics, done, push_weights=False),
+                ready.sampler_state,
+            )
         waited = time.perf_counter()
         with self.engine_idle():  # waits for the generation (or, partial, the piece) in flight
             metrics["timing/wait_rollout"] = time.perf_counter() - waited
-            metrics = sync(self.ctx, collected, metrics)
+            metrics = sync(self.ctx, collected, metrics, done)
             with self.changed:
                 self.version = done
                 self.changed.notify_all()

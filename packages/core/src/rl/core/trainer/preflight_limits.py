@@ -76,6 +76,12 @@ def check_rollout_devices(config: Config) -> None:
             "rollout.tensor_parallel_size=1 (or trainer.launcher=ray with "
             f"cluster.n_gpus_per_node >= {tp})"
         )
+    if config.trainer.launcher == "ray" and not cluster.num_cpus:
+        from rl.core.workers.launch import ray_layout
+
+        layout = ray_layout(config)  # rollout devices apart: checked there, by replica
+        if layout is not None and layout.disaggregated:
+            return
     if tp > devices or devices % tp:
         raise ConfigError(
             f"rollout.tensor_parallel_size = {tp} does not fit the run's {devices} device(s) "

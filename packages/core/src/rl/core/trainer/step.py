@@ -13,6 +13,7 @@ import torch
 
 from rl.core.batch import Batch
 from rl.core.engines import Rollouts, SamplingParams
+from rl.core.errors import TrainingError
 from rl.core.rng import prompt_seeds
 from rl.core.trainer import agentic, algorithm_setup
 from rl.core.trainer.old_logprobs import from_update
@@ -62,9 +63,36 @@ def generate(ctx: RunContext, items: list[Any], step: int, pieces: Any = None) -
     sampling = replace(train_sampling(config), prompt_seeds=seeds)
     with timer.phase("generate"):
         rollouts, agent_metrics = agentic.generate(ctx, items, sampling, pieces)
+    metrics = {**agent_metrics, **weight_version_metrics(config, rollouts, step)}
     batch = build_batch(rollouts, ctx.tokenizer.pad_token_id, config.data.max_response_length)
     uids = [f"{step}-{it.index}" for it in items for _ in range(config.rollout.n)]
-    return Collected(items, batch, uids, dict(agent_metrics), timer, rollouts)
+    return Collected(items, batch, uids, metrics, timer, rollouts)
+
+
+def max_lag(config: Any) -> int:
+    """How many updates the weights that generate step s's rollouts may lag behind the s
+    updates step s trains on: none in sync mode, one in one-step-off, max_staleness in
+    async mode."""
+    trainer = config.trainer
+    return {"sync": 0, "one_step_off": 1}.get(trainer.mode, trainer.max_staleness)
+
+
+def weight_version_metrics(config: Any, rollouts: Rollouts, step: int) -> dict[str, float]:
+    """`rollout/weight_version_lag` (the most updates any sample's weights lacked), after
+    checking every sample's recorded weight version against the mode's bound: a sync that
+    never reached a replica is an error, not a silent off-policy run."""
+    versions = rollouts.weight_versions
+    if not versions:
+        return {}  # not recorded (agent loops: their turns are requests of their own)
+    lag = step - min(versions)
+    if lag > max_lag(config) or max(versions) > step:
+        raise TrainingError(
+            f"step {step}'s rollouts came from weights of versions {min(versions)} to "
+            f"{max(versions)} (updates held), beyond what trainer.mode = "
+            f"{config.trainer.mode} allows ({max_lag(config)} behind): a weight sync did "
+            "not reach every rollout replica"
+        )
+    return {"rollout/weight_version_lag": float(lag)}
 
 
 def score(ctx: RunContext, collected: Collected) -> Collected:
@@ -108,14 +136,19 @@ def learn(
 
 
 def sync(
-    ctx: RunContext, collected: Collected, metrics: dict[str, float], push_weights: bool = True
+    ctx: RunContext,
+    collected: Collected,
+    metrics: dict[str, float],
+    version: int,
+    push_weights: bool = True,
 ) -> dict[str, float]:
-    """The updated weights into the rollout engine (unless not `push_weights`: async mode
-    between its pushes); the step's batch and timing metrics."""
+    """The updated weights (`version`: the updates they hold) into the rollout engine
+    (unless not `push_weights`: async mode between its pushes); the step's batch and timing
+    metrics."""
     if push_weights:
         with collected.timer.phase("sync"):
             ctx.rollout.wake()
-            metrics.update(ctx.sync_weights())
+            metrics.update(ctx.sync_weights(version))
     metrics.update(batch_metrics(collected.batch))
     metrics.update(collected.timer.metrics())
     return metrics
@@ -124,7 +157,7 @@ def sync(
 def rl_step(ctx: RunContext, items: list[Any], step: int, kl_ctrl: Any) -> dict[str, float]:
     """Run one step on the prompts `items`; returns its metrics."""
     collected = score(ctx, generate(ctx, items, step))
-    return sync(ctx, collected, learn(ctx, collected, kl_ctrl))
+    return sync(ctx, collected, learn(ctx, collected, kl_ctrl), version=step + 1)
 
 
 def greedy_baselines(ctx: RunContext, items: list[Any], n: int) -> torch.Tensor:

@@ -1,8 +1,10 @@
 """torch.distributed carrier: one sender rank broadcasts, every other rank receives.
 
-Protocol per sync, on one process group (gloo on CPU, NCCL on GPU):
+Protocol per sync, on one process group (gloo on CPU, NCCL on GPU: the default one, or a
+group opened for the weights alone, `channel.open_weight_group`):
 1. the sender broadcasts the plan, a list of `BucketLayout | RawEntry`
-   (names, shapes, dtypes, offsets), with `broadcast_object_list`;
+   (names, shapes, dtypes, offsets), and its `header` (the weights' version), with
+   `broadcast_object_list`;
 2. then each bucket (raw tensors too) as bytes with `dist.broadcast(async_op=True)`:
    packing bucket k+1 overlaps sending bucket k, and at most `max_in_flight`
    (2: double buffering) buckets are outstanding; each bucket is a fresh
@@ -24,6 +26,7 @@ import torch
 import torch.distributed as dist
 
 from rl.core.engines import RolloutEngine
+from rl.core.weight_sync.channel import is_weight_group
 from rl.core.weight_sync.packing import NamedTensor, Packer, item_views
 from rl.core.weight_sync.transports import check_drained
 from rl.kernels import BucketLayout, PlanItem
@@ -31,9 +34,26 @@ from rl.kernels import BucketLayout, PlanItem
 
 def wire_device(group: Any = None) -> torch.device:
     """Where buckets travel: the current CUDA device for NCCL, else the CPU."""
-    if dist.get_backend(group) == "nccl":
+    if backend_name(group) == "nccl":
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
+
+
+def backend_name(group: Any = None) -> str:
+    """ "gloo" or "nccl", for the default group, a registered one or a standalone one."""
+    if is_standalone(group):
+        return str(group.name())
+    return str(dist.get_backend(group))
+
+
+def is_standalone(group: Any) -> bool:
+    """A group made for one purpose outside the default world (`open_weight_group`): ranks
+    are named within it (`group_src`)."""
+    return is_weight_group(group)
+
+
+def _source(src: int, group: Any) -> dict[str, Any]:
+    return {"group_src": src} if is_standalone(group) else {"src": src}
 
 
 def _as_bytes(tensor: torch.Tensor) -> torch.Tensor:
@@ -54,6 +74,7 @@ class BroadcastSender:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")
         self.src, self.group, self.max_in_flight = src, group, max_in_flight
+        self.header: dict[str, Any] = {}  # broadcast with the next plan (the weights' version)
 
     def send(
         self,
@@ -63,7 +84,8 @@ class BroadcastSender:
     ) -> None:
         groups = list(packer.groups(entries))
         plan = [group.layout if group.layout is not None else group.raw for group in groups]
-        dist.broadcast_object_list([plan], src=self.src, group=self.group)
+        source = _source(self.src, self.group)
+        dist.broadcast_object_list([plan, self.header], group=self.group, **source)
         device = wire_device(self.group)
         in_flight: deque[tuple[Any, torch.Tensor]] = deque()
         for group in groups:
@@ -72,7 +94,7 @@ class BroadcastSender:
                 continue  # both sides know from the plan: nothing to move
             if len(in_flight) == self.max_in_flight:
                 in_flight.popleft()[0].wait()
-            work = dist.broadcast(_as_bytes(bucket), src=self.src, group=self.group, async_op=True)
+            work = dist.broadcast(_as_bytes(bucket), group=self.group, async_op=True, **source)
             in_flight.append((work, bucket))
         for work, _ in in_flight:
             work.wait()
@@ -83,12 +105,15 @@ class BroadcastReceiver:
 
     def __init__(self, src: int = 0, group: Any = None) -> None:
         self.src, self.group = src, group
+        self.header: dict[str, Any] = {}  # the sender's, from the last sync
 
     def receive(self, rollout: RolloutEngine) -> int:
-        """Feed every broadcast weight to `rollout.update_weights`; returns the bytes received."""
-        box: list[Any] = [None]
-        dist.broadcast_object_list(box, src=self.src, group=self.group)
+        """Feed every broadcast weight to `rollout.update_weights`; returns the bytes received
+        (the sender's `header` is then in `self.header`)."""
+        box: list[Any] = [None, None]
+        dist.broadcast_object_list(box, group=self.group, **_source(self.src, self.group))
         plan: list[PlanItem] = box[0]
+        self.header = dict(box[1] or {})
         stream = self._views(plan)
         try:
             rollout.update_weights(stream)
@@ -122,5 +147,7 @@ class BroadcastReceiver:
         tensor = _empty_for(item, device)
         work = None
         if tensor.numel():
-            work = dist.broadcast(_as_bytes(tensor), src=self.src, group=self.group, async_op=True)
+            work = dist.broadcast(
+                _as_bytes(tensor), group=self.group, async_op=True, **_source(self.src, self.group)
+            )
         pending.append((item, tensor, work))

@@ -4,11 +4,13 @@
 `RoleWorker` per device of the `cluster` placement. Either way the controller gets
 `TrainRole` / `RolloutRole` handles and a weight sync, and never learns which ran.
 
-With Ray, the roles take turns on the same devices (the hybrid engine: verl's
+With Ray, the roles either take turns on the same devices (the hybrid engine: verl's
 `hybrid_engine`, ChatLearn's `colocation` of every role, RLinf's
-`"actor,rollout,ref": all`); each rank's rollout replica is filled from its own actor
-rank. Placements that put roles on different devices are refused for now, after the
-placement itself was validated.
+`"actor,rollout,ref": all`), each rank's rollout replica filled from its own actor rank;
+or the rollout runs on devices of its own (`layout.RayLayout.disaggregated`: verl's
+one-step-off `hybrid_engine=False`, ROLL's split `device_mapping`, RLinf's disaggregated
+`component_placement`), its replicas filled from the actor's rank 0 over a weight group
+(`split_group`). The reference and critic run on the actor's devices.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from rl.core.config import Config, ConfigError
 from rl.core.config.cluster import placement_from_cluster
 from rl.core.config.overrides import render_overrides
 from rl.core.placement import Placement, PlacementError, parse_verl_hybrid
+from rl.core.workers.layout import RayLayout, layout_of
 from rl.core.workers.local_group import LocalWorkerGroup
 from rl.core.workers.roles import RolloutRole, TrainRole
 
@@ -32,7 +35,7 @@ class LaunchedRoles:
     rollout: RolloutRole
     ref: TrainRole | None
     critic: TrainRole | None
-    sync_weights: Callable[[], dict[str, float]]
+    sync_weights: Callable[[int], dict[str, float]]
     group: Any
 
     def shutdown(self) -> None:
@@ -78,35 +81,33 @@ def cluster_placement(config: Config) -> Placement:
 
 
 def ray_world(config: Config) -> tuple[int, float]:
-    """(ranks, CPUs per rank) of the Ray launcher, checked against what it supports and
-    what the batch sizes allow."""
+    """(devices, CPUs per device) of the Ray launcher, checked against what it supports and
+    what the batch sizes allow (rows split over the train ranks)."""
     world, cpus = ray_ranks(config)
-    check_divisible(config, world)
+    layout = ray_layout(config)
+    check_divisible(config, layout.train_ranks if layout is not None else world)
     return world, cpus
 
 
 def ray_ranks(config: Config) -> tuple[int, float]:
-    """(ranks, CPUs per rank) of the Ray launcher: one rank per device of the actor, which
-    every role shares (a placement that puts a role elsewhere is refused); in CPU mode
+    """(devices, CPUs per device) of the Ray launcher: the train ranks and, when the rollout
+    runs on devices of its own, its replicas' devices (`layout.ray_layout`); in CPU mode
     (`cluster.num_cpus`) one rank with the roles' CPU shares."""
     placement = cluster_placement(config)
     roles = needed_roles(config)
     if placement.n_gpus_per_node == 0:  # CPU mode: one process hosting every role
         shares = placement.num_cpus
         return 1, sum(shares.get(role, 0.0) for role in roles) or config.cluster.cpus_per_worker
-    devices = {role: placement.devices.get(role) for role in roles}
-    actor_devices = devices["actor"]
-    if actor_devices is None:
-        raise ConfigError("cluster: the actor is not placed on any device")
-    apart = {role: list(d) for role, d in devices.items() if d is not None and d != actor_devices}
-    if apart:
-        key = f"cluster.{config.cluster.dialects()[0]}"
-        raise ConfigError(
-            f"{key}: {apart} are not on the actor's devices {list(actor_devices)}; with "
-            "trainer.launcher=ray every role shares the actor's devices for now (the hybrid "
-            f"engine): place them on {list(actor_devices)} too"
-        )
-    return len(actor_devices), config.cluster.cpus_per_worker
+    layout = layout_of(config, placement, roles)
+    return layout.devices, layout.cpus_per_device
+
+
+def ray_layout(config: Config) -> RayLayout | None:
+    """The Ray workers of the config's placement (None in CPU mode: one worker)."""
+    placement = cluster_placement(config)
+    if placement.n_gpus_per_node == 0:
+        return None
+    return layout_of(config, placement, needed_roles(config))
 
 
 def replica_size(config: Config, role: str) -> int:
@@ -167,6 +168,9 @@ def launch_roles(config: Config, total_steps: int) -> LaunchedRoles:
     roles = needed_roles(config)
     group: Any
     if config.trainer.launcher == "ray":
+        layout = ray_layout(config)
+        if layout is not None and layout.disaggregated:
+            return _launch_split(config, roles, layout, total_steps)
         from rl.core.workers.ray_group import RayWorkerGroup
 
         world, cpus = ray_world(config)
@@ -186,13 +190,73 @@ def launch_roles(config: Config, total_steps: int) -> LaunchedRoles:
         group.shutdown()
         raise
     rollout = RolloutRole(group, rerank=config.rollout.data_rerank)
+    return _launched(config, roles, group, group, rollout, rollout.sync_weights)
+
+
+def _launched(
+    config: Config,
+    roles: tuple[str, ...],
+    train: Any,
+    group: Any,
+    rollout: RolloutRole,
+    sync_weights: Callable[[int], dict[str, float]],
+) -> LaunchedRoles:
     actor_sp = replica_size(config, "actor")
     critic_sp = replica_size(config, "critic") if "critic" in roles else 1
     return LaunchedRoles(
-        actor=TrainRole(group, "actor", actor_sp),
+        actor=TrainRole(train, "actor", actor_sp),
         rollout=rollout,
-        ref=TrainRole(group, "ref", actor_sp) if "ref" in roles else None,
-        critic=TrainRole(group, "critic", critic_sp) if "critic" in roles else None,
-        sync_weights=rollout.sync_weights,
+        ref=TrainRole(train, "ref", actor_sp) if "ref" in roles else None,
+        critic=TrainRole(train, "critic", critic_sp) if "critic" in roles else None,
+        sync_weights=sync_weights,
         group=group,
     )
+
+
+def _launch_split(
+    config: Config, roles: tuple[str, ...], layout: RayLayout, total_steps: int
+) -> LaunchedRoles:
+    """Disaggregated: the train roles on the actor's devices, the rollout replicas on
+    their own (`split_group`), both built at once, then joined by the weight group."""
+    from rl.core.workers.ray_group import RayWorkerGroup, start_ray
+    from rl.core.workers.split_group import SplitGroup
+
+    check_divisible(config, layout.train_ranks)
+    trainer, cuda = config.trainer, config.trainer.device == "cuda"
+    start_ray(
+        trainer.ray_address,
+        num_cpus=None if cuda else max(2.0, layout.devices * layout.cpus_per_device),
+    )
+    common = {
+        "device_type": trainer.device,
+        "cpus_per_worker": layout.cpus_per_device,
+        "timeout_s": trainer.worker_timeout_s,
+        "address": trainer.ray_address,
+    }
+    train_roles = tuple(role for role in roles if role != "rollout")
+    train = RayWorkerGroup(train_roles, layout.train_ranks, **common)
+    try:
+        rollout_group = RayWorkerGroup(
+            ("rollout",),
+            layout.rollout_replicas,
+            devices_per_worker=layout.rollout_tp,
+            distributed=False,
+            **common,
+        )
+    except BaseException:
+        train.shutdown()
+        raise
+    group = SplitGroup(train, rollout_group)
+    try:
+        built = (
+            train.start("build", config, train_roles, total_steps),
+            rollout_group.start("build", config, ("rollout",), total_steps),
+        )
+        train.wait(built[0], "actor", "build")
+        rollout_group.wait(built[1], "rollout", "build")
+        group.open_weight_group()
+    except BaseException:
+        group.shutdown()
+        raise
+    rollout = RolloutRole(rollout_group, rerank=config.rollout.data_rerank)
+    return _launched(config, roles, train, group, rollout, group.push_weights)

@@ -48,7 +48,10 @@ def start_ray(address: str | None, num_cpus: float | None = None) -> None:
 
 
 class RayWorkerGroup:
-    """`world_size` `RoleWorker` actors hosting `roles`, one per device (or CPU share)."""
+    """`world_size` `RoleWorker` actors hosting `roles`, one per device (or CPU share), or
+    per `devices_per_worker` devices (a rollout replica spanning a tensor-parallel group).
+    `distributed`: the ranks form one torch.distributed world (the train ranks do; rollout
+    replicas of a disaggregated placement do not, each engine sets up its own)."""
 
     def __init__(
         self,
@@ -59,13 +62,17 @@ class RayWorkerGroup:
         cpus_per_worker: float = 1.0,
         timeout_s: float = 600.0,
         address: str | None = None,
+        devices_per_worker: int = 1,
+        distributed: bool = True,
     ) -> None:
         import ray
         from ray.util.placement_group import placement_group, remove_placement_group
 
         self.roles, self.world_size, self.timeout_s = tuple(roles), world_size, timeout_s
+        self.distributed = distributed
         self.broken = False  # a call failed: ranks may hang in a collective, do not wait on them
-        gpus = 1 if device_type == "cuda" else 0
+        gpus = devices_per_worker if device_type == "cuda" else 0
+        cpus_per_worker *= 1 if gpus else devices_per_worker
         # a local Ray on CPU gets room for the workers' (possibly fractional) CPU shares;
         # on GPUs, and on a cluster, Ray counts what the machines have
         local_cpus = None if address or gpus else max(2.0, cpus_per_worker * world_size)
@@ -106,6 +113,9 @@ class RayWorkerGroup:
                     runtime_env={"env_vars": {**WORKER_ENV, "OMP_NUM_THREADS": threads}},
                 ).remote(rank, self.world_size)
             )
+        if not self.distributed:
+            self._wait([a.pid.remote() for a in self.actors], "workers", "start")
+            return
         address_, port = self._wait([self.actors[0].rendezvous.remote()], "workers", "start")[0]
         self.call("workers", "connect", address_, port)
 
@@ -113,7 +123,16 @@ class RayWorkerGroup:
 
     def call(self, role: str, method: str, *args: Any) -> list[Any]:
         """`method(*args)` of every rank's worker; answers in rank order."""
-        return self._wait([getattr(a, method).remote(*args) for a in self.actors], role, method)
+        return self._wait(self.start(method, *args), role, method)
+
+    def start(self, method: str, *args: Any) -> list[Any]:
+        """`method(*args)` on every rank, not waited for: `wait` them (with another group's
+        calls running meanwhile)."""
+        return [getattr(a, method).remote(*args) for a in self.actors]
+
+    def wait(self, refs: list[Any], role: str, method: str) -> list[Any]:
+        """The answers of `start`ed calls, as `call` waits for them."""
+        return self._wait(refs, role, method)
 
     def call_each(self, role: str, method: str, per_rank: Sequence[tuple[Any, ...]]) -> list[Any]:
         """`method(*per_rank[r])` on rank r; answers in rank order."""

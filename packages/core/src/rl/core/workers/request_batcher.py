@@ -104,4 +104,6 @@ def _cut(out: Rollouts, rows: range, budget: int) -> Rollouts:
         result.response_ids.append(list(ids))
         result.logprobs.append(list(logprobs))
         result.finish_reasons.append(reason)
+        if out.weight_versions:
+            result.weight_versions.append(out.weight_versions[row])
     return result

@@ -152,9 +152,10 @@ class RolloutRole:
             ]
         return self._groups[name]
 
-    def sync_weights(self) -> dict[str, float]:
-        """Each rank's actor weights into its own rollout replica."""
-        return mean_metrics(self.group.call("rollout", "sync_weights"))
+    def sync_weights(self, version: int) -> dict[str, float]:
+        """Each rank's actor weights (`version`: the updates they hold) into its own rollout
+        replica."""
+        return mean_metrics(self.group.call("rollout", "sync_weights", version))
 
     def sleep(self) -> None:
         self.group.call("rollout", "run", "rollout", "sleep")
@@ -169,6 +170,7 @@ def _assemble(shares: Sequence[Sequence[int]], answers: Sequence[Rollouts], tota
     responses: list[Any] = [None] * total
     logprobs: list[Any] = [None] * total
     reasons: list[str] = [""] * total
+    versions: list[int | None] = [None] * total
     for share, answer in zip(shares, answers, strict=True):
         for k, row in enumerate(share):
             prompts[row] = answer.prompt_ids[k]
@@ -176,4 +178,13 @@ def _assemble(shares: Sequence[Sequence[int]], answers: Sequence[Rollouts], tota
             logprobs[row] = answer.logprobs[k]
             if answer.finish_reasons:
                 reasons[row] = answer.finish_reasons[k]
-    return Rollouts(prompts, responses, logprobs, reasons if all(reasons) else [])
+            if answer.weight_versions:
+                versions[row] = answer.weight_versions[k]
+    known = [v for v in versions if v is not None]
+    return Rollouts(
+        prompts,
+        responses,
+        logprobs,
+        reasons if all(reasons) else [],
+        weight_versions=known if len(known) == total else [],
+    )

@@ -17,7 +17,7 @@ from typing import Any
 
 from rl.core.config import Config
 from rl.core.engine_contract import EngineContractError, callable_members, declares
-from rl.core.engines import Closable, ExportsViews, Offloading, SharesWeights
+from rl.core.engines import Closable, ExportsViews, Offloading, Rollouts, SharesWeights
 from rl.core.workers.turns import Turns
 
 TRAIN_ROLES = ("actor", "ref", "critic")
@@ -53,6 +53,9 @@ class RoleWorker:
         self.turns: Turns | None = None
         self.sender: Any = None
         self.may_share_weights = False
+        self.weight_version: int | None = None  # the updates in the rollout engine's weights
+        self.weight_ends: Any = None  # this rank's end of a disaggregated weight group
+        self.config: Config | None = None
 
     # --- set-up -------------------------------------------------------------------
 
@@ -84,6 +87,7 @@ class RoleWorker:
         from rl.core.weight_sync import WeightSender
         from rl.core.workers.build import build_rollout_engine, build_train_engine
 
+        self.config = config
         if self.world_size > 1:
             seed_everything(config.trainer.seed + self.rank)
         tokenizer = load_tokenizer(config.model)
@@ -121,6 +125,9 @@ class RoleWorker:
         result = getattr(engine, method)(*args)
         if isinstance(result, Iterator):
             result = list(result)
+        stamp = isinstance(result, Rollouts) and not result.weight_versions
+        if stamp and self.weight_version is not None:  # each sample records its weights' version
+            result.weight_versions = [self.weight_version] * len(result.response_ids)
         if method == "train_step":
             result = {**result, **self.turns.drain_metrics()}
         return result
@@ -132,22 +139,58 @@ class RoleWorker:
         weights = [(name, t.cpu()) for name, t in self.engines[role].export_weights()]
         return weights if self.rank == 0 else None
 
-    def sync_weights(self) -> dict[str, float]:
-        """The actor's weights into this rank's rollout engine (every rank gathers each
-        tensor together; each replica loads the full weights). In sync mode, when the
-        actor exports its live parameters and the rollout engine can take them as its own
-        (`exports_views`, `share_weights`: same process, device and dtype), they are
-        shared once and later syncs move nothing."""
+    def sync_weights(self, version: int) -> dict[str, float]:
+        """The actor's weights (`version`: the updates they hold) into this rank's rollout
+        engine (every rank gathers each tensor together; each replica loads the full
+        weights). In sync mode, when the actor exports its live parameters and the rollout
+        engine can take them as its own (`exports_views`, `share_weights`: same process,
+        device and dtype), they are shared once and later syncs move nothing."""
         assert self.turns is not None, "build() first"
         self.turns.enter("actor")  # its weights on the device for the all-gathers
         actor, rollout = self.engines["actor"], self.engines["rollout"]
         rollout.wake()
         weights = actor.export_weights()
+        self.weight_version = version
         if self.may_share_weights and declares(actor, ExportsViews) and actor.exports_views:
             weights = list(weights)  # views: no copies
             if declares(rollout, SharesWeights) and rollout.share_weights(weights):
                 return shared_sync_metrics(weights)
         return dict(self.sender.sync(weights, rollout))
+
+    # --- a disaggregated placement: weights from the trainer ranks to rollout replicas ----
+
+    def open_weights(self, address: str, port: int, member: int | None, size: int) -> None:
+        """Join the weight group (`member` 0: the trainer's rank 0, which hosts its store at
+        `address:port`; 1..: the rollout replicas; None: a trainer rank that only gathers)."""
+        from rl.core.workers.weight_ends import WeightEnds
+
+        assert self.config is not None, "build() first"
+        config = self.config
+        self.weight_ends = WeightEnds.open(
+            address,
+            port,
+            member,
+            size,
+            backend="nccl" if config.trainer.device == "cuda" else "gloo",
+            timeout_s=config.trainer.worker_timeout_s,
+            bucket_bytes=config.rollout.update_weights_bucket_megabytes << 20,
+            delta=config.rollout.update_weights_delta,
+        )
+
+    def push_weights(self, version: int) -> dict[str, float]:
+        """The actor's full weights, gathered by every trainer rank, sent by rank 0."""
+        assert self.turns is not None and self.weight_ends is not None, "open_weights() first"
+        self.turns.enter("actor")
+        return self.weight_ends.send(self.engines["actor"].export_weights(), version)
+
+    def pull_weights(self, version: int) -> dict[str, float]:
+        """This rollout replica's end of a push: load the weights and their version."""
+        assert self.weight_ends is not None, "open_weights() first"
+        rollout = self.engines["rollout"]
+        rollout.wake()
+        metrics = self.weight_ends.receive(rollout, version)
+        self.weight_version = version
+        return metrics
 
     def rng_state(self) -> dict[str, Any]:
         """This process's RNG state (sampling draws from it): checkpoints carry one per rank."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -30,7 +31,7 @@ from rl.core.engines import Closable, Preflighted, RolloutEngine, Rollouts, Samp
 from rl.core.models import load_model_config, model_source
 from rl.core.weight_sync.groups import fused_module
 from rl.rollout.vllm.driver import EngineLoop
-from rl.rollout.vllm.options import check_tensor_parallel, engine_args
+from rl.rollout.vllm.options import check_tensor_parallel, cpu_binding, engine_args
 from rl.rollout.vllm.outputs import to_rollouts
 from rl.rollout.vllm.sampling import one_prompt, to_vllm
 from rl.rollout.vllm.version import import_vllm
@@ -51,6 +52,7 @@ class VLLMRolloutEngine(RolloutEngine, Closable, Preflighted):
         free_cache_engine: bool = True,
         detokenize: bool = False,
         scratch_dir: str | None = None,
+        tensor_parallel_size: int = 1,
     ) -> None:
         self._vllm = import_vllm()
         self.loop = EngineLoop(engine)
@@ -60,6 +62,7 @@ class VLLMRolloutEngine(RolloutEngine, Closable, Preflighted):
         self.detokenize = detokenize
         self._scratch_dir = scratch_dir
         self._sleeping = False
+        self.tensor_parallel_size = tensor_parallel_size
 
     @classmethod
     def preflight(cls, config: Config, role: str = "rollout") -> None:
@@ -81,6 +84,11 @@ class VLLMRolloutEngine(RolloutEngine, Closable, Preflighted):
             log.info("rollout: the built-in model has no files; vLLM starts from dummy weights")
             kwargs["load_format"] = "dummy"
         threads = torch.get_num_threads()
+        tp = config.rollout.tensor_parallel_size
+        if on_cpu and tp > 1 and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
+            os.environ["VLLM_CPU_OMP_THREADS_BIND"] = cpu_binding(
+                tp, sorted(os.sched_getaffinity(0))
+            )
         engine = LLMEngine.from_engine_args(EngineArgs(**kwargs))
         torch.set_num_threads(threads)  # vLLM lowers it for serving; the trainer shares it
         return cls(
@@ -90,6 +98,7 @@ class VLLMRolloutEngine(RolloutEngine, Closable, Preflighted):
             free_cache_engine=config.rollout.free_cache_engine,
             detokenize=config.rollout.detokenize,
             scratch_dir=scratch,
+            tensor_parallel_size=tp,
         )
 
     def generate(self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams) -> Rollouts:
@@ -118,7 +127,12 @@ class VLLMRolloutEngine(RolloutEngine, Closable, Preflighted):
 
         A tied model's embedding arrives once (`lm_head.weight`, if sent too, must equal
         it); its head, which the reload does not rebuild, is refreshed after it."""
-        checked = self.weights.checked(named_tensors)
+        checked: Any = self.weights.checked(named_tensors)
+        if self.tensor_parallel_size > 1:
+            # the TP workers are processes of their own: the weights go to them pickled, a
+            # full copy each (their loaders take their shards); a bucket view is copied
+            # out first, or its whole bucket would travel with it
+            checked = [(name, tensor.clone()) for name, tensor in checked]
 
         def reload(engine: Any) -> None:
             engine.collective_rpc("reload_weights", kwargs={"weights_iterator": checked})

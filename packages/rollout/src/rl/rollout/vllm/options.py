@@ -44,18 +44,40 @@ def kv_cache_bytes(hf_config: Any, tokens: int, dtype_bytes: int) -> int:
 
 
 def check_tensor_parallel(config: Config) -> None:
-    """vLLM here runs in the trainer's process with tensor_parallel_size 1 (ConfigError)."""
+    """Tensor parallelism needs a rollout worker of its own (ConfigError otherwise)."""
     tp = config.rollout.tensor_parallel_size
-    if tp > 1:
-        # vLLM would start TP worker processes, which a reload of the trainer's in-memory
-        # tensors cannot reach; TP across the trainer's ranks (external_launcher) comes with
-        # multi-process rollout workers.
+    if tp > 1 and not runs_apart(config):
+        # vLLM would start TP worker processes beside the trainer's ranks, which hold the
+        # devices; a rollout replica on devices of its own starts them in its Ray worker.
         raise ConfigError(
-            f"rollout.tensor_parallel_size = {tp}: the vLLM engine runs in the trainer's "
-            "process with tensor_parallel_size 1 in this version; set "
-            "rollout.tensor_parallel_size=1 (the trainer's FSDP or megatron layout still "
-            "spans every device)"
+            f"rollout.tensor_parallel_size = {tp}: a vLLM replica spanning {tp} devices runs "
+            "in a rollout worker of its own: trainer.launcher=ray with the rollout placed on "
+            "devices apart from the actor's (e.g. cluster.placement={actor: [0], rollout: "
+            f"[1, 2]}}); or set rollout.tensor_parallel_size=1"
         )
+
+
+def runs_apart(config: Config) -> bool:
+    """Whether the rollout runs in Ray workers of its own (a disaggregated placement)."""
+    if config.trainer.launcher != "ray":
+        return False
+    from rl.core.workers.launch import ray_layout
+
+    layout = ray_layout(config)
+    return layout is not None and layout.disaggregated
+
+
+def cpu_binding(tp: int, cores: list[int]) -> str:
+    """`VLLM_CPU_OMP_THREADS_BIND` for `tp` CPU workers over `cores` (this process's):
+    consecutive equal shares, e.g. "0|1" or "0-3|4-7"."""
+    if len(cores) < tp:
+        raise ConfigError(
+            f"rollout.tensor_parallel_size = {tp} on the CPU needs a core per worker; this "
+            f"rollout worker may use {len(cores)} ({cores}): raise cluster.cpus_per_worker"
+        )
+    share = len(cores) // tp
+    parts = [sorted(cores)[k * share : (k + 1) * share] for k in range(tp)]
+    return "|".join(str(p[0]) if len(p) == 1 else f"{p[0]}-{p[-1]}" for p in parts)
 
 
 def engine_args(
@@ -81,6 +103,8 @@ def engine_args(
         size = 2 if dtype in ("bfloat16", "float16") else 4
         need = kv_cache_bytes(hf_config, rollout.max_num_seqs * length, size)
         args["kv_cache_memory_bytes"] = max(need, 64 << 20)
+        if rollout.tensor_parallel_size > 1:
+            args["distributed_executor_backend"] = "mp"  # one worker process per TP rank
     elif rollout.free_cache_engine:
         args["enable_sleep_mode"] = True
     extra = rollout.engine_options("vllm")
