@@ -1,5 +1,6 @@
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -30,6 +31,30 @@ def read_metrics_rows(output_dir, missing_ok=False):
 def metrics_rows():
     """`metrics_rows(output_dir, missing_ok=False)`: a run's metrics rows."""
     return read_metrics_rows
+
+
+@pytest.fixture(scope="session")
+def descendants():
+    """`descendants(pid)`: the (pid, command line) of every process below `pid` (Ray's
+    raylet and its workers are the driver's children)."""
+    return process_descendants
+
+
+def process_descendants(pid):
+    """Processes below `pid` (Ray's raylet and its workers are the driver's children)."""
+    table = subprocess.run(
+        ["ps", "-eo", "pid=,ppid=,args="], capture_output=True, text=True, check=True
+    ).stdout
+    rows = [line.split(None, 2) for line in table.splitlines() if line.strip()]
+    children: dict[int, list[tuple[int, str]]] = {}
+    for row in rows:
+        children.setdefault(int(row[1]), []).append((int(row[0]), row[2] if len(row) > 2 else ""))
+    found, todo = [], [pid]
+    while todo:
+        for child, args in children.get(todo.pop(), []):
+            found.append((child, args))
+            todo.append(child)
+    return found
 
 
 @pytest.fixture(scope="session")

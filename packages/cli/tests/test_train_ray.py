@@ -56,27 +56,10 @@ def test_the_demo_learns_on_two_ray_ranks_with_colocated_roles_taking_turns(
     assert (tmp_path / "hf" / "model.safetensors").exists()
 
 
-def descendants(pid):
-    """Processes below `pid` (Ray's raylet and its workers are the driver's children)."""
-    table = subprocess.run(
-        ["ps", "-eo", "pid=,ppid=,args="], capture_output=True, text=True, check=True
-    ).stdout
-    rows = [line.split(None, 2) for line in table.splitlines() if line.strip()]
-    children: dict[int, list[tuple[int, str]]] = {}
-    for row in rows:
-        children.setdefault(int(row[1]), []).append((int(row[0]), row[2] if len(row) > 2 else ""))
-    found, todo = [], [pid]
-    while todo:
-        for child, args in children.get(todo.pop(), []):
-            found.append((child, args))
-            todo.append(child)
-    return found
-
-
 @pytest.mark.ray
 @pytest.mark.slow
 def test_a_worker_killed_mid_run_ends_it_with_one_clear_error(
-    tmp_path, rl_executable, tiny_run, metrics_rows
+    tmp_path, rl_executable, tiny_run, metrics_rows, descendants
 ):
     run = subprocess.Popen(
         [
@@ -166,7 +149,7 @@ def final_weights(output_dir):
 @pytest.mark.ray
 @pytest.mark.slow
 def test_sigterm_to_the_driver_checkpoints_through_the_workers_and_resumes_bit_identical(
-    tmp_path, rl_executable, tiny_run
+    tmp_path, rl_executable, tiny_run, descendants
 ):
     """SIGTERM to the driver of a 2-rank Ray run (as a scheduler sends it) after its first
     checkpoint: the driver finishes the step, has its workers write their shards of a

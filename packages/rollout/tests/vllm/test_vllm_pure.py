@@ -67,8 +67,18 @@ def test_engine_args_use_the_rollout_keys_and_refuse_collisions():
     assert need == 2 * 2 * 1 * 64 * 4 * 8 * args["max_model_len"]
     assert args["kv_cache_memory_bytes"] == max(need, 64 << 20)
     wide = load_config(overrides=["rollout.tensor_parallel_size=2"])
-    with pytest.raises(ConfigError, match="rollout.tensor_parallel_size = 2"):
+    with pytest.raises(ConfigError, match="rollout.tensor_parallel_size = 2: a vLLM replica"):
         engine_args(wide, "/m", "float32", on_cpu=True, hf_config=hf_config)
+    apart = load_config(
+        overrides=[
+            "rollout.tensor_parallel_size=2",
+            "trainer.launcher=ray",
+            "cluster.n_gpus_per_node=3",
+            "cluster.placement={actor: [0], rollout: [1, 2]}",
+        ]
+    )
+    tp = engine_args(apart, "/m", "float32", on_cpu=True, hf_config=hf_config)
+    assert tp["tensor_parallel_size"] == 2 and tp["distributed_executor_backend"] == "mp"
     clash = load_config(overrides=["rollout.engine_kwargs.vllm.max_num_seqs=4"])
     with pytest.raises(ConfigError, match="set by rollout.max_num_seqs"):
         engine_args(clash, "/m", "float32", on_cpu=True, hf_config=hf_config)
@@ -84,3 +94,13 @@ def test_the_config_checks_the_engine_keys():
     ]:
         with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
             load_config(overrides=[override])
+
+
+def test_tp_workers_bind_to_equal_shares_of_the_workers_cores():
+    from rl.rollout.vllm.options import cpu_binding
+
+    assert cpu_binding(2, [0, 1]) == "0|1"
+    assert cpu_binding(2, [4, 5, 6, 7, 0, 1, 2, 3]) == "0-3|4-7"
+    assert cpu_binding(1, [3]) == "3"
+    with pytest.raises(ConfigError, match="raise cluster.cpus_per_worker"):
+        cpu_binding(2, [0])

@@ -2,6 +2,7 @@
 
     python -m rl.bench modes                    # 8 steps, 3 interleaved rounds
     python -m rl.bench modes --steps 6 --rounds 2 -- data.max_response_length=32
+    python -m rl.bench modes --placement disaggregated   # actor and rollout on Ray workers apart
 
 The workload is the tiny demo model *without* its SFT warm-start: its random weights end a
 response at EOS with a small, constant chance per token, so response lengths are long-tailed
@@ -11,7 +12,12 @@ noisy machine hit both), from the same seed, in its own `rl train` process. A st
 is the trainer's `timing/step` (wall clock, waits included); the first step of each run
 (warm-up) is left out. Modes: sync, one_step_off, and async with max_staleness 2. The
 report gives the median step time of each mode, its ratio to sync, the median share of a
-one-step-off step spent waiting for the rollout thread, and the mean staleness.
+one-step-off step spent waiting for the rollout thread, and the mean staleness. With
+`--placement disaggregated` the actor and the rollout run in Ray workers of their own (one
+CPU each): generation and learning then overlap in different processes, and the report
+adds the measured overlap — from sync's medians, generate g and the rest of the step r, a
+mode's step t hides (g + r - t) / min(g, r) of the shorter phase (1: the step takes
+max(g, r); 0: their sum).
 Raw rows go to `<out>/modes.jsonl`; `benchmarks/modes/` keeps committed output.
 """
 
@@ -30,6 +36,15 @@ MODES = {  # name -> overrides
     "sync": ["trainer.mode=sync"],
     "one_step_off": ["trainer.mode=one_step_off"],
     "async_s2": ["trainer.mode=async", "trainer.max_staleness=2"],
+}
+PLACEMENTS = {  # name -> overrides
+    "colocated": [],
+    "disaggregated": [
+        "trainer.launcher=ray",
+        "cluster.n_gpus_per_node=2",
+        "cluster.placement={actor: [0], rollout: [1]}",
+        "cluster.cpus_per_worker=1",
+    ],
 }
 WORKLOAD = [
     "sft.steps=0",
@@ -70,12 +85,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path("outputs/bench_modes"))
+    parser.add_argument("--placement", choices=list(PLACEMENTS), default="colocated")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args(argv)
+    args.overrides = [*PLACEMENTS[args.placement], *args.overrides]
     if args.steps < 2:
         parser.error("--steps must be at least 2 (the first step of each run is warm-up)")
     args.out.mkdir(parents=True, exist_ok=True)
     times: dict[str, list[float]] = {mode: [] for mode in MODES}
+    generate: list[float] = []  # sync's generation, and the rest of its step
     waits: list[float] = []
     staleness: dict[str, list[float]] = {}
     lengths: list[float] = []
@@ -88,6 +106,8 @@ def main(argv: list[str] | None = None) -> None:
                 for row in rows[1:]:  # the first step warms up
                     times[mode].append(row["timing/step"])
                     lengths.append(row["response/length_mean"])
+                    if mode == "sync":
+                        generate.append(row["timing/generate"])
                     if mode == "one_step_off":
                         waits.append(row["timing/wait_rollout"] / row["timing/step"])
                     if "rollout/staleness" in row:
@@ -109,6 +129,21 @@ def main(argv: list[str] | None = None) -> None:
     )
     for mode, values in staleness.items():
         print(f"{mode}: mean rollout staleness {statistics.mean(values):.2f} updates")
+    g = statistics.median(generate)
+    r = medians["sync"] - g
+    print(
+        f"sync phases: generate {g:.3f} s, the rest {r:.3f} s; their sum {g + r:.3f} s, "
+        f"their max {max(g, r):.3f} s"
+    )
+    for mode in MODES:
+        if mode != "sync":
+            print(f"{mode}: overlap {overlap(g, r, medians[mode]):.2f} of the shorter phase hidden")
+
+
+def overlap(generate: float, rest: float, step: float) -> float:
+    """The share of the shorter phase a step of `step` seconds hides: 1 when it takes
+    max(generate, rest), 0 when it takes their sum (negative: slower than that)."""
+    return (generate + rest - step) / max(min(generate, rest), 1e-9)
 
 
 if __name__ == "__main__":

@@ -220,6 +220,7 @@ def _launch_split(
     their own (`split_group`), both built at once, then joined by the weight group."""
     from rl.core.workers.ray_group import RayWorkerGroup, start_ray
     from rl.core.workers.split_group import SplitGroup
+    from rl.core.workers.worker import RolloutWorker
 
     check_divisible(config, layout.train_ranks)
     trainer, cuda = config.trainer, config.trainer.device == "cuda"
@@ -241,6 +242,7 @@ def _launch_split(
             layout.rollout_replicas,
             devices_per_worker=layout.rollout_tp,
             distributed=False,
+            worker_class=RolloutWorker,
             **common,
         )
     except BaseException:

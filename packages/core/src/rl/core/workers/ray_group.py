@@ -64,12 +64,13 @@ class RayWorkerGroup:
         address: str | None = None,
         devices_per_worker: int = 1,
         distributed: bool = True,
+        worker_class: type = RoleWorker,
     ) -> None:
         import ray
         from ray.util.placement_group import placement_group, remove_placement_group
 
         self.roles, self.world_size, self.timeout_s = tuple(roles), world_size, timeout_s
-        self.distributed = distributed
+        self.distributed, self.worker_class = distributed, worker_class
         self.broken = False  # a call failed: ranks may hang in a collective, do not wait on them
         gpus = devices_per_worker if device_type == "cuda" else 0
         cpus_per_worker *= 1 if gpus else devices_per_worker
@@ -101,7 +102,7 @@ class RayWorkerGroup:
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         threads = str(max(1, int(cpus_per_worker)))
-        remote = ray.remote(RoleWorker)
+        remote = ray.remote(self.worker_class)
         for rank in range(self.world_size):
             self.actors.append(
                 remote.options(

@@ -220,3 +220,8 @@ class RoleWorker:
         self.close_engines()
         if dist.is_initialized():
             dist.destroy_process_group()
+
+
+class RolloutWorker(RoleWorker):
+    """A rollout replica of a disaggregated placement: a `RoleWorker` hosting the rollout
+    alone, under a name of its own (`ray::RolloutWorker` in `ps` and Ray's dashboard)."""
