@@ -1,0 +1,370 @@
+"""`make_plan(config)`: placement, batch arithmetic and memory estimate of a run, before any
+worker starts; `check_plan(config)` refuses what cannot divide or fit, naming the key.
+
+Nothing here loads weights: the model's shapes come from its config.json (`model_dims`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rl.core.config import Config, ConfigError
+from rl.core.plan.batches import (
+    RolloutBatches,
+    TrainBatches,
+    check_batches,
+    check_rollout,
+)
+from rl.core.plan.device_memory import GIB, device_memory, kv_cache_space
+from rl.core.plan.layout import Layout, layout
+from rl.core.plan.memory import (
+    DTYPE_BYTES,
+    Layer,
+    RoleMemory,
+    Sharding,
+    activation_bytes,
+    device_peak,
+    forward_only_bytes,
+    kv_cache_bytes,
+    logits_bytes,
+    state_bytes,
+)
+from rl.core.plan.model_dims import ModelDims, ParameterCounts, model_dims, parameter_counts
+
+
+@dataclass(frozen=True)
+class DeviceGroup:
+    devices: tuple[int, ...]
+    roles: tuple[str, ...]
+    phases: dict[str, RoleMemory]
+    peak: int
+    peak_role: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    layout: Layout
+    train: dict[str, TrainBatches]  # actor (and critic)
+    rollout: RolloutBatches
+    dims: ModelDims | None = None
+    params: ParameterCounts | None = None
+    devices: tuple[DeviceGroup, ...] = ()
+    device_bytes: int | None = None
+    device_source: str = ""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def make_plan(config: Config, *, memory: bool = True) -> Plan:
+    """The plan of `config` (a ConfigError for what cannot divide; the fit is `check_fit`'s).
+    `memory=False` skips the estimate (no config.json to read)."""
+    from rl.core.workers.launch import cluster_placement, needed_roles, replica_size
+
+    roles = needed_roles(config)
+    where = layout(config, cluster_placement(config), roles)
+    train = {
+        role: _train_batches(config, role, where.train_ranks, replica_size(config, role))
+        for role in ("actor", "critic")
+        if role in roles
+    }
+    rollout = RolloutBatches(
+        where.rollout_devices,
+        config.rollout.tensor_parallel_size,
+        config.data.train_batch_size,
+        config.rollout.n,
+        config.rollout.data_rerank,
+    )
+    plan = Plan(where, train, rollout)
+    if not memory:
+        return plan
+    dims = model_dims(config)
+    return _with_memory(config, plan, dims)
+
+
+def check_plan(config: Config) -> Plan | None:
+    """Refuse (ConfigError naming the key) a batch split that cannot be even, a rollout TP
+    that does not divide its devices, or a device the estimate does not fit; the plan, or
+    None when the model's config.json is not here to estimate from (a Hub id)."""
+    plan = make_plan(config, memory=False)
+    for train in plan.train.values():
+        check_batches(train)
+    check_rollout(plan.rollout)
+    try:
+        plan = make_plan(config)
+    except ConfigError:
+        return None  # no config.json here: the model loader reports a bad path by name
+    check_fit(config, plan)
+    return plan
+
+
+def _train_batches(config: Config, role: str, ranks: int, per_copy: int) -> TrainBatches:
+    section: Any = config.critic if role == "critic" else config.actor
+    data = config.data
+    return TrainBatches(
+        role=role,
+        ranks=ranks,
+        ranks_per_copy=per_copy,
+        prompts=data.train_batch_size,
+        n=config.rollout.n,
+        mini_batch_size=section.ppo_mini_batch_size,
+        micro_batch_size=section.ppo_micro_batch_size_per_gpu,
+        epochs=section.ppo_epochs,
+        seq_len=data.max_prompt_length + data.max_response_length,
+        response_len=data.max_response_length,
+        token_budget=section.ppo_max_token_len_per_gpu if section.use_dynamic_bsz else None,
+    )
+
+
+def _with_memory(config: Config, plan: Plan, dims: ModelDims) -> Plan:
+    from dataclasses import replace
+
+    params = parameter_counts(dims)
+    device_bytes, source = device_memory(config)
+    phases = _role_memory(config, plan, dims, params, device_bytes)
+    groups = []
+    for devices, roles in plan.layout.groups:
+        on_device = {role: phases[role] for role in roles if role in phases}
+        peak, who = device_peak(on_device)
+        groups.append(DeviceGroup(devices, roles, on_device, peak, who))
+    return replace(
+        plan,
+        dims=dims,
+        params=params,
+        devices=tuple(groups),
+        device_bytes=device_bytes,
+        device_source=source,
+    )
+
+
+def _role_memory(
+    config: Config,
+    plan: Plan,
+    dims: ModelDims,
+    params: ParameterCounts,
+    device_bytes: int | None,
+) -> dict[str, RoleMemory]:
+    layer = Layer(
+        dims.num_layers, dims.hidden_size, dims.intermediate_size, dims.kv_dim, dims.vocab_size
+    )
+    memory = {"actor": _train_memory(config, plan, "actor", layer, params)}
+    if "ref" in plan.layout.roles:
+        memory["ref"] = _ref_memory(config, plan, layer, params)
+    if "critic" in plan.train:
+        memory["critic"] = _train_memory(config, plan, "critic", layer, params)
+    memory["rollout"] = _rollout_memory(config, plan, layer, params, device_bytes)
+    return memory
+
+
+def _backend(config: Config, role: str, name: str) -> Any:
+    section: Any = config.critic if role == "critic" else config.actor
+    return section.backends.get(name)
+
+
+def _sharding(config: Config, role: str, ranks: int, params: ParameterCounts) -> Sharding:
+    section: Any = config.critic if role == "critic" else config.actor
+    if section.strategy == "megatron":
+        m = _backend(config, role, "megatron")
+        tp, pp = m.tensor_model_parallel_size, m.pipeline_model_parallel_size
+        dp = max(1, ranks // (tp * pp * m.context_parallel_size))
+        return Sharding("megatron", tp * pp, dp, bool(m.use_distributed_optimizer))
+    fsdp = _backend(config, role, "fsdp_config")
+    size = getattr(fsdp, "fsdp_size", -1)
+    shards = ranks if size in (-1, None) else min(size, ranks)
+    gathered = params.embedding + params.lm_head + 2 * params.per_layer if shards > 1 else 0
+    return Sharding("fsdp", shards, ranks, gathered=gathered)
+
+
+def _sequence_split(config: Config, role: str) -> int:
+    """Ranks one row's tokens are split over: Ulysses, or megatron's TP × CP (sequence
+    parallel)."""
+    section: Any = config.critic if role == "critic" else config.actor
+    if section.strategy == "megatron":
+        m = _backend(config, role, "megatron")
+        return m.tensor_model_parallel_size * m.context_parallel_size
+    return max(1, section.ulysses_sequence_parallel_size)
+
+
+def _offloads(config: Config, role: str) -> tuple[bool, bool]:
+    """(parameters, optimizer) moved off the device between phases."""
+    owner = "critic" if role == "critic" else "actor"
+    section: Any = getattr(config, owner)
+    name = "megatron" if section.strategy == "megatron" else "fsdp_config"
+    backend = _backend(config, owner, name)
+    policy = bool(getattr(backend, "offload_policy", False))
+    return (
+        policy or bool(getattr(backend, "param_offload", False)),
+        policy or bool(getattr(backend, "optimizer_offload", False)),
+    )
+
+
+def _fused(config: Config) -> bool:
+    if config.actor.strategy == "megatron":
+        return True
+    fused = config.actor.use_fused_kernels
+    return fused if fused is not None else config.trainer.device == "cuda"
+
+
+def _train_memory(
+    config: Config, plan: Plan, role: str, layer: Layer, params: ParameterCounts
+) -> RoleMemory:
+    b = DTYPE_BYTES[config.model.dtype]
+    total = params.critic_total if role == "critic" else params.total
+    sharding = _sharding(config, role, plan.layout.train_ranks, params)
+    weights, grads, optim = state_bytes(total, b, sharding, with_optimizer=True)
+    batches = plan.train[role]
+    split = _sequence_split(config, role)
+    tokens = -(-batches.micro_tokens // split)
+    acts = activation_bytes(layer, tokens, b, config.model.gradient_checkpointing)
+    logits = 0
+    if role == "actor":
+        response = -(-batches.micro_response_tokens // split)
+        logits = logits_bytes(layer.vocab, response, fused=_fused(config), training=True)
+    off_params, off_optim = _offloads(config, role)
+    sharded = weights - b * sharding.gathered  # the gathered layers are freed after use
+    if config.trainer.device == "cpu":  # offloading to CPU frees nothing there
+        off_params = off_optim = False
+    resident = (0 if off_params else sharded) + (0 if off_optim else optim)
+    return RoleMemory(role, weights, grads, optim, acts, logits, resident=resident)
+
+
+def _ref_memory(config: Config, plan: Plan, layer: Layer, params: ParameterCounts) -> RoleMemory:
+    b = DTYPE_BYTES[config.model.dtype]
+    sharding = _sharding(config, "actor", plan.layout.train_ranks, params)
+    weights, _, _ = state_bytes(params.total, b, sharding, with_optimizer=False)
+    ref, data = config.ref, config.data
+    seq = data.max_prompt_length + data.max_response_length
+    if ref.log_prob_use_dynamic_bsz:
+        tokens, response = ref.log_prob_max_token_len_per_gpu, ref.log_prob_max_token_len_per_gpu
+    else:
+        rows = min(ref.log_prob_micro_batch_size_per_gpu, plan.train["actor"].rows_per_rank)
+        tokens, response = rows * seq, rows * data.max_response_length
+    split = _sequence_split(config, "actor")
+    acts = forward_only_bytes(layer, -(-tokens // split), b)
+    logits = logits_bytes(layer.vocab, -(-response // split), fused=_fused(config), training=False)
+    off_params, _ = _offloads(config, "ref")
+    sharded = weights - b * sharding.gathered
+    resident = 0 if off_params and config.trainer.device == "cuda" else sharded
+    return RoleMemory("ref", weights, 0, 0, acts, logits, resident=resident)
+
+
+def _rollout_memory(
+    config: Config, plan: Plan, layer: Layer, params: ParameterCounts, device_bytes: int | None
+) -> RoleMemory:
+    rollout, data = config.rollout, config.data
+    b = DTYPE_BYTES[config.model.dtype if rollout.dtype == "auto" else rollout.dtype]
+    tp = rollout.tensor_parallel_size
+    weights = b * params.total // tp
+    seq = rollout.max_model_len or data.max_prompt_length + data.max_response_length
+    in_flight = min(rollout.max_num_seqs, plan.rollout.samples_per_replica) * seq
+    space = kv_cache_space(config, device_bytes)
+    if space is not None and config.trainer.device == "cuda":
+        kv = max(0, space - weights)  # vLLM / SGLang claim the fraction whole
+    elif space is not None:
+        kv = space
+    else:
+        kv = kv_cache_bytes(layer, in_flight, b, tp)
+    peak = RoleMemory("rollout", weights, kv_cache=kv)
+    sleeps = rollout.free_cache_engine and config.trainer.device == "cuda"
+    return RoleMemory("rollout", weights, kv_cache=kv, resident=0 if sleeps else peak.peak)
+
+
+def check_fit(config: Config, plan: Plan) -> None:
+    """Refuse a device whose estimated peak is above its memory, and a preallocated KV
+    cache that cannot hold one sequence, naming the key to change."""
+    if plan.device_bytes is None or plan.dims is None:
+        return
+    if config.trainer.device == "cpu":
+        _check_ram(config, plan)
+        return
+    for group in plan.devices:
+        if group.peak > plan.device_bytes:
+            raise ConfigError(_too_big(config, plan, group))
+    _check_kv(config, plan)
+
+
+def _check_ram(config: Config, plan: Plan) -> None:
+    """On CPU every worker process shares this machine's RAM."""
+    total = sum(group.peak * len(group.devices) for group in plan.devices)
+    if total > (plan.device_bytes or 0):
+        worst = max(plan.devices, key=lambda group: group.peak)
+        raise ConfigError(_too_big(config, plan, worst, total=total))
+
+
+def _check_kv(config: Config, plan: Plan) -> None:
+    if plan.dims is None:
+        return
+    rollout = config.rollout
+    memory = next(g.phases["rollout"] for g in plan.devices if "rollout" in g.phases)
+    space = kv_cache_space(config, plan.device_bytes)
+    if space is None:
+        return
+    data = config.data
+    seq = rollout.max_model_len or data.max_prompt_length + data.max_response_length
+    layer = Layer(
+        plan.dims.num_layers, plan.dims.hidden_size, 0, plan.dims.kv_dim, plan.dims.vocab_size
+    )
+    b = DTYPE_BYTES[config.model.dtype if rollout.dtype == "auto" else rollout.dtype]
+    one = kv_cache_bytes(layer, seq, b, rollout.tensor_parallel_size)
+    if memory.kv_cache < one:
+        raise ConfigError(
+            f"rollout.gpu_memory_utilization = {rollout.gpu_memory_utilization}: "
+            f"{gib(space)} GiB of {gib(plan.device_bytes or 0)} leaves {gib(memory.kv_cache)} "
+            f"GiB for the KV cache after {gib(memory.parameters)} GiB of weights, less than "
+            f"one sequence of {seq} tokens needs ({gib(one)} GiB): raise "
+            "rollout.gpu_memory_utilization or rollout.tensor_parallel_size"
+        )
+
+
+def gib(value: int) -> str:
+    return f"{value / GIB:.2f}"
+
+
+# the largest part of a role's memory -> the key that shrinks it
+_FIXES = {
+    "parameters": "more devices (cluster.n_gpus_per_node) to shard over, or "
+    "{owner}.fsdp_config.param_offload=true",
+    "gradients": "more devices (cluster.n_gpus_per_node) to shard over",
+    "optimizer": "{owner}.fsdp_config.optimizer_offload=true, or more devices "
+    "(cluster.n_gpus_per_node)",
+    "activations": "lower {owner}.ppo_micro_batch_size_per_gpu (or "
+    "ppo_max_token_len_per_gpu with use_dynamic_bsz), or model.gradient_checkpointing=true",
+    "logits": "actor.use_fused_kernels=true (the fused log-prob never builds the logits), or "
+    "lower actor.ppo_micro_batch_size_per_gpu",
+    "kv_cache": "lower rollout.gpu_memory_utilization or rollout.max_num_seqs",
+}
+_PARTS = ("parameters", "gradients", "optimizer", "activations", "logits", "kv_cache")
+
+
+def _too_big(config: Config, plan: Plan, group: DeviceGroup, total: int | None = None) -> str:
+    role = group.peak_role
+    memory = group.phases[role]
+    part = max(_PARTS, key=lambda name: getattr(memory, name))
+    owner = "critic" if role == "critic" else "actor"
+    if role == "ref" and part == "activations":
+        part, owner = "logits", "ref"
+    fix = _FIXES[part].format(owner=owner)
+    if role == "ref" and part == "logits":
+        fix = "lower ref.log_prob_micro_batch_size_per_gpu, or actor.use_fused_kernels=true"
+    others = [r for r in group.phases if r != role and group.phases[r].resident]
+    if others and not config.rollout.free_cache_engine and "rollout" in others:
+        fix += "; or rollout.free_cache_engine=true (the rollout keeps its cache meanwhile)"
+    where = "this machine's RAM" if total is not None else f"device(s) {_ranges(group.devices)}"
+    need = total if total is not None else group.peak
+    parts = ", ".join(
+        f"{name} {gib(getattr(memory, name))}" for name in _PARTS if getattr(memory, name)
+    )
+    return (
+        f"{role} needs ~{gib(need)} GiB on {where} ({parts}; plus what colocated roles keep) "
+        f"but it has {gib(plan.device_bytes or 0)} GiB ({plan.device_source}): {fix} "
+        "(`rl plan` shows the estimate)"
+    )
+
+
+def _ranges(devices: tuple[int, ...]) -> str:
+    runs: list[list[int]] = []
+    for d in devices:
+        if runs and d == runs[-1][-1] + 1:
+            runs[-1].append(d)
+        else:
+            runs.append([d])
+    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
