@@ -85,16 +85,21 @@ def check_plan(config: Config) -> Plan | None:
     """Refuse (ConfigError naming the key) a batch split that cannot be even, a rollout TP
     that does not divide its devices, or a device the estimate does not fit; the plan, or
     None when the model's config.json is not here to estimate from (a Hub id)."""
-    plan = make_plan(config, memory=False)
-    for train in plan.train.values():
-        check_batches(train)
-    check_rollout(plan.rollout)
+    check_divisions(make_plan(config, memory=False))
     try:
         plan = make_plan(config)
     except ConfigError:
         return None  # no config.json here: the model loader reports a bad path by name
     check_fit(config, plan)
     return plan
+
+
+def check_divisions(plan: Plan) -> None:
+    """Refuse a batch split that cannot be even or a rollout TP that does not divide the
+    rollout's devices (a ConfigError naming the key)."""
+    for train in plan.train.values():
+        check_batches(train)
+    check_rollout(plan.rollout)
 
 
 def _train_batches(config: Config, role: str, ranks: int, per_copy: int) -> TrainBatches:
@@ -197,6 +202,13 @@ def _offloads(config: Config, role: str) -> tuple[bool, bool]:
     )
 
 
+def _offload_policy(config: Config, role: str) -> bool:
+    section: Any = config.critic if role == "critic" else config.actor
+    if section.strategy == "megatron":
+        return False
+    return bool(getattr(_backend(config, role, "fsdp_config"), "offload_policy", False))
+
+
 def _fused(config: Config) -> bool:
     if config.actor.strategy == "megatron":
         return True
@@ -211,6 +223,10 @@ def _train_memory(
     total = params.critic_total if role == "critic" else params.total
     sharding = _sharding(config, role, plan.layout.train_ranks, params)
     weights, grads, optim = state_bytes(total, b, sharding, with_optimizer=True)
+    if _offload_policy(config, role) and config.trainer.device == "cuda":
+        # FSDP2's CPUOffloadPolicy: shards, gradients and optimizer on CPU, layers moved in
+        weights = b * (params.embedding + params.lm_head + 2 * params.per_layer)
+        grads = optim = 0
     batches = plan.train[role]
     split = _sequence_split(config, role)
     tokens = -(-batches.micro_tokens // split)
@@ -319,18 +335,23 @@ def gib(value: int) -> str:
     return f"{value / GIB:.2f}"
 
 
-# the largest part of a role's memory -> the key that shrinks it
+# the largest part of a role's memory -> the keys that shrink it ({shard}: the engine's)
 _FIXES = {
-    "parameters": "more devices (cluster.n_gpus_per_node) to shard over, or "
-    "{owner}.fsdp_config.param_offload=true",
-    "gradients": "more devices (cluster.n_gpus_per_node) to shard over",
-    "optimizer": "{owner}.fsdp_config.optimizer_offload=true, or more devices "
-    "(cluster.n_gpus_per_node)",
+    "parameters": "{shard}, or model.dtype=bfloat16 if it is float32",
+    "gradients": "{shard}",
+    "optimizer": "{shard}",
     "activations": "lower {owner}.ppo_micro_batch_size_per_gpu (or "
     "ppo_max_token_len_per_gpu with use_dynamic_bsz), or model.gradient_checkpointing=true",
     "logits": "actor.use_fused_kernels=true (the fused log-prob never builds the logits), or "
     "lower actor.ppo_micro_batch_size_per_gpu",
     "kv_cache": "lower rollout.gpu_memory_utilization or rollout.max_num_seqs",
+}
+_SHARD = {
+    "fsdp": "more devices to shard over (cluster.n_gpus_per_node with trainer.launcher=ray), "
+    "or {owner}.fsdp_config.offload_policy=true (FSDP2 keeps the shards and the optimizer "
+    "on CPU)",
+    "megatron": "a larger {owner}.megatron.tensor_model_parallel_size or "
+    "pipeline_model_parallel_size, or more devices (cluster.n_gpus_per_node)",
 }
 _PARTS = ("parameters", "gradients", "optimizer", "activations", "logits", "kv_cache")
 
@@ -342,13 +363,15 @@ def _too_big(config: Config, plan: Plan, group: DeviceGroup, total: int | None =
     owner = "critic" if role == "critic" else "actor"
     if role == "ref" and part == "activations":
         part, owner = "logits", "ref"
-    fix = _FIXES[part].format(owner=owner)
+    strategy = "megatron" if getattr(config, owner, config.actor).strategy == "megatron" else "fsdp"
+    shard = _SHARD[strategy].format(owner="actor" if owner == "ref" else owner)
+    fix = _FIXES[part].format(owner=owner, shard=shard)
     if role == "ref" and part == "logits":
         fix = "lower ref.log_prob_micro_batch_size_per_gpu, or actor.use_fused_kernels=true"
     others = [r for r in group.phases if r != role and group.phases[r].resident]
     if others and not config.rollout.free_cache_engine and "rollout" in others:
         fix += "; or rollout.free_cache_engine=true (the rollout keeps its cache meanwhile)"
-    where = "this machine's RAM" if total is not None else f"device(s) {_ranges(group.devices)}"
+    where = "this machine's RAM" if total is not None else f"device(s) {ranges(group.devices)}"
     need = total if total is not None else group.peak
     parts = ", ".join(
         f"{name} {gib(getattr(memory, name))}" for name in _PARTS if getattr(memory, name)
@@ -360,7 +383,8 @@ def _too_big(config: Config, plan: Plan, group: DeviceGroup, total: int | None =
     )
 
 
-def _ranges(devices: tuple[int, ...]) -> str:
+def ranges(devices: tuple[int, ...]) -> str:
+    """Device indices as RLinf writes them: \"0-3,6\"."""
     runs: list[list[int]] = []
     for d in devices:
         if runs and d == runs[-1][-1] + 1:
