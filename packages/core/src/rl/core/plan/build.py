@@ -62,7 +62,7 @@ def make_plan(config: Config, *, memory: bool = True) -> Plan:
 
     roles = needed_roles(config)
     where = layout(config, cluster_placement(config), roles)
-    train = {
+    train: dict[str, TrainBatches] = {
         role: _train_batches(config, role, where.train_ranks, replica_size(config, role))
         for role in ("actor", "critic")
         if role in roles

@@ -18,9 +18,13 @@ def device_memory(config: Config) -> tuple[int | None, str]:
     if config.trainer.device == "cuda":
         import torch
 
+        unknown = None, "no GPU's memory readable here: set cluster.device_memory_gb"
         if not torch.cuda.is_available():
-            return None, "no GPU visible here: set cluster.device_memory_gb"
-        props = torch.cuda.get_device_properties(0)
+            return unknown
+        try:
+            props = torch.cuda.get_device_properties(0)
+        except (AssertionError, RuntimeError):  # a CPU-only build, a driver that fails
+            return unknown
         return int(props.total_memory), f"{props.name} (torch.cuda)"
     return machine_ram(), "this machine's RAM"
 
