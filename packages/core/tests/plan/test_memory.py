@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 from rl.core.config import ConfigError, load_config
 from rl.core.models.shapes import model_shape, shape_config
@@ -20,6 +21,7 @@ from rl.core.plan.memory import (
     logits_bytes,
     state_bytes,
 )
+from rl.core.plan.model_dims import dims_from_hf
 
 QWEN_0_5B = Layer(layers=24, hidden=896, intermediate=4864, kv_dim=2 * 64, vocab=151936)
 P = 494_032_768  # Qwen2.5-0.5B
@@ -53,11 +55,59 @@ def test_megatron_keeps_fp32_master_and_moments_sharded_over_dp():
 
 
 def test_activations_with_and_without_checkpointing_by_hand():
-    """A layer keeps 5h + 2kv + 4i = 4480 + 256 + 19456 = 24,192 elements a token."""
-    per_token = 24_192
+    """A Qwen2.5-0.5B layer keeps 4h + 3q + 2kv + 4i = 3584 + 2688 + 256 + 19456 = 25,984
+    elements a token (q = h here); the final norm 2h."""
+    per_token = 25_984
     assert QWEN_0_5B.per_token == per_token
-    assert activation_bytes(QWEN_0_5B, 1000, 2, False) == 2 * 1000 * per_token * 24
-    assert activation_bytes(QWEN_0_5B, 1000, 2, True) == 2 * 1000 * (896 * 24 + per_token)
+    assert activation_bytes(QWEN_0_5B, 1000, 2, False) == 2 * 1000 * (per_token * 24 + 2 * 896)
+    with_checkpoints = 2 * 1000 * (896 * 24 + 2 * 896 + per_token)
+    assert activation_bytes(QWEN_0_5B, 1000, 2, True) == with_checkpoints
+
+
+def _saved_bytes(model, ids):
+    """Bytes of the tensors autograd saves for backward in a forward of `ids` (each storage
+    once, parameters excluded): the independent count the formula is held to."""
+    saved = {}
+
+    def pack(tensor):
+        saved[tensor.untyped_storage().data_ptr()] = tensor.untyped_storage().nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        model.model(input_ids=ids)
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    return sum(size for ptr, size in saved.items() if ptr not in params)
+
+
+@pytest.mark.parametrize("shape", ["qwen2.5-0.5b", "qwen3-0.6b", "llama-3.2-1b"])
+@pytest.mark.parametrize("checkpointing", [False, True])
+def test_activation_formula_against_the_tensors_a_forward_saves(shape, checkpointing):
+    """transformers' model (random weights, narrow, 2 layers, sdpa) in fp32 on CPU saves
+    what the formula counts (within 5 %) plus, at most, the attention probabilities that
+    torch's CPU attention may keep (heads × seq² a row; flash attention on GPU keeps none).
+    With checkpointing a forward saves only the layers' inputs: the formula's one extra
+    layer is its recomputation in backward, which a forward does not show."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    hf = shape_config(model_shape(shape), num_layers=2, hidden_size=256, intermediate_size=704)
+    hf["vocab_size"] = 512
+    config = AutoConfig.for_model(**hf)
+    config._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config)
+    if checkpointing:
+        model.gradient_checkpointing_enable()
+        model.train()
+    rows, seq = 4, 128
+    saved = _saved_bytes(model, torch.randint(0, 512, (rows, seq)))
+    layer = dims_from_hf(hf).layer()
+    counted = activation_bytes(layer, rows * seq, 4, checkpointing)
+    probabilities = 0
+    if checkpointing:
+        counted -= 4 * rows * seq * layer.per_token
+    else:
+        probabilities = 4 * rows * config.num_attention_heads * seq * seq * layer.layers
+    assert 0.95 * counted <= saved <= 1.05 * (counted + probabilities)
 
 
 def test_logits_only_off_the_fused_path():
@@ -147,3 +197,30 @@ def test_without_a_gpu_or_a_memory_key_the_fit_is_not_checked(qwen_folder):
     overrides = [o for o in _gpu(qwen_folder) if not o.startswith("cluster.device_memory_gb")]
     plan = make_plan(load_config(None, overrides))
     assert plan.device_bytes is None or plan.device_source.endswith("(torch.cuda)")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_model_state_against_a_real_adamw_step(dtype):
+    """Parameters, gradients and AdamW's moments after one step of the demo model, counted
+    from the tensors themselves (torch's AdamW keeps its moments in the parameters' dtype;
+    its per-parameter step counters are left out)."""
+    from rl.core.models.loading import load_causal_lm, load_tokenizer
+
+    config = load_config(None, [])
+    model = load_causal_lm(config.model, load_tokenizer(config.model)).to(dtype)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model(input_ids=torch.randint(0, 40, (2, 8))).logits.float().sum().backward()
+    optimizer.step()
+    params = list(model.parameters())
+    nbytes = lambda tensors: sum(t.numel() * t.element_size() for t in tensors)  # noqa: E731
+    moments = [t for state in optimizer.state.values() for k, t in state.items() if k != "step"]
+    size = torch.finfo(dtype).bits // 8
+    total = parameter_counts_of(config)
+    expected = state_bytes(total, size, Sharding("fsdp"), with_optimizer=True)
+    assert (nbytes(params), nbytes(p.grad for p in params), nbytes(moments)) == expected
+
+
+def parameter_counts_of(config):
+    from rl.core.plan import model_dims, parameter_counts
+
+    return parameter_counts(model_dims(config)).total

@@ -148,9 +148,7 @@ def _role_memory(
     params: ParameterCounts,
     device_bytes: int | None,
 ) -> dict[str, RoleMemory]:
-    layer = Layer(
-        dims.num_layers, dims.hidden_size, dims.intermediate_size, dims.kv_dim, dims.vocab_size
-    )
+    layer = dims.layer()
     memory = {"actor": _train_memory(config, plan, "actor", layer, params)}
     if "ref" in plan.layout.roles:
         memory["ref"] = _ref_memory(config, plan, layer, params)
@@ -271,7 +269,7 @@ def _rollout_memory(
     tp = rollout.tensor_parallel_size
     weights = b * params.total // tp
     seq = rollout.max_model_len or data.max_prompt_length + data.max_response_length
-    in_flight = min(rollout.max_num_seqs, plan.rollout.samples_per_replica) * seq
+    in_flight = _sequences_in_flight(config, plan.rollout.samples_per_replica) * seq
     space = kv_cache_space(config, device_bytes)
     if space is not None and config.trainer.device == "cuda":
         kv = max(0, space - weights)  # vLLM / SGLang claim the fraction whole
@@ -282,6 +280,18 @@ def _rollout_memory(
     peak = RoleMemory("rollout", weights, kv_cache=kv)
     sleeps = rollout.free_cache_engine and config.trainer.device == "cuda"
     return RoleMemory("rollout", weights, kv_cache=kv, resident=0 if sleeps else peak.peak)
+
+
+HF_MAX_BATCH = 256  # rl.rollout.hf.HFRolloutEngine's max_batch_size: rows per generate chunk
+
+
+def _sequences_in_flight(config: Config, samples: int) -> int:
+    """Sequences a replica generates at once: vLLM / SGLang up to rollout.max_num_seqs, the
+    HF engine in chunks of whole groups of at most HF_MAX_BATCH rows."""
+    n = config.rollout.n
+    if config.rollout.name == "hf":
+        return min(samples, max(1, HF_MAX_BATCH // n) * n)
+    return min(config.rollout.max_num_seqs, samples)
 
 
 def check_fit(config: Config, plan: Plan) -> None:
@@ -316,9 +326,7 @@ def _check_kv(config: Config, plan: Plan) -> None:
         return
     data = config.data
     seq = rollout.max_model_len or data.max_prompt_length + data.max_response_length
-    layer = Layer(
-        plan.dims.num_layers, plan.dims.hidden_size, 0, plan.dims.kv_dim, plan.dims.vocab_size
-    )
+    layer = plan.dims.layer()
     b = DTYPE_BYTES[config.model.dtype if rollout.dtype == "auto" else rollout.dtype]
     one = kv_cache_bytes(layer, seq, b, rollout.tensor_parallel_size)
     if memory.kv_cache < one:

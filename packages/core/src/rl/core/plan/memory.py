@@ -12,12 +12,16 @@ micro-batch on the device; L layers, h hidden, i intermediate, kv = kv_heads × 
                  AdamW), 2 × b × P ÷ shards; megatron keeps fp32 moments and, when b < 4,
                  an fp32 master copy: (8 + 4) × P ÷ (TP × PP), ÷ data-parallel ranks too
                  with use_distributed_optimizer
-    activations  rough, per layer and token, what backward keeps of a Llama-style layer:
-                 b × (5h + 2kv + 4i) (norm inputs, q/k/v/attention output, the MLP's gate,
-                 up, activation and product); × L without gradient checkpointing, with it
-                 b × h × L (the layers' inputs) + one layer's b × (5h + 2kv + 4i) while it
-                 is recomputed; a forward-only pass (old / reference log-probs) keeps one
-                 layer's at a time
+    activations  per layer and token, what backward keeps of a Llama-style layer
+                 (counted from the tensors a transformers forward saves, tested):
+                 b × (4h + 3q + 2kv + 4i), q = heads × head_dim: the two RMS norms' input
+                 and output, the rotated queries and keys, the values, the attention output
+                 and its copy into o_proj, the MLP's gate, activation, up and product;
+                 Qwen3's q/k norms add 2(q + kv). × L, plus the final norm's 2h, without
+                 gradient checkpointing; with it b × h × L (the layers' inputs) + 2h + one
+                 layer's while it is recomputed. Not counted: attention probabilities
+                 (flash attention keeps none; CPU's math path keeps heads × seq² per row).
+                 A forward-only pass (old / reference log-probs) keeps one layer's at a time
     logits       the log-prob pass's [response tokens, vocab] in fp32, its log-softmax and
                  (training) its gradient: 12 bytes per entry training, 8 forward-only; 0 on
                  the fused kernel path (rl.kernels' fused log-prob never builds them:
@@ -72,18 +76,24 @@ class Layer:
     intermediate: int
     kv_dim: int
     vocab: int
+    q_dim: int = 0  # heads × head_dim; 0: the hidden size
+    qk_norm: bool = False  # Qwen3's RMS norms of the queries and keys
 
     @property
     def per_token(self) -> int:
         """Elements backward keeps of one layer per token (see the module docstring)."""
-        return 5 * self.hidden + 2 * self.kv_dim + 4 * self.intermediate
+        q, kv = self.q_dim or self.hidden, self.kv_dim
+        return (
+            4 * self.hidden + 3 * q + 2 * kv + 4 * self.intermediate + 2 * (q + kv) * self.qk_norm
+        )
 
 
 def activation_bytes(layer: Layer, tokens: int, dtype_bytes: int, checkpointing: bool) -> int:
     """What a forward with gradients keeps for backward over `tokens` tokens."""
+    final_norm = 2 * layer.hidden
     if checkpointing:
-        return dtype_bytes * tokens * (layer.hidden * layer.layers + layer.per_token)
-    return dtype_bytes * tokens * layer.per_token * layer.layers
+        return dtype_bytes * tokens * (layer.hidden * layer.layers + final_norm + layer.per_token)
+    return dtype_bytes * tokens * (layer.per_token * layer.layers + final_norm)
 
 
 def forward_only_bytes(layer: Layer, tokens: int, dtype_bytes: int) -> int:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from rl.core.config import Config, ConfigError
+from rl.core.plan.memory import Layer
 
 BUILTIN_TINY_VOCAB = 51  # the demo tokenizer: 3 special tokens + 48 characters (models.tiny)
 
@@ -49,6 +50,18 @@ class ModelDims:
     def kv_dim(self) -> int:
         """Width of the keys (and of the values): kv_heads × head_dim."""
         return self.num_key_value_heads * self.head_dim
+
+    def layer(self) -> Layer:
+        """What the memory formulas need (`rl.core.plan.memory`)."""
+        return Layer(
+            layers=self.num_layers,
+            hidden=self.hidden_size,
+            intermediate=self.intermediate_size,
+            kv_dim=self.kv_dim,
+            vocab=self.vocab_size,
+            q_dim=self.num_attention_heads * self.head_dim,
+            qk_norm=self.qk_norm,
+        )
 
 
 @dataclass(frozen=True)
