@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -45,7 +46,7 @@ def test_verl_quickstart_on_8_gpus_through_the_verl_dialect(
     config = verl_release("0.7.1") / "verl" / "trainer" / "config" / "ppo_trainer.yaml"
     overrides = verl_quickstart(str(qwen_0_5b), "train.parquet", "test.parquet")
     args = ["plan", "--from", "verl", str(config), *overrides]
-    args += ["trainer.n_gpus_per_node=8", "cluster.device_memory_gb=80"]
+    args += ["trainer.n_gpus_per_node=8", "--device-memory-gb", "80"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     out = result.output
@@ -54,6 +55,7 @@ def test_verl_quickstart_on_8_gpus_through_the_verl_dialect(
     assert "2 micro-batch(es) per optimizer step of at most 4 rows" in out
     assert "8 replica(s) (8 device(s) ÷ tensor_parallel_size 1), each draws 32 prompts" in out
     assert "494.0 M parameters" in out
+    assert "each device has 80.00 GiB (cluster.device_memory_gb)" in out
     # vLLM claims gpu_memory_utilization (0.4) of the 80 GiB device
     assert "rollout 32.00 GiB" in out
 
@@ -74,3 +76,19 @@ def test_a_device_too_small_exits_2_naming_the_key(qwen_0_5b):
     assert result.exit_code == 2
     assert "error: actor needs ~" in result.output
     assert "cluster.device_memory_gb" in result.output
+
+
+def test_a_disaggregated_rlinf_placement_plans_each_side_on_its_devices(qwen_0_5b):
+    """An RLinf file with the rollout on devices 0-3 and the actor on 6-7: 2 train ranks of
+    64 rows, 4 replicas of 8 prompts × 4; each device group holds its own role alone."""
+    folder = Path(__file__).parent / "dialects" / "rlinf" / "math"
+    args = ["plan", "--from", "rlinf", str(folder / "grpo_fsdp_disaggregated.yaml")]
+    args += [f"rollout.model.model_path={qwen_0_5b}", f"actor.model.model_path={qwen_0_5b}"]
+    args += ["+cluster.num_gpus_per_node=8", "algorithm.reinpp_kl_beta=0"]
+    result = CliRunner().invoke(app, [*args, "--device-memory-gb", "24"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "devices 0-3 (node 0): rollout\n  devices 6-7 (node 0): actor\n" in out
+    assert "128 rows over 2 data-parallel rank(s): 64 per rank" in out
+    assert "4 replica(s) (4 device(s) ÷ tensor_parallel_size 1), each draws 8 prompts" in out
+    assert "  devices 0-3: peak" in out and "  devices 6-7: peak" in out

@@ -30,6 +30,14 @@ if TYPE_CHECKING:
 
 GIB = 1024**3
 
+MEMORY_OPTION = typer.Option(
+    None,
+    "--device-memory-gb",
+    help="Memory of one device in GiB to check the estimate against (cluster.device_memory_gb; "
+    "by default the GPU's, or this machine's RAM on trainer.device=cpu): for planning a GPU "
+    "run on a machine without those GPUs, whatever the config's dialect.",
+)
+
 
 def plan(
     arguments: list[str] | None = typer.Argument(
@@ -41,6 +49,7 @@ def plan(
     dialect: str | None = FROM_OPTION,
     allow: list[str] = ALLOW_OPTION,
     report: str = REPORT_OPTION,
+    memory_gb: float | None = MEMORY_OPTION,
 ) -> None:
     """Print the placement, the batch arithmetic per rank and each role's estimated peak
     memory per device; exit 2 naming the key when the batches cannot divide or a device
@@ -50,11 +59,28 @@ def plan(
         from rl.core.demo import DEMO_CONFIG
 
         _refuse_allow_without_from(dialect, allow)
+
+        def run(loaded: Config) -> None:
+            show_plan(with_device_memory(loaded, memory_gb))
+
         if dialect is not None:
-            _run_converted(show_plan, dialect, config, arguments, "train", allow, report)
+            _run_converted(run, dialect, config, arguments, "train", allow, report)
             return
         path, overrides = config_and_overrides(config, arguments)
-        show_plan(load_config(path or DEMO_CONFIG, overrides))
+        run(load_config(path or DEMO_CONFIG, overrides))
+
+
+def with_device_memory(config: Config, memory_gb: float | None) -> Config:
+    """`config` with cluster.device_memory_gb = --device-memory-gb when given."""
+    if memory_gb is None:
+        return config
+    from dataclasses import replace
+
+    from rl.core.config import ConfigError
+
+    if memory_gb <= 0:
+        raise ConfigError(f"--device-memory-gb = {memory_gb:g}: give a positive number of GiB")
+    return replace(config, cluster=replace(config.cluster, device_memory_gb=memory_gb))
 
 
 def show_plan(config: Config) -> None:
@@ -67,7 +93,7 @@ def show_plan(config: Config) -> None:
     typer.echo(render_batches(whole))
     check_divisions(whole)  # before the model is read: the divisions need none
     full = make_plan(config)
-    typer.echo(render_memory(full))
+    typer.echo(render_memory(config, full))
     check_fit(config, full)
     typer.echo("fits: the batches divide and every device fits the estimate")
 
@@ -135,7 +161,7 @@ def render_batches(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def render_memory(plan: Plan) -> str:
+def render_memory(config: Config, plan: Plan) -> str:
 
     params, dims = plan.params, plan.dims
     assert params is not None and dims is not None
@@ -155,7 +181,15 @@ def render_memory(plan: Plan) -> str:
             f"  {_devices(group.devices)}: peak {_size(group.peak)} while {group.peak_role} runs"
         )
         for role, memory in group.phases.items():
-            lines.append(f"    {role:<8}{_parts(memory)}")
+            kept = f"; keeps {_size(memory.resident)} while another role runs"
+            lines.append(f"    {role:<8}{_parts(memory)}" + (kept if len(group.phases) > 1 else ""))
+    workers = sum(len(group.devices) for group in plan.devices)
+    if config.trainer.device == "cpu" and workers > 1:  # the fit is checked on the sum
+        total = sum(group.peak * len(group.devices) for group in plan.devices)
+        lines.append(
+            f"  all {workers} worker processes together: {_size(total)} (trainer.device=cpu: "
+            "they share this machine's memory)"
+        )
     return "\n".join(lines)
 
 
@@ -172,10 +206,7 @@ _NAMES = (
 def _parts(memory: RoleMemory) -> str:
     shown = [f"{label} {_size(getattr(memory, name))}" for name, label in _NAMES]
     shown = [part for (name, _), part in zip(_NAMES, shown, strict=True) if getattr(memory, name)]
-    return (
-        f"{_size(memory.peak)} = " + " + ".join(shown) + f"; keeps {_size(memory.resident)}"
-        " while another role runs"
-    )
+    return f"{_size(memory.peak)} = " + " + ".join(shown)
 
 
 def _size(value: int) -> str:
