@@ -17,6 +17,7 @@ from rl.core.plan.memory import (
     Sharding,
     activation_bytes,
     device_peak,
+    forward_only_bytes,
     kv_cache_bytes,
     logits_bytes,
     state_bytes,
@@ -62,6 +63,11 @@ def test_activations_with_and_without_checkpointing_by_hand():
     assert activation_bytes(QWEN_0_5B, 1000, 2, False) == 2 * 1000 * (per_token * 24 + 2 * 896)
     with_checkpoints = 2 * 1000 * (896 * 24 + 2 * 896 + per_token)
     assert activation_bytes(QWEN_0_5B, 1000, 2, True) == with_checkpoints
+
+
+def test_a_forward_only_pass_keeps_one_layers_live_set():
+    """(2h + 3i) × b a token: (1792 + 14592) × 2 × 1000."""
+    assert forward_only_bytes(QWEN_0_5B, 1000, 2) == 16_384 * 2 * 1000
 
 
 def _saved_bytes(model, ids):

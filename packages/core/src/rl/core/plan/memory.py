@@ -21,7 +21,9 @@ micro-batch on the device; L layers, h hidden, i intermediate, kv = kv_heads × 
                  gradient checkpointing; with it b × h × L (the layers' inputs) + 2h + one
                  layer's while it is recomputed. Not counted: attention probabilities
                  (flash attention keeps none; CPU's math path keeps heads × seq² per row).
-                 A forward-only pass (old / reference log-probs) keeps one layer's at a time
+                 A forward-only pass (old / reference log-probs) keeps nothing for backward:
+                 its peak is one layer's live set, the hidden state in and out and the MLP's
+                 gate, up and product, b × (2h + 3i)
     logits       the log-prob pass's [response tokens, vocab] in fp32, its log-softmax and
                  (training) its gradient: 12 bytes per entry training, 8 forward-only; 0 on
                  the fused kernel path (rl.kernels' fused log-prob never builds them:
@@ -97,8 +99,8 @@ def activation_bytes(layer: Layer, tokens: int, dtype_bytes: int, checkpointing:
 
 
 def forward_only_bytes(layer: Layer, tokens: int, dtype_bytes: int) -> int:
-    """A pass without gradients: one layer's intermediates at a time."""
-    return dtype_bytes * tokens * layer.per_token
+    """A pass without gradients: one layer's live set, b × (2h + 3i) a token."""
+    return dtype_bytes * tokens * (2 * layer.hidden + 3 * layer.intermediate)
 
 
 def logits_bytes(vocab: int, response_tokens: int, *, fused: bool, training: bool) -> int:
