@@ -129,7 +129,7 @@ def render_batches(plan: Plan) -> str:
         per_copy = f", {t.ranks_per_copy} ranks per model copy" if t.ranks_per_copy > 1 else ""
         lines.append(
             f"  {role}: {t.prompts} prompts × {t.n} = {t.rows} rows over {t.dp} data-parallel "
-            f"rank(s){per_copy}: {t.rows_per_rank} per rank"
+            f"rank(s){per_copy}: {t.rows_per_rank} per {'data-parallel ' if per_copy else ''}rank"
         )
         lines.append(
             f"    {t.optimizer_steps} optimizer step(s) of ppo_mini_batch_size {t.mini_batch_size}"
@@ -145,7 +145,8 @@ def render_batches(plan: Plan) -> str:
         else:
             micro = (
                 f"    micro-batches of at most {t.token_budget} tokens "
-                f"(ppo_max_token_len_per_gpu); at least {t.micro_per_mini} per step"
+                f"(ppo_max_token_len_per_gpu): up to {t.micro_per_mini} per optimizer step "
+                "when every row is full length"
             )
         lines.append(micro)
     r = plan.rollout
@@ -210,8 +211,9 @@ def _parts(memory: RoleMemory) -> str:
 
 
 def _size(value: int) -> str:
-    """Bytes in GiB from 1 GiB up, else MiB."""
-    return f"{value / GIB:.2f} GiB" if value >= GIB else f"{value / 1024**2:.1f} MiB"
+    from rl.core.plan.device_memory import human_bytes
+
+    return human_bytes(value)
 
 
 def _count(value: int) -> str:

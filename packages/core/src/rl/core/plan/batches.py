@@ -70,7 +70,7 @@ class TrainBatches:
     @property
     def micro_per_mini(self) -> int:
         """Micro-batches (gradient accumulation steps) per optimizer step, by row count; with a
-        token budget it depends on the lengths (at least this many when all are longest)."""
+        token budget it depends on the lengths: about this many when every row is longest."""
         if self.token_budget is not None:
             return math.ceil(self.rows_per_mini_per_rank * self.seq_len / self.token_budget)
         return math.ceil(self.rows_per_mini_per_rank / self.micro_rows)

@@ -29,6 +29,11 @@ def device_memory(config: Config) -> tuple[int | None, str]:
     return machine_ram(), "this machine's RAM"
 
 
+def human_bytes(value: int) -> str:
+    """Bytes in GiB from 1 GiB up, else MiB."""
+    return f"{value / GIB:.2f} GiB" if value >= GIB else f"{value / 1024**2:.1f} MiB"
+
+
 def machine_ram() -> int:
     """Physical memory of this machine in bytes."""
     return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rl.core.plan.build import Plan
-from rl.core.plan.device_memory import GIB
+from rl.core.plan.device_memory import human_bytes
 
 
 def summary(plan: Plan) -> str:
@@ -17,7 +17,7 @@ def summary(plan: Plan) -> str:
     )
     if plan.devices:
         peak = max(group.peak for group in plan.devices)
-        text += f"; estimated peak {peak / GIB:.2f} GiB per device"
+        text += f"; estimated peak {human_bytes(peak)} per device"
         if plan.device_bytes is not None:
-            text += f" of {plan.device_bytes / GIB:.2f} ({plan.device_source})"
+            text += f" of {human_bytes(plan.device_bytes)} ({plan.device_source})"
     return text + " (rl plan shows the arithmetic)"
