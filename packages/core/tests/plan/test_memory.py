@@ -230,3 +230,14 @@ def parameter_counts_of(config):
     from rl.core.plan import model_dims, parameter_counts
 
     return parameter_counts(model_dims(config)).total
+
+
+def test_cpu_workers_share_the_machine_memory():
+    """trainer.device=cpu with 2 Ray workers: each fits 1.5 × its peak, both together do
+    not; the refusal counts the workers."""
+    overrides = ["trainer.launcher=ray", "cluster.n_gpus_per_node=2"]
+    (group,) = make_plan(load_config(None, overrides)).devices
+    memory_gb = 1.5 * group.peak / 1024**3
+    config = load_config(None, [*overrides, f"cluster.device_memory_gb={memory_gb}"])
+    with pytest.raises(ConfigError, match=r"the 2 worker process\(es\) need ~"):
+        check_plan(config)

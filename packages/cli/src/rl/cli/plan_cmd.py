@@ -86,7 +86,8 @@ def with_device_memory(config: Config, memory_gb: float | None) -> Config:
 def show_plan(config: Config) -> None:
     """Print the plan of `config`, then refuse (ConfigError) what cannot divide or fit."""
     from rl.core.plan import make_plan
-    from rl.core.plan.build import check_divisions, check_fit
+    from rl.core.plan.build import check_divisions
+    from rl.core.plan.fit import check_fit
 
     whole = make_plan(config, memory=False)
     typer.echo(render_placement(config, whole))
@@ -99,7 +100,7 @@ def show_plan(config: Config) -> None:
 
 
 def render_placement(config: Config, plan: Plan) -> str:
-    from rl.core.plan.build import ranges
+    from rl.core.plan.fit import ranges
 
     layout = plan.layout
     placement = layout.placement
@@ -225,6 +226,6 @@ def _count(value: int) -> str:
 
 
 def _devices(devices: tuple[int, ...]) -> str:
-    from rl.core.plan.build import ranges
+    from rl.core.plan.fit import ranges
 
     return f"device{'s' if len(devices) > 1 else ''} {ranges(devices)}"

@@ -7,13 +7,16 @@ worked out before any worker starts (and checked by the preflight of `rl train`)
                     activations, logits, KV cache) and colocated roles taking turns
     device_memory   the device's memory: cluster.device_memory_gb, the GPU's, or the RAM
     layout          the train ranks, the rollout's devices, devices grouped by roles
-    build           make_plan / check_plan (refusals name the key to change)
+    build           make_plan: the figures put together
+    fit             check_plan: every refusal, each naming the key to change
+    summary         the plan in one line, for rl train's log
 
 docs/plan.md has the formulas and a worked example.
 """
 
 from rl.core.plan.batches import RolloutBatches, TrainBatches
-from rl.core.plan.build import DeviceGroup, Plan, check_plan, make_plan
+from rl.core.plan.build import DeviceGroup, Plan, make_plan
+from rl.core.plan.fit import check_plan
 from rl.core.plan.memory import RoleMemory
 from rl.core.plan.model_dims import ModelDims, ParameterCounts, model_dims, parameter_counts
 

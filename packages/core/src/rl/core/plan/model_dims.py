@@ -26,6 +26,11 @@ from typing import Any
 from rl.core.config import Config, ConfigError
 from rl.core.plan.memory import Layer
 
+
+class NoModelConfig(ConfigError):
+    """model.path has no config.json here (a Hub id, a missing folder)."""
+
+
 BUILTIN_TINY_VOCAB = 51  # the demo tokenizer: 3 special tokens + 48 characters (models.tiny)
 
 
@@ -147,7 +152,7 @@ def model_dims(config: Config) -> ModelDims:
     source = model_source(config.model)
     file = Path(source) / "config.json" if source else None
     if file is None or not file.is_file():
-        raise ConfigError(
+        raise NoModelConfig(
             f"model.path = {config.model.path!r}: no config.json there to count the model's "
             "parameters from; point model.path at a local model folder"
         )
