@@ -7,7 +7,7 @@ Nothing here loads weights: the model's shapes come from its config.json (`model
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rl.core.config import Config
@@ -53,7 +53,6 @@ class Plan:
     devices: tuple[DeviceGroup, ...] = ()
     device_bytes: int | None = None
     device_source: str = ""
-    notes: tuple[str, ...] = field(default_factory=tuple)
 
 
 def make_plan(config: Config, *, memory: bool = True) -> Plan:
@@ -109,8 +108,6 @@ def _train_batches(config: Config, role: str, ranks: int, per_copy: int) -> Trai
 
 
 def _with_memory(config: Config, plan: Plan, dims: ModelDims) -> Plan:
-    from dataclasses import replace
-
     params = parameter_counts(dims)
     device_bytes, source = device_memory(config)
     phases = _role_memory(config, plan, dims, params, device_bytes)
