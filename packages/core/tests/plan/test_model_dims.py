@@ -71,3 +71,9 @@ def test_model_folder_is_read_from_config_json_only(tmp_path):
 def test_a_folder_without_config_json_is_refused_naming_model_path(tmp_path):
     with pytest.raises(ConfigError, match="model.path"):
         model_dims(load_config(None, [f"model.path={tmp_path}"]))
+
+
+def test_a_config_json_without_a_decoders_shapes_is_refused_naming_it(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    with pytest.raises(ConfigError, match=r"config.json does not give a decoder's shapes"):
+        model_dims(load_config(None, [f"model.path={tmp_path}"]))

@@ -28,7 +28,8 @@ from rl.core.plan.memory import Layer
 
 
 class NoModelConfig(ConfigError):
-    """model.path has no config.json here (a Hub id, a missing folder)."""
+    """model.path has no config.json here (a Hub id, a missing folder), or not one with a
+    decoder's shapes: `rl plan` refuses, `rl train`'s preflight skips the estimate."""
 
 
 BUILTIN_TINY_VOCAB = 51  # the demo tokenizer: 3 special tokens + 48 characters (models.tiny)
@@ -159,4 +160,6 @@ def model_dims(config: Config) -> ModelDims:
     try:
         return dims_from_hf(json.loads(file.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError) as error:
-        raise ConfigError(f"model.path: {file} does not describe a decoder: {error}") from None
+        raise NoModelConfig(
+            f"model.path: {file} does not give a decoder's shapes ({error!r} missing or bad)"
+        ) from None
