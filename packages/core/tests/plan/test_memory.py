@@ -241,3 +241,22 @@ def test_cpu_workers_share_the_machine_memory():
     config = load_config(None, [*overrides, f"cluster.device_memory_gb={memory_gb}"])
     with pytest.raises(ConfigError, match=r"the 2 worker process\(es\) need ~"):
         check_plan(config)
+
+
+def test_vllm_on_cpu_reserves_max_num_seqs_rows_or_the_env_space(qwen_folder, monkeypatch):
+    """rl.rollout's vLLM on CPU asks for max_num_seqs full-length rows of KV cache (64 ×
+    1536 × 12 KiB in bf16), VLLM_CPU_KVCACHE_SPACE GiB when that is set."""
+    overrides = [
+        f"model.path={qwen_folder}",
+        "model.dtype=bfloat16",
+        "rollout.name=vllm",
+        "rollout.max_num_seqs=64",
+        "data.max_prompt_length=512",
+        "data.max_response_length=1024",
+    ]
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+    (group,) = make_plan(load_config(None, overrides)).devices
+    assert group.phases["rollout"].kv_cache == 64 * 1536 * 12_288
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "3")
+    (group,) = make_plan(load_config(None, overrides)).devices
+    assert group.phases["rollout"].kv_cache == 3 * 1024**3

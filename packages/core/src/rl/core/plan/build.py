@@ -260,6 +260,9 @@ def _rollout_memory(
         kv = max(0, space - weights)  # vLLM / SGLang claim the fraction whole
     elif space is not None:
         kv = space
+    elif rollout.name == "vllm" and config.trainer.device == "cpu":
+        # rl.rollout's vLLM on CPU reserves room for max_num_seqs full-length rows, >= 64 MiB
+        kv = max(kv_cache_bytes(layer, rollout.max_num_seqs * seq, b, tp), VLLM_CPU_MIN_KV)
     else:
         kv = kv_cache_bytes(layer, in_flight, b, tp)
     peak = RoleMemory("rollout", weights, kv_cache=kv)
@@ -268,6 +271,7 @@ def _rollout_memory(
 
 
 HF_MAX_BATCH = 256  # rl.rollout.hf.HFRolloutEngine's max_batch_size: rows per generate chunk
+VLLM_CPU_MIN_KV = 64 << 20  # rl.rollout.vllm.options.engine_args: the CPU KV cache's floor
 
 
 def _sequences_in_flight(config: Config, samples: int) -> int:
