@@ -66,8 +66,9 @@ CORE_LAYERS = [
         "doctor",
         "bench",
     },
-    # the roles on their workers (local or Ray), driven through the contracts
-    {"workers"},
+    # the roles on their workers (local or Ray), driven through the contracts; the plan
+    # of a run (placement, batches per rank, memory per device) read from them
+    {"workers", "plan"},
     # the controller
     {"trainer"},
     # the contract tests engines are held to (they build batches as the controller does)

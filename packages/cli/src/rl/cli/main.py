@@ -8,7 +8,7 @@ import sys
 
 import typer
 
-from rl.cli import convert_ckpt, convert_cmd, doctor, eval_cmd, merge, train
+from rl.cli import convert_ckpt, convert_cmd, doctor, eval_cmd, merge, plan_cmd, train
 from rl.cli.config_cmd import config_app
 
 app = typer.Typer(
@@ -64,6 +64,7 @@ def _say_what_rl_logs() -> None:
 app.command("doctor")(doctor.doctor)
 app.command("train")(train.train)
 app.command("sft")(train.sft)
+app.command("plan")(plan_cmd.plan)
 app.command("merge")(merge.merge)
 app.command("convert-ckpt")(convert_ckpt.convert_ckpt)
 app.command("eval")(eval_cmd.evaluate)

@@ -52,6 +52,9 @@ class ClusterConfig:
     num_cpus: dict[str, float] = field(default_factory=dict)  # role -> CPUs
     total_cpus: float | None = None  # the CPU budget num_cpus must fit
     cpus_per_worker: float = 1.0  # CPUs of each worker process (Ray launcher); may be < 1
+    # memory of one device in GiB for `rl plan`'s fit check (rl.core.plan); null: the GPU's
+    # (torch.cuda) on trainer.device=cuda, this machine's RAM on cpu. No seed system has it.
+    device_memory_gb: float | None = None
 
     def __post_init__(self) -> None:
         check(
@@ -60,6 +63,7 @@ class ClusterConfig:
             n_gpus_per_node=NON_NEGATIVE,
             total_cpus=optional(POSITIVE),
             cpus_per_worker=POSITIVE,
+            device_memory_gb=optional(POSITIVE),
         )
         for name in ("placement", "component_placement", "num_cpus"):
             if not isinstance(getattr(self, name), dict):

@@ -11,6 +11,7 @@ model, reads a data file or reaches the network.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,8 @@ from rl.core.trainer.preflight_limits import (
 )
 from rl.core.trainer.preflight_placement import check_placement
 from rl.core.trainer.preflight_signal import warn_greedy_groups
+
+log = logging.getLogger(__name__)
 
 # trainer.logger backends that need a package of their own: (module, pip extra)
 LOGGER_PACKAGES = {
@@ -69,6 +72,7 @@ def preflight(config: Config, *, with_rl_roles: bool = True) -> None:
             agentic.check,
             modes.check,
             _launcher,
+            _plan,
         ]
     for check in checks:
         check(config)
@@ -203,6 +207,17 @@ def _launcher(config: Config) -> None:
     from rl.core.workers.launch import ray_world
 
     ray_world(config)
+
+
+def _plan(config: Config) -> None:
+    """The batch arithmetic per rank and the memory estimate per device (`rl plan`):
+    refuse what cannot divide or fit, and say the figures in one line."""
+    from rl.core.plan import check_plan
+    from rl.core.plan.summary import summary
+
+    plan = check_plan(config)
+    if plan is not None:
+        log.info(summary(plan))
 
 
 def _rl_engines(config: Config) -> None:
