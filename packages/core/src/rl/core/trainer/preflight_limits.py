@@ -79,7 +79,10 @@ def check_rollout_devices(config: Config) -> None:
     if config.trainer.launcher == "ray" and not cluster.num_cpus:
         from rl.core.workers.launch import ray_layout
 
-        layout = ray_layout(config)  # rollout devices apart: checked there, by replica
+        try:  # rollout devices apart: checked there, by replica
+            layout = ray_layout(config)
+        except ConfigError:
+            layout = None  # a placement it cannot read: refused below or by its own check
         if layout is not None and layout.disaggregated:
             return
     if tp > devices or devices % tp:
