@@ -84,7 +84,7 @@ def test_parallel_sizes_shrink_with_the_devices_and_ray_is_offered_when_it_fits(
     assert "(or trainer.launcher=ray" not in refused(*asked)
 
 
-def test_roles_placed_apart_are_refused_by_name(machine):
+def test_roles_placed_apart_run_on_ray_and_are_refused_by_the_local_launcher(machine):
     asked = ["cluster.n_gpus_per_node=4", "cluster.placement={actor: 0-1, rollout: 2-3}"]
     message = refused(*asked)
     assert message.startswith("cluster asks for 4 devices (cluster.n_gpus_per_node = 4), but")
@@ -92,8 +92,19 @@ def test_roles_placed_apart_are_refused_by_name(machine):
         "pass cluster.n_gpus_per_node=1 cluster.placement.actor=all cluster.placement.rollout=all"
     )
     passes_with_the_shrink(asked, message)
+    # the Ray launcher runs them apart, where the machine has room for 4 workers
     message = refused(*asked, "trainer.launcher=ray")
-    assert message.startswith("cluster.placement: {'rollout': [2, 3]} are not on the actor's")
+    assert message.startswith("cluster asks for 4 devices (cluster.n_gpus_per_node = 4)")
+    machine(cpus=4)
+    preflight(load_config(overrides=[*asked, "trainer.launcher=ray"]))
+    # but not sharing a device with the actor and leaving others
+    message = refused(
+        "cluster.n_gpus_per_node=3",
+        "cluster.placement={actor: 0-1, rollout: 1-2}",
+        "trainer.launcher=ray",
+    )
+    assert message.startswith("cluster.placement: the rollout on devices [1, 2] shares [1]")
+    machine(cpus=2)
     # one device for every role: what one process runs, whatever the cluster's size
     preflight(load_config(overrides=["cluster.n_gpus_per_node=4", "cluster.placement.actor=0"]))
 
