@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from rl.cli.dialects import hydra_files
-from rl.cli.dialects.mapping import Rule, Unsupported, as_list
+from rl.cli.dialects import verl_placement as pools
+from rl.cli.dialects.mapping import Rule, Unsupported, as_list, flatten
 from rl.cli.dialects.scripts import mentions_entry, read_launch_script
 from rl.cli.dialects.switches import value_at
 from rl.cli.dialects.verl_reasons import REASONS
@@ -150,9 +151,26 @@ RULES: list[Rule] = [
     # renames
     Rule("trainer.default_local_dir", "trainer.output_dir"),
     Rule("trainer.logger", "trainer.logger", convert=loggers),
-    Rule("trainer.n_gpus_per_node", "cluster.n_gpus_per_node"),
-    Rule("trainer.nnodes", "cluster.nnodes"),
-    Rule("actor_rollout_ref.hybrid_engine", "cluster.hybrid_engine"),
+    # the trainer's pool, and the one-step-off / fully-async trainers' rollout pool
+    # (verl_placement): one cluster, each role on its devices
+    Rule(
+        "trainer.n_gpus_per_node",
+        "cluster.n_gpus_per_node",
+        derive=pools.n_gpus_per_node,
+        also=(
+            ("cluster.placement.actor", pools.trainer_devices),
+            ("cluster.placement.ref", pools.ref_devices),
+            ("cluster.placement.critic", pools.critic_devices),
+        ),
+    ),
+    Rule("trainer.nnodes", "cluster.nnodes", derive=pools.nnodes),
+    Rule("rollout.n_gpus_per_node", "cluster.placement.rollout", derive=pools.rollout_devices),
+    Rule("rollout.nnodes", "cluster.nnodes", derive=pools.nnodes),
+    Rule(
+        "actor_rollout_ref.hybrid_engine",
+        "cluster.hybrid_engine",
+        also=(("trainer.mode", pools.mode),),
+    ),
     Rule("actor_rollout_ref.actor.grad_clip", "actor.optim.grad_clip"),
     Rule("actor_rollout_ref.actor.optim.clip_grad", "actor.optim.grad_clip"),
     Rule("actor_rollout_ref.actor.optim.lr_warmup_steps_ratio", "actor.optim.lr_warmup_ratio"),
@@ -335,8 +353,10 @@ def compose(path: Path, overrides: Sequence[str] = ()) -> dict[str, Any]:
 
 
 def check(values: dict[str, Any]) -> list[str]:
-    """A critic that would start from another model than the actor is refused: rl's
-    critic starts from model.path (with a value head), verl's from critic.model.path."""
+    """What verl refuses about its resource pools (`verl_placement.check`), and a critic
+    that would start from another model than the actor: rl's critic starts from
+    model.path (with a value head), verl's from critic.model.path."""
+    pools.check(dict(flatten(values)))
     critic = value_at(values, "critic.model.path")
     actor = value_at(values, "actor_rollout_ref.model.path")
     if critic is not None and not _same_path(critic, actor):
