@@ -7,41 +7,13 @@ about the two pools is refused by name. Convert only (no model loads): seconds."
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from rl.cli.convert_cmd import convert_config
 from rl.core.config import ConfigError
 from rl.core.workers.launch import cluster_placement
 
-SCRIPT = (
-    Path(__file__).parent
-    / "verl"
-    / "upstream"
-    / "verl"
-    / "experimental"
-    / "one_step_off_policy"
-    / "shell"
-    / "grpo_0.6b_gsm8k_fsdp2_2_6.sh"
-)
 ONE_STEP_OFF_CONFIG = "verl/experimental/one_step_off_policy/config/one_step_off_ppo_trainer.yaml"
-# the script's one-step-off settings that rl's bypass mode covers once it lands
-BYPASS = ("algorithm.rollout_correction.bypass_mode", "algorithm.rollout_correction.loss_type")
-# this machine: the trainer's and the rollout's "devices" are worker processes (verl's keys,
-# and rl's own cluster.cpus_per_worker so that three workers fit two cores)
-SHRINK = [
-    "trainer.device=cpu",
-    "data.train_batch_size=4",
-    "data.max_response_length=16",
-    "actor_rollout_ref.actor.ppo_mini_batch_size=4",
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4",
-    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4",
-    "actor_rollout_ref.rollout.n=2",
-    "trainer.total_training_steps=2",
-    "cluster.cpus_per_worker=0.5",
-]
 
 
 @pytest.fixture
@@ -56,13 +28,21 @@ def verl_root(verl_release, monkeypatch, tmp_path):
     return root
 
 
-def _convert(overrides=(), allow=BYPASS):
-    config, report = convert_config("verl", SCRIPT, list(overrides), allow=allow)
-    return config, report
+@pytest.fixture
+def convert_script(one_step_off):
+    """`convert_script(*overrides)`: the script converted with rl's report, allowing the
+    bypass-mode keys."""
+
+    def run(*overrides):
+        return convert_config(
+            "verl", one_step_off.script, list(overrides), allow=one_step_off.bypass
+        )
+
+    return run
 
 
-def test_the_script_as_upstream_runs_it_places_the_two_pools(verl_root):
-    config, report = _convert()
+def test_the_script_as_upstream_runs_it_places_the_two_pools(verl_root, convert_script):
+    config, report = convert_script()
     assert "verl.experimental.one_step_off_policy.main_ppo" in report.render()
     assert config.cluster.placement == {
         "actor": [0, 1, 2, 3, 4, 5],
@@ -78,30 +58,32 @@ def test_the_script_as_upstream_runs_it_places_the_two_pools(verl_root):
     assert not set(placement.devices["rollout"]) & set(placement.devices["actor"])
 
 
-def test_two_nodes_split_each_node(verl_root, monkeypatch):
+def test_two_nodes_split_each_node(verl_root, convert_script, monkeypatch):
     monkeypatch.setenv("NNODES", "2")
-    config, _ = _convert()
+    config, _ = convert_script()
     assert (config.cluster.nnodes, config.cluster.n_gpus_per_node) == (2, 8)
     assert config.cluster.placement["actor"] == [0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13]
     assert config.cluster.placement["rollout"] == [6, 7, 14, 15]
 
 
-def test_pools_on_nodes_of_their_own(verl_root):
-    config, _ = _convert(
-        ["trainer.nnodes=2", "trainer.n_gpus_per_node=8", "rollout.n_gpus_per_node=8"]
+def test_pools_on_nodes_of_their_own(verl_root, convert_script):
+    config, _ = convert_script(
+        "trainer.nnodes=2", "trainer.n_gpus_per_node=8", "rollout.n_gpus_per_node=8"
     )
     assert (config.cluster.nnodes, config.cluster.n_gpus_per_node) == (3, 8)
     assert config.cluster.placement["actor"] == list(range(16))
     assert config.cluster.placement["rollout"] == list(range(16, 24))
     with pytest.raises(ConfigError, match="rollout.nnodes = 1 × rollout.n_gpus_per_node = 2"):
-        _convert(["trainer.nnodes=2"])
+        convert_script("trainer.nnodes=2")
 
 
-def test_shrunk_to_one_training_and_two_rollout_devices(verl_root, monkeypatch):
+def test_shrunk_to_one_training_and_two_rollout_devices(
+    verl_root, convert_script, one_step_off, monkeypatch
+):
     """The script's own NGPUS_PER_NODE=3 leaves 1 device to the trainer (its
     n_gpus_training = NGPUS_PER_NODE - 2), the rollout keeps its 2 and TP 2."""
     monkeypatch.setenv("NGPUS_PER_NODE", "3")
-    config, report = _convert(SHRINK)
+    config, report = convert_script(*one_step_off.shrink)
     assert config.cluster.placement == {"actor": [0], "ref": [0], "rollout": [1, 2]}
     assert (config.cluster.nnodes, config.cluster.n_gpus_per_node) == (1, 3)
     assert config.cluster.cpus_per_worker == 0.5
@@ -110,23 +92,24 @@ def test_shrunk_to_one_training_and_two_rollout_devices(verl_root, monkeypatch):
     assert config.rollout.tensor_parallel_size == 2 and config.rollout.name == "vllm"
     assert config.rollout.n == 2 and config.trainer.total_training_steps == 2
     assert config.actor.use_kl_loss  # the reference runs on the trainer's device
-    assert {e.source for e in report.refused()} <= set(BYPASS)
+    assert config.actor.strategy == "fsdp"  # verl's fsdp2: rl's FSDP2 engine
+    assert {e.source for e in report.refused()} <= set(one_step_off.bypass)
 
 
-def test_the_hybrid_engine_left_on_is_refused_as_verl_does(verl_root):
+def test_the_hybrid_engine_left_on_is_refused_as_verl_does(verl_root, convert_script):
     with pytest.raises(ConfigError) as error:
-        _convert(["actor_rollout_ref.hybrid_engine=True"])
+        convert_script("actor_rollout_ref.hybrid_engine=True")
     message = str(error.value)
     assert "actor_rollout_ref.hybrid_engine = True" in message and "one-step-off" in message
     assert "actor_rollout_ref.hybrid_engine=False" in message and "\n" not in message
 
 
-def test_an_estimator_the_one_step_off_trainer_lacks_is_refused(verl_root):
+def test_an_estimator_the_one_step_off_trainer_lacks_is_refused(verl_root, convert_script):
     with pytest.raises(ConfigError, match="algorithm.adv_estimator = 'remax'"):
-        _convert(["algorithm.adv_estimator=remax"])
+        convert_script("algorithm.adv_estimator=remax")
 
 
-def test_main_ppo_without_the_hybrid_engine_is_refused_as_verl_does(verl_root):
+def test_main_ppo_without_the_hybrid_engine_is_refused_as_verl_does(verl_root, convert_script):
     """verl's RayPPOTrainer asserts the hybrid engine: hybrid_engine=False with the plain
     main_ppo config is refused by name, never run as the hybrid engine."""
     config = verl_root / "verl" / "trainer" / "config" / "ppo_trainer.yaml"
@@ -141,7 +124,7 @@ def test_main_ppo_without_the_hybrid_engine_is_refused_as_verl_does(verl_root):
     assert "verl.experimental.one_step_off_policy.main_ppo" in message
 
 
-def test_the_one_step_off_config_file_alone_converts_the_same(verl_root):
+def test_the_one_step_off_config_file_alone_converts_the_same(verl_root, one_step_off):
     config, _ = convert_config(
         "verl",
         verl_root / ONE_STEP_OFF_CONFIG,
@@ -151,7 +134,7 @@ def test_the_one_step_off_config_file_alone_converts_the_same(verl_root):
             "trainer.n_gpus_per_node=4",
             "rollout.n_gpus_per_node=4",
         ],
-        allow=BYPASS,
+        allow=one_step_off.bypass,
     )
     # verl's default estimator is GAE: the critic trains in the trainer's pool too
     trainer = [0, 1, 2, 3]

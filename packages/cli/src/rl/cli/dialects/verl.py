@@ -64,6 +64,11 @@ def _warmup_style(value: Any) -> Any:
     return {"constant": "constant", "cosine": "cosine", "linear": "linear"}.get(value, value)
 
 
+def _fsdp2(value: Any) -> Any:
+    """verl's `fsdp2` strategy (FSDP2's fully_shard) is rl's `fsdp` engine, which is FSDP2."""
+    return "fsdp" if value == "fsdp2" else value
+
+
 DESCRIPTION = """
 Composed by Hydra (defaults lists, `group@package: option`, `_self_`, relative
 `../group`, `hydra.searchpath`) with verl's override syntax (`key=v`, `+key=v`, `~key`,
@@ -335,6 +340,9 @@ RULES: list[Rule] = [
     ),
     Rule("data.train_files", "data.train_files", convert=as_list),
     Rule("data.val_files", "data.val_files", convert=as_list),
+    # verl's FSDP (1) and FSDP2 strategies are rl's one FSDP2 engine
+    Rule("actor_rollout_ref.actor.strategy", "actor.strategy", convert=_fsdp2),
+    Rule("critic.strategy", "critic.strategy", convert=_fsdp2),
     # sections that keep verl's names
     Rule("actor_rollout_ref.actor.", "actor."),
     Rule("actor_rollout_ref.rollout.", "rollout."),
