@@ -66,8 +66,6 @@ class OneStepOff:
     # own cluster.cpus_per_worker so that three workers fit two cores); with the script's
     # own NGPUS_PER_NODE=3 (its n_gpus_training = NGPUS_PER_NODE - 2): 1 + 2 devices
     shrink: tuple[str, ...]
-    # the script's one-step-off settings rl's bypass mode does not honour yet
-    bypass: tuple[str, ...]
 
 
 ONE_STEP_OFF = OneStepOff(
@@ -86,11 +84,10 @@ ONE_STEP_OFF = OneStepOff(
         "trainer.total_training_steps=2",
         "cluster.cpus_per_worker=0.5",
     ),
-    bypass=("algorithm.rollout_correction.bypass_mode", "algorithm.rollout_correction.loss_type"),
 )
 
 
 @pytest.fixture(scope="session")
 def one_step_off():
-    """verl's one-step-off script, its shrink to this machine and what rl cannot honour."""
+    """verl's one-step-off script and its shrink to this machine."""
     return ONE_STEP_OFF

@@ -51,8 +51,6 @@ def test_the_one_step_off_script_trains_on_one_training_and_two_rollout_devices(
         str(one_step_off.script),
         *one_step_off.shrink,
         f"trainer.default_local_dir={out}",
-        "--allow-unsupported",
-        ",".join(one_step_off.bypass),
     ]
     result = subprocess.run(
         command,

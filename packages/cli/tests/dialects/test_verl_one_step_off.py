@@ -30,13 +30,10 @@ def verl_root(verl_release, monkeypatch, tmp_path):
 
 @pytest.fixture
 def convert_script(one_step_off):
-    """`convert_script(*overrides)`: the script converted with rl's report, allowing the
-    bypass-mode keys."""
+    """`convert_script(*overrides)`: the script converted (our config, the report)."""
 
     def run(*overrides):
-        return convert_config(
-            "verl", one_step_off.script, list(overrides), allow=one_step_off.bypass
-        )
+        return convert_config("verl", one_step_off.script, list(overrides))
 
     return run
 
@@ -93,7 +90,10 @@ def test_shrunk_to_one_training_and_two_rollout_devices(
     assert config.rollout.n == 2 and config.trainer.total_training_steps == 2
     assert config.actor.use_kl_loss  # the reference runs on the trainer's device
     assert config.actor.strategy == "fsdp"  # verl's fsdp2: rl's FSDP2 engine
-    assert {e.source for e in report.refused()} <= set(one_step_off.bypass)
+    assert not report.refused()  # every key of the script maps or is rl's own business
+    # its config's bypass mode: the rollout's log-probs are the old policy's
+    assert config.algorithm.rollout_correction.bypass_mode
+    assert config.algorithm.rollout_correction.loss_type == "ppo_clip"
 
 
 def test_the_hybrid_engine_left_on_is_refused_as_verl_does(verl_root, convert_script):
@@ -124,7 +124,7 @@ def test_main_ppo_without_the_hybrid_engine_is_refused_as_verl_does(verl_root, c
     assert "verl.experimental.one_step_off_policy.main_ppo" in message
 
 
-def test_the_one_step_off_config_file_alone_converts_the_same(verl_root, one_step_off):
+def test_the_one_step_off_config_file_alone_converts_the_same(verl_root):
     config, _ = convert_config(
         "verl",
         verl_root / ONE_STEP_OFF_CONFIG,
@@ -134,7 +134,6 @@ def test_the_one_step_off_config_file_alone_converts_the_same(verl_root, one_ste
             "trainer.n_gpus_per_node=4",
             "rollout.n_gpus_per_node=4",
         ],
-        allow=one_step_off.bypass,
     )
     # verl's default estimator is GAE: the critic trains in the trainer's pool too
     trainer = [0, 1, 2, 3]
