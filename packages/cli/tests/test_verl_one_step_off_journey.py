@@ -65,3 +65,5 @@ def test_the_one_step_off_script_trains_on_one_training_and_two_rollout_devices(
     assert [r["step"] for r in rows] == [1, 2]
     assert all(r["actor/grad_norm"] > 0 for r in rows)  # the actor was updated
     assert [r["rollout/staleness"] for r in rows] == [0.0, 1.0]  # one step off
+    # the config's bypass mode: the rollout's log-probs are the old policy's, no pass
+    assert all(r["actor/old_logprobs_from_update"] == 1.0 for r in rows)
