@@ -143,3 +143,18 @@ def test_the_one_step_off_config_file_alone_converts_the_same(verl_root):
         "rollout": [4, 5, 6, 7],
     }
     assert config.trainer.mode == "one_step_off"
+
+
+def test_run_elsewhere_the_searchpath_of_the_config_is_named(
+    verl_release, monkeypatch, tmp_path, one_step_off
+):
+    """verl's one-step-off config finds ppo_trainer through `file://verl/trainer/config`,
+    which Hydra reads against the current directory: elsewhere verl fails, and so does rl,
+    saying where to run from."""
+    monkeypatch.syspath_prepend(str(verl_release("0.9.1")))  # verl installed
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as error:
+        convert_config("verl", one_step_off.script, [])
+    message = str(error.value)
+    assert "file://verl/trainer/config" in message and str(tmp_path) in message
+    assert "\n" not in message

@@ -50,7 +50,7 @@ def compose_unresolved(path: Path, overrides: Sequence[str] = (), what: str = "c
     except MissingConfigException as error:
         raise ConfigError(
             f"{path}: {one_line(error)} (a `defaults:` entry names a file that is not in "
-            "the config folder or the hydra.searchpath)"
+            f"the config folder or the hydra.searchpath{_missing_searchpath(path)})"
         ) from None
     except HydraException as error:
         raise ConfigError(f"{path}: {one_line(error)}") from None
@@ -61,6 +61,39 @@ def compose_unresolved(path: Path, overrides: Sequence[str] = (), what: str = "c
     OmegaConf.set_struct(config, False)
     config.pop("hydra", None)
     return config
+
+
+def _missing_searchpath(path: Path) -> str:
+    """ "; its hydra.searchpath X is read against the current directory (C), which has no
+    such folder: ..." for each relative `file://` entry of `path` that is not there ("" when
+    none): verl's experimental configs name `file://verl/trainer/config`, which holds when
+    run from verl's checkout root, as its scripts are."""
+    import os
+
+    import yaml
+
+    try:
+        searchpath = (
+            (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("hydra") or {}
+        ).get("searchpath") or []
+    except (OSError, yaml.YAMLError, AttributeError):
+        return ""
+    cwd = Path.cwd()
+    missing = [
+        entry
+        for entry in searchpath
+        if isinstance(entry, str)
+        and entry.startswith("file://")
+        and not os.path.isabs(entry.removeprefix("file://"))
+        and not (cwd / entry.removeprefix("file://")).is_dir()
+    ]
+    if not missing:
+        return ""
+    return (
+        f"; its hydra.searchpath {', '.join(missing)} is read against the current directory "
+        f"({cwd}), which has no such folder: run from the folder that holds it (verl's "
+        "scripts run from its checkout's root)"
+    )
 
 
 def interpolated_roots(config: Any) -> set[str]:
