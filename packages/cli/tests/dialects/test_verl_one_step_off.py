@@ -158,3 +158,29 @@ def test_run_elsewhere_the_searchpath_of_the_config_is_named(
     message = str(error.value)
     assert "file://verl/trainer/config" in message and str(tmp_path) in message
     assert "\n" not in message
+
+
+def test_the_fully_async_config_runs_ahead_on_its_own_rollout_devices(verl_release, monkeypatch):
+    """verl's fully-async trainer: the same two pools, rl's trainer.mode async. Its config
+    finds ppo_trainer through `pkg://verl.trainer.config`, read where Python finds verl
+    (never imported). Its own async settings (staleness as a fraction of samples, sync
+    cadence, rollout log-probs as the old policy's, ...) are refused by name for now."""
+    monkeypatch.syspath_prepend(str(verl_release("0.9.1")))
+    config_file = (
+        verl_release("0.9.1")
+        / "verl/experimental/fully_async_policy/config/fully_async_ppo_trainer.yaml"
+    )
+    overrides = [
+        "actor_rollout_ref.hybrid_engine=False",
+        "actor_rollout_ref.rollout.name=vllm",
+        "algorithm.adv_estimator=grpo",
+        "trainer.n_gpus_per_node=4",
+        "rollout.n_gpus_per_node=4",
+    ]
+    with pytest.raises(ConfigError) as error:
+        convert_config("verl", config_file, overrides)
+    assert "async_training.staleness_threshold" in str(error.value)
+    refused = ["async_training.*", "rollout.*", "data.gen_batch_size", "*.use_rollout_log_probs"]
+    config, _ = convert_config("verl", config_file, overrides, allow=refused)
+    assert config.cluster.placement == {"actor": [0, 1, 2, 3], "rollout": [4, 5, 6, 7]}
+    assert config.trainer.mode == "async"
