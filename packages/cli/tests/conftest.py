@@ -2,6 +2,7 @@ import json
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,40 @@ TINY_RUN = [
     # that resume a tiny run for more or fewer steps say that this change is meant
     "trainer.allow_config_change=[trainer.total_training_steps]",
 ]
+
+
+@dataclass(frozen=True)
+class OneStepOff:
+    """verl's one-step-off launch script (verbatim, `dialects/verl/upstream/`) and how the
+    tests shrink it to this machine."""
+
+    script: Path
+    # the trainer's and the rollout's "devices" are worker processes (verl's keys, and rl's
+    # own cluster.cpus_per_worker so that three workers fit two cores); with the script's
+    # own NGPUS_PER_NODE=3 (its n_gpus_training = NGPUS_PER_NODE - 2): 1 + 2 devices
+    shrink: tuple[str, ...]
+
+
+ONE_STEP_OFF = OneStepOff(
+    script=Path(__file__).parent
+    / "dialects/verl/upstream/verl/experimental/one_step_off_policy/shell"
+    / "grpo_0.6b_gsm8k_fsdp2_2_6.sh",
+    shrink=(
+        "trainer.device=cpu",
+        "data.train_batch_size=4",
+        "data.max_response_length=16",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=4",
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4",
+        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4",
+        "actor_rollout_ref.rollout.n=2",
+        "trainer.total_training_steps=2",
+        "cluster.cpus_per_worker=0.5",
+    ),
+)
+
+
+@pytest.fixture(scope="session")
+def one_step_off():
+    """verl's one-step-off script and its shrink to this machine."""
+    return ONE_STEP_OFF

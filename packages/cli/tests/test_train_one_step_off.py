@@ -43,6 +43,23 @@ def test_rollouts_are_one_step_stale_and_the_run_trains(tmp_path, tiny_run, metr
     assert min(r["mismatch/abs_logprob_diff"] for r in off_rows[1:]) > 1e-3
 
 
+def test_bypass_mode_takes_the_stale_rollouts_logprobs_as_the_old_policys(
+    tmp_path, tiny_run, metrics_rows
+):
+    """verl's one-step-off config turns bypass mode on: the ratio of the first update is
+    pi / pi_rollout, which one step of staleness moves off 1 (where the actor's own old
+    log-probs make it exactly 1), and no pass recomputes them. One mini-batch per step:
+    the ratio is that of the weights the step starts from."""
+    bypass = "algorithm.rollout_correction.bypass_mode=true"
+    one_update = "actor.ppo_mini_batch_size=8"
+    _train(tmp_path, tiny_run, "trainer.mode=one_step_off", bypass, one_update)
+    rows = [r for r in metrics_rows(tmp_path) if "actor/grad_norm" in r]
+    assert [r["step"] for r in rows] == [1, 2, 3, 4]
+    assert all(r["actor/old_logprobs_from_update"] == 1.0 for r in rows)
+    assert abs(rows[0]["actor/approx_kl"]) < 1e-4  # step 1: nothing stale yet
+    assert min(abs(r["actor/approx_kl"]) for r in rows[1:]) > 1e-4
+
+
 def test_a_one_step_off_checkpoint_resumes(tmp_path, tiny_run, metrics_rows):
     _train(
         tmp_path,

@@ -121,3 +121,27 @@ def test_an_agent_config_brings_its_turn_budgets():
     assert config.rollout.multi_turn.max_total_tokens == 3000
     assert all(entry.status == "mapped" for entry in conversion.report.entries)
     assert any("a ChatLearn agent config" in note for note in conversion.report.notes)
+
+
+def test_models_outside_the_colocation_group_get_devices_of_their_own():
+    """ChatLearn places a colocation group on its largest model's num_gpu devices and each
+    model outside every group on num_gpu devices of its own (its ModelManager): the trainer
+    and reference on 0-1, the vLLM policy on 2-3, 4 devices in all."""
+    from rl.core.workers.launch import cluster_placement
+
+    conversion = convert(
+        "chatlearn",
+        HERE / "grpo_fsdp.yaml",
+        [
+            "runtime_args.colocation=[policy_trainer,ref_policy]",
+            "models.policy_trainer.num_gpu=2",  # the reference's interpolates it
+            "models.policy.num_gpu=2",
+        ],
+    )
+    config = config_from_mapping(conversion.config, "converted")
+    assert config.cluster.placement == {"actor": [0, 1], "ref": [0, 1], "rollout": [2, 3]}
+    assert not config.cluster.colocation
+    assert (config.cluster.nnodes, config.cluster.n_gpus_per_node) == (1, 4)
+    placement = cluster_placement(config)
+    assert placement.colocation == (("actor", "ref"),)
+    assert not unexplained(conversion.report)

@@ -127,3 +127,28 @@ def test_the_importance_sampling_file_converts_once_its_broken_path_is_given():
     config = config_from_mapping(conversion.config, "is")
     # RLinf: advantages × min(exp(recomputed - rollout log-probs), importance_sampling_clip)
     assert config.actor.tis_cap == 1.0
+
+
+@pytest.mark.parametrize(
+    "name", ["qwen2.5-1.5b-grpo-fsdp-pipeline", "qwen2.5-1.5b-grpo-megatron-pipeline"]
+)
+def test_a_disaggregated_component_placement_places_each_role_apart(name):
+    """RLinf's pipeline files: rollout (and reward) on 0-15, the actor's inference pass
+    (rl's ref) on 16-23, the actor on 24-63 of 8 nodes (RLinf reads the GPUs per node from
+    Ray: given here)."""
+    from rl.cli.convert_cmd import convert_config
+    from rl.core.workers.launch import cluster_placement
+
+    config, _ = convert_config(
+        "rlinf",
+        MATH / f"{name}.yaml",
+        ["+cluster.num_gpus_per_node=8"],
+        allow=sorted(REFUSED[name]),
+    )
+    placement = cluster_placement(config)
+    assert placement.devices["rollout"] == tuple(range(16))
+    assert placement.devices["ref"] == tuple(range(16, 24))
+    assert placement.devices["actor"] == tuple(range(24, 64))
+    assert placement.colocation == (("rollout", "reward"),)
+    assert (placement.nnodes, placement.n_gpus_per_node) == (8, 8)
+    assert config.trainer.launcher == "ray"

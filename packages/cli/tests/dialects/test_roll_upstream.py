@@ -179,3 +179,20 @@ def test_a_config_path_rl_cannot_know_says_what_to_export(tmp_path):
         script, [], environ={**env, "EXP": "qwen3-8B-rlvr_fsdp2"}, cwd=UPSTREAM
     )
     assert launch.config_file == EXAMPLES / "qwen3-8B-rlvr_fsdp2" / "rlvr_config.yaml"
+
+
+def test_the_separate_example_places_training_and_generation_apart():
+    """ROLL's rlvr_qwen2.5_7B_seperate.yaml: actor_train and reference on devices 0-3 and
+    8-11, actor_infer on 4-5 and 12-13 of 8-GPU nodes; ROLL derives num_nodes = 2 from the
+    highest device. rl's placement is the same split, the rollout on devices of its own."""
+    from rl.core.workers.launch import cluster_placement
+
+    name = "qwen2.5-7B-rlvr_megatron/rlvr_qwen2.5_7B_seperate.yaml"
+    config, _ = convert_config("roll", EXAMPLES / name, [], allow=sorted(REFUSED[name]))
+    trainer = [0, 1, 2, 3, 8, 9, 10, 11]
+    assert config.cluster.placement == {"actor": trainer, "ref": trainer, "rollout": [4, 5, 12, 13]}
+    assert (config.cluster.nnodes, config.cluster.n_gpus_per_node) == (2, 8)
+    assert config.trainer.launcher == "ray"
+    placement = cluster_placement(config)
+    assert placement.colocation == (("actor", "ref"),)
+    assert placement.nodes_of("rollout") == (0, 1)

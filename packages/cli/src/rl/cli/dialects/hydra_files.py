@@ -46,11 +46,13 @@ def compose_unresolved(path: Path, overrides: Sequence[str] = (), what: str = "c
         ):
             # a defaults list without `_self_` composes the file last, as its systems expect
             warnings.filterwarnings("ignore", message=".*missing `_self_`", category=UserWarning)
-            config = hydra_compose(config_name=path.stem, overrides=list(overrides))
+            config = hydra_compose(
+                config_name=path.stem, overrides=[*overrides, *_package_searchpath(path)]
+            )
     except MissingConfigException as error:
         raise ConfigError(
             f"{path}: {one_line(error)} (a `defaults:` entry names a file that is not in "
-            "the config folder or the hydra.searchpath)"
+            f"the config folder or the hydra.searchpath{_missing_searchpath(path)})"
         ) from None
     except HydraException as error:
         raise ConfigError(f"{path}: {one_line(error)}") from None
@@ -61,6 +63,75 @@ def compose_unresolved(path: Path, overrides: Sequence[str] = (), what: str = "c
     OmegaConf.set_struct(config, False)
     config.pop("hydra", None)
     return config
+
+
+def _searchpath(path: Path) -> list[Any]:
+    """The `hydra.searchpath` entries the file declares ([] when none or unreadable)."""
+    import yaml
+
+    try:
+        top = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        entries = (top.get("hydra") or {}).get("searchpath") or []
+    except (OSError, yaml.YAMLError, AttributeError):
+        return []
+    return list(entries) if isinstance(entries, list) else []
+
+
+def _package_searchpath(path: Path) -> list[str]:
+    """The file's `hydra.searchpath` with each `pkg://a.b.c` as the folder Python would
+    import it from (`file:///...`), as one `hydra.searchpath=[...]` override; [] when it
+    names no package. Hydra reads `pkg://` by importing the package, and rl never imports
+    an upstream system (verl's `__init__` needs its whole stack): the folder is found as
+    `find_spec` finds the top-level package, which imports nothing."""
+    import importlib.util
+
+    entries = _searchpath(path)
+    if not any(isinstance(e, str) and e.startswith("pkg://") for e in entries):
+        return []
+    resolved = []
+    for entry in entries:
+        if isinstance(entry, str) and entry.startswith("pkg://"):
+            top, *rest = entry.removeprefix("pkg://").strip("/").replace("/", ".").split(".")
+            try:
+                spec = importlib.util.find_spec(top)
+            except (ImportError, ValueError):
+                spec = None
+            folders = [
+                Path(location, *rest)
+                for location in ((spec.submodule_search_locations or []) if spec else [])
+                if Path(location, *rest).is_dir()
+            ]
+            if not folders:
+                return []  # not found: Hydra says so itself
+            entry = f"file://{folders[0].resolve()}"
+        resolved.append(entry)
+    return [f"hydra.searchpath=[{','.join(resolved)}]"]
+
+
+def _missing_searchpath(path: Path) -> str:
+    """`; its hydra.searchpath X is read against the current directory (C), which has no
+    such folder: ...` for each relative `file://` entry of `path` that is not there ("" when
+    none): verl's experimental configs name `file://verl/trainer/config`, which holds when
+    run from verl's checkout root, as its scripts are."""
+    import os
+
+    searchpath = _searchpath(path)
+    cwd = Path.cwd()
+    missing = [
+        entry
+        for entry in searchpath
+        if isinstance(entry, str)
+        and entry.startswith("file://")
+        and not os.path.isabs(entry.removeprefix("file://"))
+        and not (cwd / entry.removeprefix("file://")).is_dir()
+    ]
+    if not missing:
+        return ""
+    return (
+        f"; its hydra.searchpath {', '.join(missing)} is read against the current directory "
+        f"({cwd}), which has no such folder: run from the folder that holds it (verl's "
+        "scripts run from its checkout's root)"
+    )
 
 
 def interpolated_roots(config: Any) -> set[str]:

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from rl.cli.dialects import hydra_files
-from rl.cli.dialects.mapping import Rule, Unsupported, as_list
+from rl.cli.dialects import verl_placement as pools
+from rl.cli.dialects.mapping import Rule, Unsupported, as_list, flatten
 from rl.cli.dialects.scripts import mentions_entry, read_launch_script
 from rl.cli.dialects.switches import value_at
 from rl.cli.dialects.verl_reasons import REASONS
@@ -61,6 +62,11 @@ def loggers(value: Any) -> Any:
 def _warmup_style(value: Any) -> Any:
     """verl's `warmup_style` / `lr_scheduler_type` -> our `lr_scheduler` names."""
     return {"constant": "constant", "cosine": "cosine", "linear": "linear"}.get(value, value)
+
+
+def _fsdp2(value: Any) -> Any:
+    """verl's `fsdp2` strategy (FSDP2's fully_shard) is rl's `fsdp` engine, which is FSDP2."""
+    return "fsdp" if value == "fsdp2" else value
 
 
 DESCRIPTION = """
@@ -150,9 +156,26 @@ RULES: list[Rule] = [
     # renames
     Rule("trainer.default_local_dir", "trainer.output_dir"),
     Rule("trainer.logger", "trainer.logger", convert=loggers),
-    Rule("trainer.n_gpus_per_node", "cluster.n_gpus_per_node"),
-    Rule("trainer.nnodes", "cluster.nnodes"),
-    Rule("actor_rollout_ref.hybrid_engine", "cluster.hybrid_engine"),
+    # the trainer's pool, and the one-step-off / fully-async trainers' rollout pool
+    # (verl_placement): one cluster, each role on its devices
+    Rule(
+        "trainer.n_gpus_per_node",
+        "cluster.n_gpus_per_node",
+        derive=pools.n_gpus_per_node,
+        also=(
+            ("cluster.placement.actor", pools.trainer_devices),
+            ("cluster.placement.ref", pools.ref_devices),
+            ("cluster.placement.critic", pools.critic_devices),
+        ),
+    ),
+    Rule("trainer.nnodes", "cluster.nnodes", derive=pools.nnodes),
+    Rule("rollout.n_gpus_per_node", "cluster.placement.rollout", derive=pools.rollout_devices),
+    Rule("rollout.nnodes", "cluster.nnodes", derive=pools.nnodes),
+    Rule(
+        "actor_rollout_ref.hybrid_engine",
+        "cluster.hybrid_engine",
+        also=(("trainer.mode", pools.mode),),
+    ),
     Rule("actor_rollout_ref.actor.grad_clip", "actor.optim.grad_clip"),
     Rule("actor_rollout_ref.actor.optim.clip_grad", "actor.optim.grad_clip"),
     Rule("actor_rollout_ref.actor.optim.lr_warmup_steps_ratio", "actor.optim.lr_warmup_ratio"),
@@ -317,6 +340,9 @@ RULES: list[Rule] = [
     ),
     Rule("data.train_files", "data.train_files", convert=as_list),
     Rule("data.val_files", "data.val_files", convert=as_list),
+    # verl's FSDP (1) and FSDP2 strategies are rl's one FSDP2 engine
+    Rule("actor_rollout_ref.actor.strategy", "actor.strategy", convert=_fsdp2),
+    Rule("critic.strategy", "critic.strategy", convert=_fsdp2),
     # sections that keep verl's names
     Rule("actor_rollout_ref.actor.", "actor."),
     Rule("actor_rollout_ref.rollout.", "rollout."),
@@ -335,8 +361,10 @@ def compose(path: Path, overrides: Sequence[str] = ()) -> dict[str, Any]:
 
 
 def check(values: dict[str, Any]) -> list[str]:
-    """A critic that would start from another model than the actor is refused: rl's
-    critic starts from model.path (with a value head), verl's from critic.model.path."""
+    """What verl refuses about its resource pools (`verl_placement.check`), and a critic
+    that would start from another model than the actor: rl's critic starts from
+    model.path (with a value head), verl's from critic.model.path."""
+    pools.check(dict(flatten(values)))
     critic = value_at(values, "critic.model.path")
     actor = value_at(values, "actor_rollout_ref.model.path")
     if critic is not None and not _same_path(critic, actor):

@@ -51,6 +51,11 @@ class RolloutCorrectionConfig:
     rollout_rs_threshold / rollout_rs_threshold_lower: the accepted ratio range
         (lower defaults to 1 / upper); the upper bound is required when `rollout_rs` is set.
     rollout_token_veto_threshold: drop a sequence holding a token with rho below it.
+    bypass_mode: the rollout engine's log-probs are the old policy's (verl's bypass mode:
+        no pass recomputes them; `rl.core.trainer.old_logprobs`), so PPO's ratio is
+        pi / pi_rollout; not together with IS, rejection or veto.
+    loss_type: the loss in bypass mode; `ppo_clip` (verl's default: the policy loss with
+        that ratio) is the one rl runs.
     """
 
     rollout_is: Literal["token", "sequence"] | None = None
@@ -59,6 +64,8 @@ class RolloutCorrectionConfig:
     rollout_rs_threshold: float | None = None
     rollout_rs_threshold_lower: float | None = None
     rollout_token_veto_threshold: float | None = None
+    bypass_mode: bool = False
+    loss_type: Literal["ppo_clip"] = "ppo_clip"
 
     def __post_init__(self) -> None:
         _check(
@@ -85,6 +92,19 @@ class RolloutCorrectionConfig:
         )
         veto = self.rollout_token_veto_threshold
         _check(veto is None or veto > 0, "rollout_token_veto_threshold", veto, "> 0 or null")
+        _check(
+            self.loss_type == "ppo_clip",
+            "loss_type",
+            self.loss_type,
+            "ppo_clip (verl's reinforce loss of bypass mode is not in rl)",
+        )
+        _check(
+            not (self.bypass_mode and self.enabled),
+            "bypass_mode",
+            self.bypass_mode,
+            "false while rollout_is, rollout_rs or rollout_token_veto_threshold is set (rl's "
+            "bypass mode is verl's ppo_clip without importance weights or rejection)",
+        )
 
     @property
     def enabled(self) -> bool:

@@ -562,6 +562,7 @@ class Config:
             f"<= data.max_response_length ({data.max_response_length})",
         )
         self._check_token_budgets()
+        self._check_bypass_mode()
         longest = data.max_prompt_length + data.max_response_length
         _check(
             self.rollout.max_model_len is None or self.rollout.max_model_len >= longest,
@@ -575,6 +576,24 @@ class Config:
             data.builtin_train_size,
             f">= data.train_batch_size ({data.train_batch_size})",
         )
+
+    def _check_bypass_mode(self) -> None:
+        """Bypass mode's old log-probs are the rollout's, read by the loss only: a KL
+        penalty in the reward (which reads the actor's own before the update) and
+        actor.tis_cap (weights against the rollout's, then always 1) do not go with it."""
+        if not self.algorithm.rollout_correction.bypass_mode:
+            return
+        for key, value in (
+            ("algorithm.use_kl_in_reward", self.algorithm.use_kl_in_reward),
+            ("actor.tis_cap", self.actor.tis_cap),
+        ):
+            _check(
+                value in (None, False),
+                key,
+                value,
+                "false/null with algorithm.rollout_correction.bypass_mode (the rollout's "
+                "log-probs are the old policy's there)",
+            )
 
     def _check_token_budgets(self) -> None:
         """A token budget must hold the longest row (prompt + response), or no micro-batch can

@@ -6,7 +6,9 @@ ChatLearn lists the models that share all devices and run in turn:
       colocation: [policy, policy_trainer, ref_policy]
 
 (older configs: a list of groups, or "a,b,c" strings). ChatLearn supports one group only
-("non-colocation is not supported yet" in its docs); so do we. verl's hybrid engine puts
+("non-colocation is not supported yet" in its docs); so does this form (the ChatLearn
+importer turns several groups, or models outside every group, into `cluster.placement`
+as ChatLearn 1.2's ModelManager places them). verl's hybrid engine puts
 actor, rollout and ref on every device of `trainer.nnodes` × `trainer.n_gpus_per_node`.
 """
 

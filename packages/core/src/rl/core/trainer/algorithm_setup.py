@@ -70,6 +70,7 @@ def validate_algorithm_names(config: Config) -> None:
 
 def actor_loss_fn(config: Config) -> LossFn:
     loss_config = actor_loss_config(config)
+    bypass = config.algorithm.rollout_correction.bypass_mode
 
     def loss_fn(
         output: LogprobOutput, micro: Mapping[str, torch.Tensor], mini: Mapping[str, torch.Tensor]
@@ -81,6 +82,8 @@ def actor_loss_fn(config: Config) -> LossFn:
                 metrics = alg.mismatch_metrics(
                     old, micro["rollout_logprobs"], micro["response_mask"]
                 )
+            if bypass:  # ... or the rollout engine's, in bypass mode
+                old = micro["rollout_logprobs"]
         denominator = alg.actor_loss_denominator(
             loss_config,
             mini.get("old_logprobs", old),  # read only by a rollout correction: never `old`

@@ -9,6 +9,10 @@ here it is skipped. The pass stays when something reads the old log-probs before
 update (the KL penalty in the reward; the rollout correction, whose weights and rejected
 tokens the loss normaliser needs for the whole mini-batch) or when
 `actor.old_log_prob_pass: always` asks for it.
+
+In bypass mode (`algorithm.rollout_correction.bypass_mode`, verl's) the rollout engine's
+log-probs are the old policy's: no pass runs, whatever the epochs and mini-batches, and
+the loss reads them from the batch (`algorithm_setup.actor_loss_fn`).
 """
 
 from __future__ import annotations
@@ -19,8 +23,11 @@ from rl.core.trainer.algorithm_setup import actor_loss_config
 
 
 def from_update(config: Any, rows: int) -> bool:
-    """True when the actor's update gives the old log-probs of a batch of `rows` responses."""
+    """True when no separate pass computes the old log-probs of a batch of `rows`
+    responses: the actor's update gives them, or bypass mode takes the rollout's."""
     actor, algorithm = config.actor, config.algorithm
+    if algorithm.rollout_correction.bypass_mode:
+        return True
     return (
         actor.old_log_prob_pass == "auto"
         and actor.ppo_epochs == 1

@@ -101,7 +101,14 @@ RULES: list[Rule] = [
     ),
     Rule("runtime_args.rollout_backend", "rollout.name", convert=values.rollout_backend),
     Rule("runtime_args.exp_name", "trainer.experiment_name"),
-    Rule("runtime_args.colocation", "cluster.colocation", convert=values.colocation),
+    # one colocation group of every GPU model: cluster.colocation; models apart (several
+    # groups, or a model outside every group): cluster.placement, as ChatLearn places them
+    Rule(
+        "runtime_args.colocation",
+        "cluster.colocation",
+        derive=values.colocation_of,
+        also=(("cluster.placement", values.placement_of),),
+    ),
     Rule("runtime_args.output_dir", "trainer.output_dir"),
     Rule("runtime_args.data_path", "data.train_files", convert=values.files),
     Rule("runtime_args.eval_data_path", "data.val_files", convert=values.files),
@@ -255,7 +262,7 @@ RULES: list[Rule] = [
     Rule(TRAINER + "save_hf", "trainer.save_hf"),
     Rule(TRAINER + "trust_remote_code", "model.trust_remote_code"),
     Rule(TRAINER + "seed", "trainer.seed"),
-    Rule(TRAINER + "num_gpu", "cluster.n_gpus_per_node"),
+    Rule(TRAINER + "num_gpu", "cluster.n_gpus_per_node", derive=values.total_gpus),
     Rule(
         TRAINER + "load",  # FSDP: the HF folder; megatron: an mcore checkpoint to start from
         "model.path",
@@ -360,7 +367,7 @@ RULES: list[Rule] = [
     # what every model section has and rl sets elsewhere
     Rule(
         "models.*.num_gpu",
-        reason="rl places roles by cluster.colocation / placement",
+        reason="read with runtime_args.colocation into cluster.colocation / placement",
         status="ignored",
     ),
     Rule("models.*.num_cpu", reason=_INFRA, status="ignored"),

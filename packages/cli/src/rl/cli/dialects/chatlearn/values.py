@@ -53,6 +53,65 @@ def colocation(value: Any) -> Any:
     return value
 
 
+def _gpu_models(flat: Mapping[str, Any]) -> dict[str, int]:
+    """Each model section's num_gpu, for the models that run on devices (num_gpu > 0)."""
+    found = {}
+    for key, value in flat.items():
+        parts = key.split(".")
+        if len(parts) == 3 and parts[0] == "models" and parts[2] == "num_gpu" and value:
+            found[parts[1]] = int(value)
+    return found
+
+
+def _blocks(flat: Mapping[str, Any]) -> list[tuple[list[str], int]] | None:
+    """ChatLearn's device blocks (its ModelManager): each colocation group on its largest
+    model's num_gpu devices, then each GPU model outside every group on num_gpu of its
+    own, in the order the config lists the models; None when every GPU model is in one
+    group (the whole-cluster colocation rl's cluster.colocation expresses)."""
+    from rl.core.placement.colocation import colocation_groups
+
+    models = _gpu_models(flat)
+    groups = colocation_groups(colocation(flat.get("runtime_args.colocation") or []))
+    grouped = {name for group in groups for name in group}
+    lone = [name for name in models if name not in grouped]
+    if len(groups) <= 1 and not lone:
+        return None
+    blocks = [(group, max((models.get(name, 0) for name in group), default=0)) for group in groups]
+    return blocks + [([name], models[name]) for name in lone]
+
+
+def colocation_of(flat: Mapping[str, Any]) -> Any:
+    """`cluster.colocation` when every GPU model shares one group, else none (placement)."""
+    value = flat.get("runtime_args.colocation")
+    return colocation(value) if _blocks(flat) is None else None
+
+
+def placement_of(flat: Mapping[str, Any]) -> Any:
+    """`cluster.placement` of models apart (`_blocks`), one after another from device 0."""
+    from rl.core.placement.colocation import CHATLEARN_ROLES, CHATLEARN_UNSUPPORTED
+    from rl.core.placement.roles import lookup_role
+
+    blocks = _blocks(flat)
+    if blocks is None:
+        return None
+    placement, start = {}, 0
+    for names, size in blocks:
+        for name in names:
+            role = lookup_role(name, CHATLEARN_ROLES, CHATLEARN_UNSUPPORTED, "ChatLearn")
+            placement[role] = list(range(start, start + size))
+        start += size
+    return placement
+
+
+def total_gpus(flat: Mapping[str, Any]) -> Any:
+    """The devices ChatLearn asks for: the trainer's num_gpu when every model shares them,
+    else the sum of the blocks (`_blocks`)."""
+    blocks = _blocks(flat)
+    if blocks is None:
+        return flat.get(TRAINER + "num_gpu")
+    return sum(size for _, size in blocks)
+
+
 def loggers(flat: Mapping[str, Any]) -> Any:
     names = ["console", "jsonl"]
     if flat.get("runtime_args.log_args_dict.enable_tensorboard"):

@@ -304,7 +304,11 @@ RULES: list[Rule] = [
         status="ignored",
     ),
     Rule("rpc_timeout", "trainer.worker_timeout_s"),
-    Rule("num_gpus_per_node", "cluster.n_gpus_per_node"),
+    Rule(
+        "num_gpus_per_node",
+        "cluster.n_gpus_per_node",
+        also=(("cluster.nnodes", values.nnodes),),  # ROLL derives num_nodes the same way
+    ),
     # run, logging, checkpoints
     Rule("exp_name", "trainer.experiment_name"),
     Rule("seed", "trainer.seed"),

@@ -199,6 +199,24 @@ def placement(value: Any) -> Any:
     return list(parse_device_mapping(value, "device_mapping"))
 
 
+def nnodes(flat: Mapping[str, Any]) -> Any:
+    """ROLL's `num_nodes`, which it computes itself: the highest device of any worker's
+    `device_mapping` (the roles' and each reward's), over `num_gpus_per_node`, rounded up
+    (1 without a mapping). A role split over devices 0-3 and 8-11 of 8-GPU nodes is 2 nodes."""
+    from rl.core.placement import parse_device_mapping
+
+    per_node = int(flat.get("num_gpus_per_node") or 1)
+    devices = [
+        device
+        for key, value in flat.items()
+        if key.endswith(".device_mapping") and value is not None
+        for device in parse_device_mapping(value, key.removesuffix(".device_mapping"))
+    ]
+    if not devices:
+        return None
+    return max(1, -(-(max(devices) + 1) // per_node))
+
+
 def fsdp_size(value: Any) -> Any:
     return -1 if value is None or int(value) <= 1 else int(value)  # ROLL's 1: full shard
 
