@@ -4,9 +4,9 @@ script's own NGPUS_PER_NODE=3 leaves 1 training device and the rollout's 2 (TP 2
 CPU build), each "device" a worker process (trainer.device=cpu); a Qwen3-0.6B-shaped
 model (2 layers, hidden size 256, head_dim 128 as vLLM's CPU attention needs), GSM8K in
 verl's layout, 2 steps.
-
-The Ray launcher does not yet run roles on devices of their own (rl.core.workers.launch
-refuses them by name): the test is expected to fail until it does."""
+The trainer runs on one Ray worker, the rollout replica (vLLM, TP 2: its two CPU workers
+bound to a core each) on a Ray worker of its own, filled over the weight group; generation
+of step s + 1 overlaps the update of step s."""
 
 from __future__ import annotations
 
@@ -20,11 +20,6 @@ from rl.core.data.verl_layout import gsm8k_rows, write_parquet
 pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.ray]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="the Ray launcher runs roles on the actor's devices only (disaggregated "
-    "placement is issue 34's launcher work)",
-)
 def test_the_one_step_off_script_trains_on_one_training_and_two_rollout_devices(
     tmp_path, rl_executable, verl_release, model_folder, metrics_rows, one_step_off
 ):
