@@ -356,5 +356,46 @@ def test_the_lm_head_runs_on_the_positions_that_predict_response_tokens_only(tok
     rows, response_len = batch["responses"].shape
     if layout == "padded":  # the response's columns (and the one before them) of each row
         assert rows_seen[1][:2] == (rows, response_len + 1)
-    else:
+    elif layout == "packed":
         assert rows_seen[0][1] <= real and rows_seen[1][1] == tokens
+    else:  # a prompt's last position predicts each of its rows' first token: once on CPU
+        distinct = pack(batch, share_prompts=True).predict_index.unique().numel()
+        assert distinct < tokens and rows_seen[1][1] == distinct
+
+
+def test_shared_prompt_gradients_are_bit_identical_run_to_run_with_two_threads(tokenizer):
+    """The demo drifted from step 3 (issue 34): with two torch threads, the gradients of a
+    shared prompt's keys and values (gathered into each of its rows' sequences) and of its
+    last position's logits (one per row) were summed in thread order. 8 prompts of 16 rows,
+    shuffled, responses long enough that the logits' gradient is parallelised too."""
+    generator = torch.Generator().manual_seed(0)
+    prompts = [tokenizer(f"{7 * i}+{i + 3}=").input_ids for i in range(8)]
+    order = torch.randperm(8 * 16, generator=generator).tolist()
+    lengths = torch.randint(1, 13, (8 * 16,), generator=generator).tolist()
+    responses = [
+        torch.randint(3, len(tokenizer), (n,), generator=generator).tolist() for n in lengths
+    ]
+    batch = build_batch(
+        Rollouts(
+            [prompts[row // 16] for row in order],
+            [responses[row] for row in order],
+            [[0.0] * len(responses[row]) for row in order],
+        ),
+        tokenizer.pad_token_id,
+        12,
+    )
+    trained = grouping_engine(qwen2(tokenizer), rows=8 * 16)
+    assert int(batch["response_mask"].sum()) * len(tokenizer) > 32768  # torch's grain size
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        runs = []
+        for _ in range(4):
+            trained.model.zero_grad(set_to_none=True)
+            loss, _ = nll(trained._forward(batch, True), batch, batch)
+            loss.backward()
+            runs.append([full(p.grad).clone() for p in trained.model.parameters()])
+    finally:
+        torch.set_num_threads(threads)
+    for grads in runs[1:]:
+        assert all(torch.equal(a, b) for a, b in zip(grads, runs[0], strict=True))

@@ -120,3 +120,51 @@ def test_the_layers_of_a_forward_share_one_plan_and_a_new_packing_gets_its_own(m
             out, _ = varlen_attention(None, query, key, value, None, cu_seq_lens_q=cu_seqlens)
             torch.testing.assert_close(out, block_causal_reference(query, key, value, cu_seqlens))
     assert len(plans) == 2
+
+
+def test_shared_prompt_gradients_are_bit_identical_run_to_run_with_two_threads():
+    """The demo's step-3 drift (issue 34): 8 prompts of 16 rows each, packed once, their
+    keys and values gathered into every row's sequence; with two torch threads the
+    gradients of a prompt's keys and values summed over its rows in thread order."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        generator = torch.Generator().manual_seed(0)
+        prompt, prompts, rows_per_prompt = 12, 8, 16
+        index, owned, lengths, start = [], [], [], 0
+        for _ in range(prompts):
+            responses = torch.randint(1, 5, (rows_per_prompt,), generator=generator).tolist()
+            at = start + prompt
+            for row, length in enumerate(responses):
+                index += [*range(start, start + prompt), *range(at, at + length)]
+                owned += [row == 0] * prompt + [True] * length
+                lengths.append(prompt + length)
+                at += length
+            start = at
+        index, owned = torch.tensor(index), torch.tensor(owned)
+        cu_seqlens = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()])
+        query = torch.randn(1, 2, start, 64, generator=generator, requires_grad=True)
+        key = torch.randn(1, 1, start, 64, generator=generator, requires_grad=True)
+        value = torch.randn(1, 1, start, 64, generator=generator, requires_grad=True)
+        grad = torch.randn(1, start, 2, 64, generator=generator)
+        grads = []
+        for _ in range(10):
+            for tensor in (query, key, value):
+                tensor.grad = None
+            out, _ = varlen_attention(
+                None,
+                query,
+                key,
+                value,
+                None,
+                cu_seq_lens_q=cu_seqlens,
+                rl_sequence_index=index,
+                rl_owned=owned,
+                max_length_q=max(lengths),
+            )
+            out.backward(grad)
+            grads.append([t.grad.clone() for t in (query, key, value)])
+    finally:
+        torch.set_num_threads(threads)
+    for other in grads[1:]:
+        assert all(torch.equal(a, b) for a, b in zip(other, grads[0], strict=True))

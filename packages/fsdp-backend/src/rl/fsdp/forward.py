@@ -17,6 +17,7 @@ import torch
 
 from rl.fsdp.packing import pack
 from rl.fsdp.ulysses import GatherSequence, SequenceParallel, ShareGradient, local_slice
+from rl.kernels.gather import take
 
 
 def _run(model: torch.nn.Module, batch: Mapping[str, torch.Tensor], **options: Any) -> Any:
@@ -54,15 +55,23 @@ def response_outputs(
         inputs = pack(batch, share_prompts)
         kwargs = inputs.model_kwargs() if sp is None else local_slice(inputs, sp)
         picked = lm_head and not hidden and sp is None
+        # a shared prompt's last position predicts each of its rows' first token; on CPU the
+        # model's `logits[:, logits_to_keep]` would add that position's gradients up in
+        # thread order (rl.kernels.gather), so the head gets each position once and `take`
+        # repeats the logits (CUDA's indexing backward is deterministic already)
+        distinct = inputs.distinct_predict if picked and inputs.input_ids.is_cpu else None
         if picked:
-            options["logits_to_keep"] = inputs.predict_index
+            options["logits_to_keep"] = inputs.predict_index if distinct is None else distinct
         output = model(**kwargs, use_cache=False, **options)
         states = output.hidden_states[-1] if hidden else output.logits
         if picked:
-            return states[0]
+            if distinct is None:
+                return states[0]
+            assert inputs.predict_rows is not None
+            return take(states[0], 0, inputs.predict_rows)
         if sp is not None:  # every rank's slice of the row
             states = GatherSequence.apply(states, 1, sp)
-        return states[0, inputs.predict_index]
+        return take(states[0], 0, inputs.predict_index)
     if sp is not None:
         raise ValueError("Ulysses sequence parallelism runs on packed rows (use_remove_padding)")
     if lm_head and not hidden:

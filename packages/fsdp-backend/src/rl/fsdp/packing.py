@@ -38,6 +38,11 @@ class PackedInputs:
     # attention output of): its response, and its prompt if it is the prompt's first row
     sequence_index: torch.Tensor | None = None  # int64 [sum of row lengths]
     owned: torch.Tensor | None = None  # bool, like sequence_index
+    # shared prompts: a prompt's last position predicts the first response token of each of
+    # its rows, so `predict_index` repeats it; `distinct_predict` lists each predicting
+    # position once (sorted) and `predict_rows` maps `predict_index` onto that list
+    distinct_predict: torch.Tensor | None = None  # int64 [M' <= M]
+    predict_rows: torch.Tensor | None = None  # int64 [M]
 
     def model_kwargs(self) -> dict[str, object]:
         """Inputs of the model call; the sequence bounds reach the attention function
@@ -167,12 +172,16 @@ def _pack_shared(
     lengths = real.sum(1)
     cu_seqlens = torch.zeros(rows + 1, dtype=torch.int32, device=device)
     cu_seqlens[1:] = lengths.cumsum(0)
+    predict_index = _predict_index(batch, flat_to_packed.view(-1), prompt_width)
+    distinct_predict, predict_rows = torch.unique(predict_index, return_inverse=True)
     return PackedInputs(
         batch["input_ids"].reshape(-1)[flat][None],
         positions[source_rows, columns][None],
-        _predict_index(batch, flat_to_packed.view(-1), prompt_width),
+        predict_index,
         cu_seqlens,
         int(lengths.max()),
         sequence_index=flat_to_packed[real],
         owned=kept[real],
+        distinct_predict=distinct_predict,
+        predict_rows=predict_rows,
     )

@@ -30,6 +30,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from rl.kernels.gather import take
+
 NAME = "rl_varlen"
 
 
@@ -126,12 +128,19 @@ def _bucketed_sdpa(
     """Causal SDPA per bucket of `plan`: a few batched calls instead of one per sequence."""
     out = torch.empty_like(query)
     for bucket in plan:
-        q, k, v = (t[0][:, bucket.packed].transpose(0, 1) for t in (query, key, value))
+        # `take`: packed positions repeat (a shared prompt in each of its rows, a padded
+        # place), and their gradients must add up in a fixed order
+        q, k, v = (_gather(t[0], bucket.packed).transpose(0, 1) for t in (query, key, value))
         attended = F.scaled_dot_product_attention(  # [G, H, W, D]
             q, k, v, is_causal=True, scale=scaling, enable_gqa=q.shape[1] != k.shape[1]
         )
         out[0][:, bucket.to] = attended.transpose(0, 1)[:, bucket.kept]
     return out.transpose(1, 2).contiguous()
+
+
+def _gather(states: torch.Tensor, packed: torch.Tensor) -> torch.Tensor:
+    """[H, N, D] states at the packed positions [G, W]: [H, G, W, D]."""
+    return take(states, 1, packed.reshape(-1)).unflatten(1, packed.shape)
 
 
 def _buckets(order: list[int], lengths: list[int], waste: float) -> list[list[int]]:
