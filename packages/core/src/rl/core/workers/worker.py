@@ -79,9 +79,10 @@ class RoleWorker:
         )
 
     def build(self, config: Config, roles: Sequence[str], total_steps: int) -> None:
-        """Build this rank's engines. Model weights use the trainer seed on every rank;
-        sampling (the global RNG, the rollout seed) is offset by the rank, so replicas
-        draw different samples."""
+        """Build this rank's engines. Model weights use the trainer seed on every rank.
+        The trainer's samples draw from their own per-sample seeds (`prompt_seeds`), the
+        same on any rank; the global RNG and the engine's seed are offset by the rank, so
+        that calls without them (agent turns) differ between replicas."""
         from rl.core.models import load_tokenizer
         from rl.core.rng import seed_everything
         from rl.core.weight_sync import WeightSender
@@ -150,12 +151,15 @@ class RoleWorker:
         actor, rollout = self.engines["actor"], self.engines["rollout"]
         rollout.wake()
         weights = actor.export_weights()
-        self.weight_version = version
+        metrics: dict[str, float] | None = None
         if self.may_share_weights and declares(actor, ExportsViews) and actor.exports_views:
             weights = list(weights)  # views: no copies
             if declares(rollout, SharesWeights) and rollout.share_weights(weights):
-                return shared_sync_metrics(weights)
-        return dict(self.sender.sync(weights, rollout))
+                metrics = shared_sync_metrics(weights)
+        if metrics is None:
+            metrics = dict(self.sender.sync(weights, rollout))
+        self.weight_version = version  # once they are in
+        return metrics
 
     # --- a disaggregated placement: weights from the trainer ranks to rollout replicas ----
 
