@@ -85,7 +85,7 @@ def test_a_disaggregated_rlinf_placement_plans_each_side_on_its_devices(qwen_0_5
     args = ["plan", "--from", "rlinf", str(folder / "grpo_fsdp_disaggregated.yaml")]
     args += [f"rollout.model.model_path={qwen_0_5b}", f"actor.model.model_path={qwen_0_5b}"]
     args += ["+cluster.num_gpus_per_node=8", "algorithm.reinpp_kl_beta=0"]
-    result = CliRunner().invoke(app, [*args, "--device-memory-gb", "24"])
+    result = CliRunner().invoke(app, [*args, "--device-memory-gb", "512"])
     assert result.exit_code == 0, result.output
     out = result.output
     assert "devices 0-3 (node 0): rollout\n  devices 6-7 (node 0): actor\n" in out

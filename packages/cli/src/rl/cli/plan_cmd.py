@@ -100,7 +100,7 @@ def show_plan(config: Config) -> None:
 
 
 def render_placement(config: Config, plan: Plan) -> str:
-    from rl.core.plan.fit import ranges
+    from rl.core.placement.ranks import format_ranks as ranges
 
     layout = plan.layout
     placement = layout.placement
@@ -226,6 +226,6 @@ def _count(value: int) -> str:
 
 
 def _devices(devices: tuple[int, ...]) -> str:
-    from rl.core.plan.fit import ranges
+    from rl.core.placement.ranks import format_ranks as ranges
 
     return f"device{'s' if len(devices) > 1 else ''} {ranges(devices)}"

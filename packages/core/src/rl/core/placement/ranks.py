@@ -9,6 +9,7 @@ OmegaConf reads a bare `0` as the int 0, so ints are accepted too.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from rl.core.placement.errors import PlacementError
 
@@ -43,3 +44,14 @@ def parse_ranks(value: object, n_devices: int, key: str) -> tuple[int, ...]:
             )
         ranks.update(range(start, end + 1))
     return tuple(sorted(ranks))
+
+
+def format_ranks(devices: Sequence[int]) -> str:
+    """Device indices as RLinf writes them, the inverse of `parse_ranks`: "0-3,6"."""
+    runs: list[list[int]] = []
+    for d in devices:
+        if runs and d == runs[-1][-1] + 1:
+            runs[-1].append(d)
+        else:
+            runs.append([d])
+    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)

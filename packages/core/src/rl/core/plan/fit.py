@@ -6,6 +6,7 @@ that dominates and the key that shrinks it. `check_plan` runs every refusal of t
 from __future__ import annotations
 
 from rl.core.config import Config, ConfigError
+from rl.core.placement.ranks import format_ranks
 from rl.core.plan.build import DeviceGroup, Plan, check_divisions, make_plan
 from rl.core.plan.device_memory import GIB, kv_cache_space
 from rl.core.plan.memory import DTYPE_BYTES, kv_cache_bytes
@@ -111,12 +112,12 @@ def _too_big(
     if workers:  # trainer.device=cpu: the worker processes share the machine's memory
         return (
             f"the {workers} worker process(es) need ~{gib(total)} GiB together on "
-            f"trainer.device=cpu, the largest {role} on device(s) {ranges(group.devices)} "
+            f"trainer.device=cpu, the largest {role} on device(s) {format_ranks(group.devices)} "
             f"~{gib(group.peak)} GiB ({parts}), but this machine has {has}: {fix} "
             "(`rl plan` shows the estimate)"
         )
     return (
-        f"{role} needs ~{gib(group.peak)} GiB on device(s) {ranges(group.devices)} ({parts}; "
+        f"{role} needs ~{gib(group.peak)} GiB on device(s) {format_ranks(group.devices)} ({parts}; "
         f"plus what colocated roles keep) but a device has {has}: {fix} "
         "(`rl plan` shows the estimate)"
     )
@@ -136,14 +137,3 @@ def _fix(config: Config, group: DeviceGroup) -> str:
     if "rollout" in kept and not config.rollout.free_cache_engine:
         fix += "; or rollout.free_cache_engine=true (the rollout keeps its cache meanwhile)"
     return fix
-
-
-def ranges(devices: tuple[int, ...]) -> str:
-    """Device indices as RLinf writes them: \"0-3,6\"."""
-    runs: list[list[int]] = []
-    for d in devices:
-        if runs and d == runs[-1][-1] + 1:
-            runs[-1].append(d)
-        else:
-            runs.append([d])
-    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)

@@ -29,7 +29,7 @@ from typing import Any
 from rl.core.config import Config, ConfigError
 from rl.core.config.overrides import apply_overrides, render_overrides
 from rl.core.placement import Placement
-from rl.core.placement.ranks import parse_ranks
+from rl.core.placement.ranks import format_ranks, parse_ranks
 from rl.core.trainer.preflight_limits import check_rollout_devices
 from rl.core.workers.launch import (
     check_divisible,
@@ -186,19 +186,8 @@ def _asked(config: Config, used: Sequence[int]) -> str:
         return f"cluster asks for {devices} ({shape})"
     return (
         f"cluster asks for {devices} (cluster.{cluster.dialects()[0]} places the roles on "
-        f"devices {_ranges(used)} of {shape})"
+        f"devices {format_ranks(used)} of {shape})"
     )
-
-
-def _ranges(devices: Sequence[int]) -> str:
-    """Device indices as RLinf writes them: "0-3,6"."""
-    runs: list[list[int]] = []
-    for d in devices:
-        if runs and d == runs[-1][-1] + 1:
-            runs[-1].append(d)
-        else:
-            runs.append([d])
-    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
 def shrink(
