@@ -32,8 +32,11 @@ def open_weight_group(
     timeout = datetime.timedelta(seconds=timeout_s)
     store = dist.TCPStore(address, port, size, rank == 0, timeout=timeout)
     prefixed = dist.PrefixStore("rl-weights", store)
+    group: Any
     if backend == "nccl":
-        group = dist.ProcessGroupNCCL(prefixed, rank, size)
+        options = dist.ProcessGroupNCCL.Options()
+        options._timeout = timeout
+        group = dist.ProcessGroupNCCL(prefixed, rank, size, options)
     elif backend == "gloo":
         group = dist.ProcessGroupGloo(prefixed, rank, size, timeout)
     else:

@@ -228,7 +228,7 @@ def _launch_split(
         trainer.ray_address,
         num_cpus=None if cuda else max(2.0, layout.devices * layout.cpus_per_device),
     )
-    common = {
+    common: dict[str, Any] = {
         "device_type": trainer.device,
         "cpus_per_worker": layout.cpus_per_device,
         "timeout_s": trainer.worker_timeout_s,

@@ -102,7 +102,7 @@ class RayWorkerGroup:
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         threads = str(max(1, int(cpus_per_worker)))
-        remote = ray.remote(self.worker_class)
+        remote: Any = ray.remote(self.worker_class)
         for rank in range(self.world_size):
             self.actors.append(
                 remote.options(
