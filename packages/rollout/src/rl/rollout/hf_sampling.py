@@ -10,6 +10,11 @@ strategy — and its prefill of every prompt n times: here a prompt is run once,
 cache and last logits are repeated for its n rows. With SDPA attention a decode step also
 skips the model's mask building: it gets the mask SDPA reads, [rows, 1, 1, keys], grown
 by one column a step.
+
+With per-prompt seeds (`SamplingParams.prompt_seeds`, which the trainer always sets) each
+row draws from its own generator instead (`RowDraws`, inverse-CDF over the same
+probabilities), so a row's samples do not depend on the rows beside it; the tokens then
+differ from `generate`'s, the distribution does not.
 """
 
 from __future__ import annotations
