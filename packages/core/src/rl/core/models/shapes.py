@@ -12,6 +12,7 @@ the tokenizer and the head dimension stay real.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -238,7 +239,8 @@ def shape_config(
         "num_attention_heads": heads,
         "num_hidden_layers": num_layers,
         "num_key_value_heads": kv_heads,
-        **shape.config_extras,
+        # a copy: transformers' configs edit nested values (rope_scaling) in place
+        **copy.deepcopy(dict(shape.config_extras)),
         "tie_word_embeddings": True,
         "torch_dtype": dtype,
         "use_cache": True,
