@@ -65,6 +65,10 @@ class SplitGroup:
         return {**metrics, **mean_metrics(self.rollout.wait(received, "rollout", "pull_weights"))}
 
     def shutdown(self) -> None:
+        """Both groups; when a call of either failed, neither waits on its workers (a
+        replica may be blocked in a broadcast its sender will never finish)."""
+        if self.train.broken or self.rollout.broken:
+            self.train.broken = self.rollout.broken = True
         try:
             self.rollout.shutdown()
         finally:
