@@ -58,6 +58,7 @@ def test_each_metric_combines_by_its_kind():
         "min",
     ]
     assert reduce_kind("actor/entropy") == reduce_kind("actor/pg_clipfrac") == "mean"
+    assert reduce_kind("actor/loss") == reduce_kind("critic/loss") == "sum"  # the whole loss
     values = {"vf_clipfrac": [0.5], "critic/vf_loss": [2.0], "ratio/min": [0.9], TOKENS: [4.0]}
     assert step_metrics(values, "critic") == {
         "critic/vf_clipfrac": 0.5,

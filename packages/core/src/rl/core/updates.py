@@ -19,8 +19,10 @@ import torch
 Mini = TypeVar("Mini")
 
 # Shares of the mini-batch loss (each micro-batch's is normalised by the whole mini-batch):
-# they add up over micro-batches and data-parallel ranks.
-LOSS_SHARES = frozenset({"actor/pg_loss", "actor/kl_loss", "critic/vf_loss"})
+# they add up over micro-batches and data-parallel ranks; `<role>/loss` is the whole loss.
+LOSS_SHARES = frozenset(
+    {"actor/pg_loss", "actor/kl_loss", "critic/vf_loss", "actor/loss", "critic/loss"}
+)
 TOKENS = "_tokens"  # a micro-batch's valid response tokens: the weight of its means
 
 AllReduce = Callable[[torch.Tensor, str], torch.Tensor]  # (values, "sum" | "max") -> reduced

@@ -343,14 +343,6 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
         dist.all_reduce(on_device, op=reduce_op)
         return on_device.cpu()
 
-    def _sum_over_ranks(self, value: torch.Tensor) -> float:
-        """The sum over data-parallel shares (a sequence-parallel group's ranks hold one)."""
-        if self.world_size > 1:
-            on_device = value.to(self.device) if self.device.type == "cuda" else value
-            dist.all_reduce(on_device)
-            value = on_device.cpu() / (self.world_size // self.dp_size)
-        return float(value)
-
     def _trained_parameters(self) -> list[torch.Tensor]:
         """The optimizer's parameters: the model's, without walking its modules."""
         assert self.optimizer is not None
@@ -367,9 +359,9 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
         assert self.optimizer is not None and self.optim_config is not None
         self.optimizer.zero_grad(set_to_none=True)
         step_metrics: dict[str, list[float]] = defaultdict(list)
+        prefix = "critic" if self.role == "critic" else "actor"
         mine = data_parallel_rows(mini["attention_mask"].cpu(), self.dp_size)[self.dp_rank]
         local = select(mini, mine.to(self.device))
-        total_loss = torch.zeros((), dtype=torch.float64)
         for rows in micro_batch_rows(local["attention_mask"], self.train_batching):
             if not rows.numel():
                 continue
@@ -381,7 +373,8 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
             # FSDP averages over all ranks; each rank's loss is its share (a sequence-parallel
             # group's ranks each backpropagate their slice of the same share)
             (loss * self.loss_scale).backward()
-            total_loss += float(loss.detach())
+            # the mini-batch loss: micro-batch shares add up, over ranks too
+            step_metrics[f"{prefix}/loss"].append(float(loss.detach()))
             for key, value in metrics.items():
                 step_metrics[key].append(float(value))
         grad_norm = torch.nn.utils.clip_grad_norm_(
@@ -392,7 +385,6 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
         )
         if math.isfinite(grad_norm):
             self.optimizer.step()
-        prefix = "critic" if self.role == "critic" else "actor"
         # the whole mini-batch's metrics, over micro-batches and ranks (`step_metrics`);
         # loss functions may already name them ("actor/pg_loss"), others get the role
         averaged = step_metrics_of(
@@ -401,8 +393,6 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
             self._all_reduce if self.world_size > 1 else None,
             duplicates=self.world_size // self.dp_size,
         )
-        # the mini-batch loss: micro-batch shares add up, over ranks too
-        averaged[f"{prefix}/loss"] = self._sum_over_ranks(total_loss)
         averaged[f"{prefix}/grad_norm"] = grad_norm
         averaged[f"{prefix}/skipped_steps"] = float(not math.isfinite(grad_norm))
         return averaged

@@ -72,7 +72,7 @@ class TrainSteps:
         def last_stage(micro: Mapping[str, torch.Tensor], output: LogprobOutput) -> Any:
             loss, step_metrics = loss_fn(output, micro, whole)
             reported = {k: float(v) for k, v in step_metrics.items()}
-            reported["_loss"] = float(loss.detach())
+            reported[f"{self.section}/loss"] = float(loss.detach())  # a share: summed
             reported[TOKENS] = float(micro["response_mask"].sum())
             return loss * scale, reported
 
@@ -87,8 +87,8 @@ class TrainSteps:
 
     def metrics(self, results: list[dict[str, float]]) -> dict[str, float]:
         """The last stage's micro-batch metrics, on every rank, as the whole mini-batch's
-        (`rl.core.updates.step_metrics`: over micro-batches and data-parallel ranks); the
-        loss summed over them (the mini-batch loss)."""
+        (`rl.core.updates.step_metrics`: over micro-batches and data-parallel ranks; the
+        loss shares summed into the mini-batch loss)."""
         gathered: list[Any] = [results]
         if self.ps.get_pipeline_model_parallel_world_size() > 1:
             dist.broadcast_object_list(
@@ -100,14 +100,7 @@ class TrainSteps:
         for result in gathered[0]:
             for key, value in result.items():
                 values[key].append(value)
-        loss = torch.tensor(sum(values.pop("_loss", [])), dtype=torch.float64)
-        if self.dp_size > 1:
-            on_device = loss.to(self.device)
-            dist.all_reduce(on_device, group=self.ps.get_data_parallel_group())
-            loss = on_device.cpu()
-        out = step_metrics(values, self.section, self._all_reduce if self.dp_size > 1 else None)
-        out[f"{self.section}/loss"] = float(loss)
-        return out
+        return step_metrics(values, self.section, self._all_reduce if self.dp_size > 1 else None)
 
     def _all_reduce(self, values: torch.Tensor, op: str) -> torch.Tensor:
         """`values` summed (or maxed) over the data-parallel ranks."""
