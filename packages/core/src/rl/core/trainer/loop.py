@@ -31,7 +31,7 @@ from rl.core.trainer.preflight import preflight
 from rl.core.trainer.resume_config import CONFIG_FILE, check_resumed_config
 from rl.core.trainer.run_folder import hold, refuse_overwrite
 from rl.core.trainer.sft import run_sft_steps
-from rl.core.trainer.step import rl_step
+from rl.core.trainer.step import max_lag, rl_step
 from rl.core.trainer.stop import StopRequest, stop_on_signals
 from rl.core.trainer.validate import validate
 
@@ -253,9 +253,8 @@ def _pipeline(ctx: RunContext, step: int) -> RolloutPipeline | None:
     trainer = ctx.config.trainer
     if trainer.mode == "sync":
         return None
-    if trainer.mode == "one_step_off":
-        return RolloutPipeline(ctx, step, max_staleness=1, sync_every=1)
-    return RolloutPipeline(ctx, step, trainer.max_staleness, trainer.sync_every)
+    sync_every = 1 if trainer.mode == "one_step_off" else trainer.sync_every
+    return RolloutPipeline(ctx, step, max_lag(ctx.config), sync_every)
 
 
 def _validate(
