@@ -1,7 +1,10 @@
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +59,45 @@ def process_descendants(pid):
             found.append((child, args))
             todo.append(child)
     return found
+
+
+@pytest.fixture(scope="session")
+def kill_worker_mid_run(rl_executable):
+    """`kill_worker_mid_run(overrides, output_dir, pick)`: a long Ray `rl train` run with
+    `overrides`; once it logged a step, SIGKILL the worker `pick(processes below the
+    driver)` names; then (exit code, its `error:` lines, stderr) once it ended."""
+
+    def run(overrides, output_dir, pick):
+        process = subprocess.Popen(
+            [
+                rl_executable,
+                "train",
+                *[o for o in overrides if not o.startswith("trainer.total_training_steps")],
+                "trainer.total_training_steps=500",
+                "trainer.worker_timeout_s=120",
+                f"trainer.output_dir={output_dir}",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "RAY_AUTH_MODE": "disabled"},
+        )
+        try:
+            deadline = time.time() + 600
+            while not any(r.get("step", 0) >= 1 for r in read_metrics_rows(output_dir, True)):
+                assert process.poll() is None, process.stderr.read()[-3000:]
+                assert time.time() < deadline, "the run made no step"
+                time.sleep(0.2)
+            os.kill(pick(process_descendants(process.pid)), signal.SIGKILL)
+            # liveness: worker_timeout_s (120) and Ray's shutdown fit well within 300 s
+            _, stderr = process.communicate(timeout=300)
+        finally:
+            if process.poll() is None:
+                process.kill()
+        errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+        return process.returncode, errors, stderr
+
+    return run
 
 
 @pytest.fixture(scope="session")

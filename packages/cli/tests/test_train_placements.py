@@ -5,9 +5,7 @@ rollout worker of a disaggregated run ends it with one error naming role and ran
 
 import json
 import os
-import signal
 import subprocess
-import time
 
 import pytest
 
@@ -84,40 +82,16 @@ def test_a_placement_trains_what_one_local_process_trains(
 @pytest.mark.ray
 @pytest.mark.slow
 def test_a_killed_rollout_worker_ends_a_disaggregated_run_naming_role_and_rank(
-    tmp_path, rl_executable, metrics_rows, descendants
+    tmp_path, kill_worker_mid_run
 ):
-    run = subprocess.Popen(
-        [
-            rl_executable,
-            "train",
-            *[o for o in RUN if not o.startswith("trainer.total_training_steps")],
-            *SPLIT,
-            "trainer.total_training_steps=500",
-            "trainer.worker_timeout_s=120",
-            f"trainer.output_dir={tmp_path}",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
-    )
-    try:
-        deadline = time.time() + 600
-        while not any(r.get("step", 0) >= 1 for r in metrics_rows(tmp_path, missing_ok=True)):
-            assert run.poll() is None, run.stderr.read()[-3000:]
-            assert time.time() < deadline, "the run made no step"
-            time.sleep(0.2)
-        tree = descendants(run.pid)
-        trainers = [pid for pid, args in tree if args.startswith("ray::RoleWorker")]
-        rollouts = [pid for pid, args in tree if args.startswith("ray::RolloutWorker")]
-        assert (len(trainers), len(rollouts)) == (2, 1), tree
-        os.kill(rollouts[0], signal.SIGKILL)
-        _, stderr = run.communicate(timeout=300)  # liveness bound, well above the 120 s
-    finally:
-        if run.poll() is None:
-            run.kill()
-    assert run.returncode == 2
-    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    def the_rollout_worker(processes):
+        trainers = [pid for pid, args in processes if args.startswith("ray::RoleWorker")]
+        rollouts = [pid for pid, args in processes if args.startswith("ray::RolloutWorker")]
+        assert (len(trainers), len(rollouts)) == (2, 1), processes
+        return rollouts[0]
+
+    code, errors, stderr = kill_worker_mid_run([*RUN, *SPLIT], tmp_path, the_rollout_worker)
+    assert code == 2
     assert len(errors) == 1, stderr[-3000:]
     assert errors[0].startswith("error: rollout."), errors[0]
     assert "rank 0" in errors[0] and ("died" in errors[0] or "did not answer" in errors[0])

@@ -59,39 +59,15 @@ def test_the_demo_learns_on_two_ray_ranks_with_colocated_roles_taking_turns(
 @pytest.mark.ray
 @pytest.mark.slow
 def test_a_worker_killed_mid_run_ends_it_with_one_clear_error(
-    tmp_path, rl_executable, tiny_run, metrics_rows, descendants
+    tmp_path, tiny_run, kill_worker_mid_run
 ):
-    run = subprocess.Popen(
-        [
-            rl_executable,
-            "train",
-            *RAY_TWO_RANKS,
-            *[o for o in tiny_run if not o.startswith("trainer.total_training_steps")],
-            "trainer.total_training_steps=500",
-            "trainer.worker_timeout_s=120",
-            f"trainer.output_dir={tmp_path}",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
-    )
-    try:
-        deadline = time.time() + 600
-        while not any(r.get("step", 0) >= 1 for r in metrics_rows(tmp_path, missing_ok=True)):
-            assert run.poll() is None, run.stderr.read()[-3000:]
-            assert time.time() < deadline, "the run made no step"
-            time.sleep(0.2)
-        workers = [pid for pid, args in descendants(run.pid) if args.startswith("ray::RoleWorker")]
-        assert len(workers) == 2, descendants(run.pid)
-        os.kill(workers[1], signal.SIGKILL)
-        # liveness: worker_timeout_s (120) and Ray's shutdown fit well within 300 s
-        _, stderr = run.communicate(timeout=300)
-    finally:
-        if run.poll() is None:
-            run.kill()
-    assert run.returncode == 2
-    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    def second_worker(processes):
+        workers = [pid for pid, args in processes if args.startswith("ray::RoleWorker")]
+        assert len(workers) == 2, processes
+        return workers[1]
+
+    code, errors, stderr = kill_worker_mid_run([*RAY_TWO_RANKS, *tiny_run], tmp_path, second_worker)
+    assert code == 2
     assert len(errors) == 1, stderr[-3000:]
     assert "died" in errors[0] or "did not answer" in errors[0], errors[0]
     assert "rank" in errors[0]
