@@ -54,14 +54,19 @@ class Collected:
     rows: list[dict[str, float]] = field(default_factory=list)
 
 
-def generate(ctx: RunContext, items: list[Any], step: int, pieces: Any = None) -> Collected:
+def generate(
+    ctx: RunContext, items: list[Any], step: int, pieces: Any = None, gen_batch: int = 0
+) -> Collected:
     """Generate the rollouts of the prompts `items` (the weights the rollout engine holds
     now decide them: one step old in `trainer.mode: one_step_off`; with `pieces`, partial
     rollouts, the weights of the moment decide each piece). Each sample's randomness comes
     from (seeds, step, the prompt's place in the batch, its sample index) alone
-    (`SamplingParams.prompt_seeds`): 1 rank or N, colocated or not, sample alike."""
+    (`SamplingParams.prompt_seeds`): 1 rank or N, colocated or not, sample alike.
+    `gen_batch` > 0: the step's further generation batches (dynamic sampling) draw their
+    own seeds."""
     config, timer = ctx.config, PhaseTimer()
-    seeds = prompt_seeds(config.trainer.seed, config.rollout.seed, "train", step, count=len(items))
+    key = ("train", step, *((f"gen{gen_batch}",) if gen_batch else ()))
+    seeds = prompt_seeds(config.trainer.seed, config.rollout.seed, *key, count=len(items))
     sampling = replace(train_sampling(config), prompt_seeds=seeds)
     with timer.phase("generate"):
         rollouts, agent_metrics = agentic.generate(ctx, items, sampling, pieces)
