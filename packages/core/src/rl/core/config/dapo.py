@@ -16,8 +16,8 @@ if TYPE_CHECKING:
 
 # What `algorithm.filter_groups.metric` may name: a reward function's own numeric extras
 # (its dict's keys) are allowed too, so the set is not closed; these are verl's documented
-# ones, computed by rl itself.
-FILTER_METRICS = ("acc", "score", "seq_reward", "seq_final_reward")
+# ones, computed by rl itself (`reward`: verl 0.9's name of the response's reward).
+FILTER_METRICS = ("acc", "score", "seq_reward", "seq_final_reward", "reward")
 
 
 @dataclass(frozen=True)

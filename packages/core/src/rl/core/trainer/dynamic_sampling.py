@@ -30,7 +30,8 @@ from rl.core.trainer.timers import PhaseTimer
 if TYPE_CHECKING:
     from rl.core.trainer.context import RunContext
 
-SEQUENCE_METRICS = ("seq_reward", "seq_final_reward")  # the response's (shaped) reward
+# the response's (shaped) reward; `reward` is verl 0.9's name of it
+SEQUENCE_METRICS = ("seq_reward", "seq_final_reward", "reward")
 
 
 def filtered_step(ctx: RunContext, step: int, kl_ctrl: Any) -> dict[str, float]:
@@ -73,8 +74,8 @@ def collect(ctx: RunContext, step: int) -> Collected:
 
 
 def metric_values(part: Collected, metric: str | None) -> list[float]:
-    """Each response's value of the filter metric: its reward (`seq_reward`; also
-    `seq_final_reward`, which equals it where no KL penalty enters the reward: the config
+    """Each response's value of the filter metric: its reward (`seq_reward`, `reward`;
+    also `seq_final_reward`, which equals it where no KL penalty enters the reward: the config
     refuses it with one), or a value the reward stage recorded (`score`, `acc`, a reward
     function's own keys). A row that failed to score has only its `score`."""
     if metric in SEQUENCE_METRICS:
