@@ -157,3 +157,14 @@ def test_settings_it_cannot_honour_are_refused_by_name(tmp_path):
         _config(tmp_path, "x", "data.gen_batch_size=8")
     with pytest.raises(ConfigError, match="filter_groups.metric"):
         _config(tmp_path, "x", "algorithm.filter_groups.enable=true")
+
+
+def test_the_dapo_example_has_all_four_changes_on():
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[4] / "examples" / "dapo.yaml"
+    config = load_config(example, [])
+    assert config.algorithm.filter_groups.enable and config.data.gen_batch_size == 48
+    assert config.reward.reward_manager == "dapo" and config.reward.overlong_buffer.enable
+    assert config.actor.clip_ratio_high > config.actor.clip_ratio_low
+    assert config.actor.loss_agg_mode == "token-mean"
