@@ -133,6 +133,7 @@ def test_verls_dapo_keys_train_two_steps_on_the_tiny_model(verl_root, tmp_path):
     tree["sft"] = {"enable": False}
     tree["trainer"].update(
         device="cpu",
+        launcher="local",  # verl's 2 x 8 GPUs became a Ray launch: one process here
         output_dir=str(tmp_path / "out"),
         total_training_steps=2,
         logger=["jsonl"],
