@@ -157,6 +157,8 @@ def test_settings_it_cannot_honour_are_refused_by_name(tmp_path):
         _config(tmp_path, "x", "data.gen_batch_size=8")
     with pytest.raises(ConfigError, match="filter_groups.metric"):
         _config(tmp_path, "x", "algorithm.filter_groups.enable=true")
+    with pytest.raises(ConfigError, match="data.builtin_train_size"):
+        _config(tmp_path, "x", *FILTER, "data.gen_batch_size=32")
 
 
 def test_the_dapo_example_has_all_four_changes_on():

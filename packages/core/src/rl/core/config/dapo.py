@@ -92,6 +92,12 @@ def check_dapo(config: Config) -> None:
             f"null or data.train_batch_size ({data.train_batch_size}) unless "
             "algorithm.filter_groups.enable (a step trains on train_batch_size prompts)",
         )
+    if gen is not None and data.builtin_train and data.builtin_train_size < gen:
+        raise FieldError(
+            "data.builtin_train_size",
+            data.builtin_train_size,
+            f">= data.gen_batch_size ({gen}), the prompts of one generation",
+        )
     filtering = algorithm.filter_groups
     if not filtering.enable:
         return
