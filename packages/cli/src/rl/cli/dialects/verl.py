@@ -79,6 +79,16 @@ DOCUMENTED = (
     "every key of verl's `_generated_ppo_trainer.yaml` and `_generated_ppo_megatron_trainer.yaml`"
 )
 
+
+def _reward_manager(value: Any) -> Any:
+    """verl's naive and dapo managers are rl's `reward.reward_manager`; others are not."""
+    if value in (None, "naive", "dapo"):
+        return value
+    return Unsupported(
+        f"rl has verl's naive and dapo reward managers (reward.reward_manager); not {value!r}"
+    )
+
+
 _AGENT = "an option of verl's agent loop that rl's (rollout.multi_turn) does not have"
 _REF_LAYOUT = "the reference model runs with the actor's layout in rl"
 _SANDBOX_FUSION = (
@@ -247,11 +257,7 @@ RULES: list[Rule] = [
         reason="the switch of reward_model.*: on, its model.path is rl's reward.reward_model.path",
         status="ignored",
     ),
-    Rule(
-        "reward_model.reward_manager",
-        reason="rl has one reward manager, verl's naive one (a process pool with timeouts)",
-        convert=lambda value: None if value in (None, "naive") else value,
-    ),
+    Rule("reward_model.reward_manager", "reward.reward_manager", convert=_reward_manager),
     Rule(
         "reward_model.launch_reward_fn_async",
         reason="rl scores in its own worker pool (reward.num_workers)",
@@ -282,11 +288,7 @@ RULES: list[Rule] = [
         "reward.num_workers (a process pool) is set",
         status="ignored",
     ),
-    Rule(
-        "reward.reward_manager.name",
-        reason="rl has one reward manager, verl's naive one",
-        convert=lambda value: None if value in (None, "naive") else value,
-    ),
+    Rule("reward.reward_manager.name", "reward.reward_manager", convert=_reward_manager),
     Rule(
         "reward.reward_manager.source",
         reason="rl's reward manager is built in; a custom one is not loaded",
@@ -298,7 +300,18 @@ RULES: list[Rule] = [
         convert=lambda value: None if value in (None, "custom_reward_manager") else value,
     ),
     Rule("reward.sandbox_fusion.", reason=_SANDBOX_FUSION),
+    # the DAPO manager's options, as verl's DAPO scripts pass them (+reward_kwargs.*)
+    Rule("reward.reward_kwargs.overlong_buffer_cfg.", "reward.overlong_buffer."),
+    Rule("reward.reward_kwargs.max_resp_len", "reward.overlong_buffer.max_resp_len"),
+    Rule("reward_model.reward_kwargs.overlong_buffer_cfg.", "reward.overlong_buffer."),
+    Rule("reward_model.reward_kwargs.max_resp_len", "reward.overlong_buffer.max_resp_len"),
     Rule("reward.reward_kwargs.", reason="reward-manager options of verl's dapo/prime managers"),
+    Rule(
+        "algorithm.filter_groups.max_inflight_gen_batches",
+        reason="verl 0.9's concurrency of dynamic-sampling batches; rl generates them one at "
+        "a time",
+        status="ignored",
+    ),
     Rule(
         "reward_manager.",
         reason="rl has one reward manager (a process pool with timeouts, "

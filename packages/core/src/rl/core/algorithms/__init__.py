@@ -15,6 +15,8 @@
 - critic: `value_loss`; rollout mismatch: `rollout_correction` (IS weights, rejection
   sampling, veto: `algorithm.rollout_correction`), `truncated_is_weights`,
   `mismatch_metrics`.
+- DAPO: `overlong_penalty` (reward shaping of long responses), `informative_groups`
+  (dynamic sampling's group filter).
 
 Every per-token function works on padded [B, R] tensors with a `response_mask`, and on
 packed [T] tensors with `seq_ids` where it reduces per sequence. Each registry has a
@@ -40,6 +42,7 @@ from rl.core.algorithms.aggregation import (
     loss_denominator,
     register_loss_agg_mode,
 )
+from rl.core.algorithms.group_filter import informative_groups
 from rl.core.algorithms.groups import group_index, group_mean_std
 from rl.core.algorithms.importance import mismatch_metrics, truncated_is_weights
 from rl.core.algorithms.kl import (
@@ -61,6 +64,7 @@ from rl.core.algorithms.kl_control import (
 )
 from rl.core.algorithms.masked import masked_mean, masked_stats, masked_sum, masked_whiten
 from rl.core.algorithms.metrics import advantage_metrics, policy_metrics
+from rl.core.algorithms.overlong import overlong_penalty
 from rl.core.algorithms.policy_losses import (
     POLICY_LOSSES,
     PolicyLossConfig,
@@ -119,6 +123,7 @@ __all__ = [
     "get_policy_loss",
     "group_index",
     "group_mean_std",
+    "informative_groups",
     "kl_loss",
     "kl_penalty",
     "loss_denominator",
@@ -130,6 +135,7 @@ __all__ = [
     "mismatch_metrics",
     "nonfinite_count",
     "normalize_advantages",
+    "overlong_penalty",
     "pad_packed",
     "per_token",
     "policy_metrics",

@@ -16,6 +16,12 @@ from typing import Any, Literal
 
 from rl.core.algorithms.rollout_correction import RolloutCorrectionConfig
 from rl.core.config.cluster import ClusterConfig
+from rl.core.config.dapo import (
+    FilterGroupsConfig,
+    OverlongBufferConfig,
+    RewardManagerName,
+    check_dapo,
+)
 from rl.core.config.errors import FieldError
 from rl.core.config.rollout import LOG_PROB_RULES, RolloutConfig
 from rl.core.config.rules import (
@@ -120,6 +126,9 @@ class DataConfig:
     filter_overlong_prompts: bool = False
     filter_num_workers: int = 1
     train_batch_size: int = 16
+    gen_batch_size: int | None = (
+        None  # prompts per generation (dynamic sampling); null: train_batch_size
+    )
     val_batch_size: int = 64
     shuffle: bool = True
     seed: int = 1
@@ -139,6 +148,7 @@ class DataConfig:
             max_response_length=POSITIVE_INT,
             filter_num_workers=POSITIVE_INT,
             train_batch_size=POSITIVE_INT,
+            gen_batch_size=optional(POSITIVE_INT),
             val_batch_size=POSITIVE_INT,
             seed=SEED,
             builtin_train_size=POSITIVE_INT,
@@ -360,6 +370,8 @@ class RewardConfig:
     custom_reward_function: CustomRewardConfig = field(default_factory=CustomRewardConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     reward_model: RewardModelConfig = field(default_factory=RewardModelConfig)
+    reward_manager: RewardManagerName = "naive"  # dapo: verl's DAPO manager (overlong_buffer)
+    overlong_buffer: OverlongBufferConfig = field(default_factory=OverlongBufferConfig)
     reward_scale: float | None = None
     num_workers: int = 0
     timeout_s: float = 10.0
@@ -414,6 +426,8 @@ class AlgorithmConfig:
     advantage_clip: float | None = None
     # IS weights / rejection sampling / veto against the rollout engine's log-probs
     rollout_correction: RolloutCorrectionConfig = field(default_factory=RolloutCorrectionConfig)
+    # DAPO's dynamic sampling (rl.core.trainer.dynamic_sampling)
+    filter_groups: FilterGroupsConfig = field(default_factory=FilterGroupsConfig)
 
     def __post_init__(self) -> None:
         check(
@@ -563,6 +577,7 @@ class Config:
         )
         self._check_token_budgets()
         self._check_bypass_mode()
+        check_dapo(self)
         longest = data.max_prompt_length + data.max_response_length
         _check(
             self.rollout.max_model_len is None or self.rollout.max_model_len >= longest,

@@ -68,7 +68,12 @@ class RewardManager:
             "reward/error_rate": error_rate,
         }
         metrics.update({f"reward/{k}": sum(v) / len(v) for k, v in extras.items()})
-        return RewardResult(scores, metrics, [outcome.error for outcome in outcomes])
+        return RewardResult(
+            scores,
+            metrics,
+            [outcome.error for outcome in outcomes],
+            [dict(outcome.extras) for outcome in outcomes],
+        )
 
     def _scaled(self, outcome: ScoreOutcome) -> float:
         if self.reward_scale is None:

@@ -30,8 +30,11 @@ class ScoreOutcome(NamedTuple):
 @dataclass
 class RewardResult:
     """One score per request, and metrics (`reward/mean`, `reward/errors`, `reward/timeouts`,
-    `reward/error_rate`); `errors` holds each request's failure text ("" when it scored)."""
+    `reward/error_rate`); `errors` holds each request's failure text ("" when it scored),
+    `extras` each request's other numeric entries of a dict result (empty when none or
+    not recorded)."""
 
     scores: list[float]
     metrics: dict[str, float] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    extras: list[dict[str, float]] = field(default_factory=list)

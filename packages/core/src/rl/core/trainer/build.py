@@ -98,7 +98,8 @@ def build_context(config: Config, output_dir: Path, with_rl_roles: bool = True) 
     # (SFT data needs no reward: prompt and answer columns are enough).
     if with_rl_roles:
         check_reward_inputs(config, train, val)
-    sampler = PromptSampler(len(train), data.train_batch_size, shuffle=data.shuffle, seed=data.seed)
+    batch = data.gen_batch_size or data.train_batch_size  # prompts per generation (verl's too)
+    sampler = PromptSampler(len(train), batch, shuffle=data.shuffle, seed=data.seed)
     total = total_training_steps(config, sampler.steps_per_epoch)
     ctx = RunContext(config, output_dir, tokenizer, train, val, sampler, build_reward(config))
     if with_rl_roles:  # the engines, on the workers of trainer.launcher

@@ -24,6 +24,7 @@ from rl.core.trainer.checkpoint import (
     find_resume_checkpoint,
     save_checkpoint,
 )
+from rl.core.trainer.dynamic_sampling import filtered_step
 from rl.core.trainer.health import TrainingHealth
 from rl.core.trainer.manifest import new_run_id
 from rl.core.trainer.pipeline import RolloutPipeline
@@ -216,8 +217,11 @@ def _train(ctx: RunContext, resume: ResumePoint | None, stop: StopRequest) -> di
             validating = step + 1 == ctx.total_steps or (freq > 0 and (step + 1) % freq == 0)
             if pipeline is None:
                 sampler_state = None  # the sampler's own, when saved
-                items = [ctx.train_data[i] for i in ctx.sampler.next_batch()]
-                metrics = rl_step(ctx, items, step, kl_ctrl)
+                if config.algorithm.filter_groups.enable:  # draws the batches it needs
+                    metrics = filtered_step(ctx, step, kl_ctrl)
+                else:
+                    items = [ctx.train_data[i] for i in ctx.sampler.next_batch()]
+                    metrics = rl_step(ctx, items, step, kl_ctrl)
             else:
                 metrics, sampler_state = pipeline.step(kl_ctrl, push=validating)
             metrics["timing/step"] = time.perf_counter() - started  # wall clock, waits included

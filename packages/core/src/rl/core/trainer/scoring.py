@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from rl.core.engines import Rollouts
 
 if TYPE_CHECKING:
+    from rl.core.rewards.overlong import ShapedScores
     from rl.core.trainer.context import RunContext
 
 
@@ -15,12 +16,39 @@ def score_rollouts(
     ctx: RunContext, items: list[Any], rollouts: Rollouts, n: int
 ) -> tuple[list[float], dict[str, float]]:
     """One score per response row (rows i*n .. i*n+n-1 answer prompt item i), from the
-    text the model wrote, or an environment's episode return."""
+    text the model wrote, or an environment's episode return; shaped by the reward
+    manager (`reward.reward_manager`: dapo's overlong penalty)."""
+    shaped = score_rows(ctx, items, rollouts, n)
+    return shaped.scores, shaped.metrics
+
+
+def score_rows(ctx: RunContext, items: list[Any], rollouts: Rollouts, n: int) -> ShapedScores:
+    """`score_rollouts`, with each row's values (its raw score, acc, the reward function's
+    extras: what `algorithm.filter_groups.metric` filters on)."""
+    from rl.core.rewards.overlong import shape_scores
+
+    scores, extras, metrics = _raw_scores(ctx, items, rollouts, n)
+    config = ctx.config
+    shaped = shape_scores(
+        scores,
+        extras,
+        [len(ids) for ids in rollouts.response_ids],
+        config.reward,
+        config.data.max_response_length,
+    )
+    shaped.metrics = {**metrics, **shaped.metrics}
+    return shaped
+
+
+def _raw_scores(
+    ctx: RunContext, items: list[Any], rollouts: Rollouts, n: int
+) -> tuple[list[float], list[dict[str, float]], dict[str, float]]:
     from rl.core.rewards import RewardRequest
 
     if rollouts.returns:  # played against an environment: its rewards are the scores
         returns = [float(value) for value in rollouts.returns]
-        return returns, {"reward/env_return_mean": sum(returns) / max(len(returns), 1)}
+        metrics = {"reward/env_return_mean": sum(returns) / max(len(returns), 1)}
+        return returns, [], metrics
     texts = ctx.tokenizer.batch_decode(model_tokens(rollouts), skip_special_tokens=True)
     requests = [
         RewardRequest(
@@ -33,7 +61,7 @@ def score_rollouts(
         for row, text in enumerate(texts)
     ]
     result = ctx.reward.score(requests)
-    return list(result.scores), dict(result.metrics)
+    return list(result.scores), list(result.extras), dict(result.metrics)
 
 
 def _extra_info(row_info: dict[str, Any], rollouts: Rollouts, row: int) -> dict[str, Any]:

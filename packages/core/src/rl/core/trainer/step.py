@@ -6,7 +6,7 @@ prompts -> generate -> rewards -> old/ref log-probs, values -> advantages
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -18,7 +18,7 @@ from rl.core.rng import prompt_seeds
 from rl.core.trainer import agentic, algorithm_setup
 from rl.core.trainer.old_logprobs import from_update
 from rl.core.trainer.rollout_batch import build_batch, scores_to_token_level
-from rl.core.trainer.scoring import score_rollouts
+from rl.core.trainer.scoring import score_rollouts, score_rows
 from rl.core.trainer.timers import PhaseTimer
 
 if TYPE_CHECKING:
@@ -42,7 +42,8 @@ def train_sampling(config: Any) -> SamplingParams:
 
 @dataclass
 class Collected:
-    """A step's generated rollouts and their batch (scored by `score`)."""
+    """A step's generated rollouts and their batch (scored by `score`; `rows`: each
+    response's reward values, what dynamic sampling filters on)."""
 
     items: list[Any]
     batch: Batch
@@ -50,16 +51,22 @@ class Collected:
     metrics: dict[str, float]
     timer: PhaseTimer
     rollouts: Rollouts
+    rows: list[dict[str, float]] = field(default_factory=list)
 
 
-def generate(ctx: RunContext, items: list[Any], step: int, pieces: Any = None) -> Collected:
+def generate(
+    ctx: RunContext, items: list[Any], step: int, pieces: Any = None, gen_batch: int = 0
+) -> Collected:
     """Generate the rollouts of the prompts `items` (the weights the rollout engine holds
     now decide them: one step old in `trainer.mode: one_step_off`; with `pieces`, partial
     rollouts, the weights of the moment decide each piece). Each sample's randomness comes
     from (seeds, step, the prompt's place in the batch, its sample index) alone
-    (`SamplingParams.prompt_seeds`): 1 rank or N, colocated or not, sample alike."""
+    (`SamplingParams.prompt_seeds`): 1 rank or N, colocated or not, sample alike.
+    `gen_batch` > 0: the step's further generation batches (dynamic sampling) draw their
+    own seeds."""
     config, timer = ctx.config, PhaseTimer()
-    seeds = prompt_seeds(config.trainer.seed, config.rollout.seed, "train", step, count=len(items))
+    key = ("train", step, *((f"gen{gen_batch}",) if gen_batch else ()))
+    seeds = prompt_seeds(config.trainer.seed, config.rollout.seed, *key, count=len(items))
     sampling = replace(train_sampling(config), prompt_seeds=seeds)
     with timer.phase("generate"):
         rollouts, agent_metrics = agentic.generate(ctx, items, sampling, pieces)
@@ -98,12 +105,11 @@ def weight_version_metrics(config: Any, rollouts: Rollouts, step: int) -> dict[s
 def score(ctx: RunContext, collected: Collected) -> Collected:
     """Score the rollouts (in the main thread: reward timeouts use SIGALRM there)."""
     with collected.timer.phase("reward"):
-        scores, reward_metrics = score_rollouts(
-            ctx, collected.items, collected.rollouts, ctx.config.rollout.n
-        )
+        shaped = score_rows(ctx, collected.items, collected.rollouts, ctx.config.rollout.n)
     batch = collected.batch
-    batch["token_level_scores"] = scores_to_token_level(scores, batch["response_mask"])
-    collected.metrics.update(reward_metrics)
+    batch["token_level_scores"] = scores_to_token_level(shaped.scores, batch["response_mask"])
+    collected.metrics.update(shaped.metrics)
+    collected.rows = shaped.rows
     return collected
 
 

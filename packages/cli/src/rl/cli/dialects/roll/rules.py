@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from rl.cli.dialects.mapping import Rule, as_list
+from collections.abc import Mapping
+from typing import Any
+
+from rl.cli.dialects.mapping import Rule, Unsupported, as_list
 from rl.cli.dialects.roll import batch, values
 from rl.cli.dialects.vocabulary import (
     CRITIC_WARMUP,
@@ -35,6 +38,55 @@ _ENVS = (
     "(with rollout.multi_turn.enable); rl plays one instance per trajectory"
 )
 _NO_TRAINING = "an inference role: ROLL does not train it"
+
+_QUERY_FILTER = "read with rewards.<domain>.query_filter_config.type (mapped there)"
+
+
+def _query_filter(flat: Mapping[str, Any]) -> Any:
+    """ROLL's query filter (its rollout loop drops a prompt's group by its responses'
+    rewards and draws more prompts until the batch is full) as rl's dynamic sampling:
+    `std_filter` with `std_threshold` 0 drops the groups whose rewards are all equal
+    (algorithm.filter_groups, metric seq_reward); a negative threshold drops none."""
+    suffix = ".query_filter_config.type"
+    filters = {}
+    for key, kind in flat.items():
+        if key.startswith("rewards.") and key.endswith(suffix) and kind not in (None, "no_filter"):
+            threshold = flat.get(key[: -len("type")] + "filter_args.std_threshold", -1)
+            filters[key[: -len(suffix)]] = (kind, threshold)
+    if not filters:
+        return None
+    if any(kind != "std_filter" for kind, _ in filters.values()):
+        return Unsupported(
+            "ROLL's mean_filter (groups dropped by their mean reward) is not in rl; its "
+            "std_filter with filter_args.std_threshold 0 is rl's dynamic sampling"
+        )
+    domains = set(flat_domains(flat))
+    thresholds = {float(threshold) for _, threshold in filters.values()}
+    if len(thresholds) > 1 or (len(filters) < len(domains) and max(thresholds) >= 0):
+        return Unsupported(
+            "the query filter differs by domain: rl has one (algorithm.filter_groups)"
+        )
+    (threshold,) = thresholds
+    if threshold < 0:
+        return None  # ROLL's default: no group's std is below it, none is dropped
+    if threshold > 0:
+        return Unsupported(
+            f"std_threshold {threshold} drops groups whose reward std is up to it; rl drops "
+            "only the groups whose rewards are all equal (std_threshold: 0)"
+        )
+    return True
+
+
+def flat_domains(flat: Mapping[str, Any]) -> list[str]:
+    """The reward domains (`rewards.<domain>.*`) of a flattened ROLL config."""
+    return sorted(
+        {key.split(".")[1] for key in flat if key.startswith("rewards.") and key.count(".") >= 2}
+    )
+
+
+def _filter_metric(flat: Mapping[str, Any]) -> Any:
+    return "seq_reward" if _query_filter(flat) is True else None
+
 
 # WorkerConfig fields without a counterpart, under any role
 WORKER_OPTIONS = {
@@ -261,6 +313,13 @@ RULES: list[Rule] = [
     # the rest of its section is its own plumbing
     Rule("rewards.*.worker_cls", reason=_REWARDS),
     Rule("rewards.*.tag_included", reason=_REWARDS),
+    Rule(
+        "rewards.*.query_filter_config.type",
+        "algorithm.filter_groups.enable",
+        derive=_query_filter,
+        also=(("algorithm.filter_groups.metric", _filter_metric),),
+    ),
+    Rule("rewards.*.query_filter_config.", reason=_QUERY_FILTER, status="ignored"),
     Rule("rewards.*.", reason=_REWARD_WORKER, status="ignored"),
     Rule("reward_model.model_args.model_name_or_path", reason=_REWARDS),
     Rule("reward_model.", reason=_REWARD_WORKER, status="ignored"),
