@@ -116,3 +116,25 @@ def test_token_budget_below_one_row_is_refused():
     overrides = ["actor.use_dynamic_bsz=true", "actor.ppo_max_token_len_per_gpu=16"]
     with pytest.raises(ConfigError, match="actor.ppo_max_token_len_per_gpu"):
         check_plan(load_config(None, overrides))
+
+
+def test_dynamic_sampling_replicas_draw_gen_batch_size_prompts_per_generation():
+    """DAPO's dynamic sampling generates data.gen_batch_size prompts at a time (32 over 4
+    replicas: 8 each, × n = 4 samples), while the updates still train on train_batch_size."""
+    overrides = [
+        "trainer.launcher=ray",
+        "cluster.n_gpus_per_node=4",
+        "cluster.hybrid_engine=true",
+        "data.train_batch_size=16",
+        "data.gen_batch_size=32",
+        "algorithm.filter_groups.enable=true",
+        "algorithm.filter_groups.metric=acc",
+        "actor.ppo_mini_batch_size=8",
+        "actor.ppo_micro_batch_size_per_gpu=4",
+    ]
+    plan = make_plan(load_config(None, overrides), memory=False)
+    assert (plan.rollout.prompts_per_replica, plan.rollout.samples_per_replica) == (8, 32)
+    assert plan.train["actor"].rows == 16 * 4
+    without = [o for o in overrides if "filter_groups" not in o and "gen_batch" not in o]
+    off = make_plan(load_config(None, without), memory=False)
+    assert off.rollout.prompts_per_replica == 4

@@ -13,7 +13,9 @@ replica draws. Pure: the sizes in, the figures out.
     rollout replicas     rollout devices ÷ rollout.tensor_parallel_size
     prompts per replica  ⌈data.train_batch_size ÷ replicas⌉ (whole prompts, all n samples of
                          each), samples = that × rollout.n; with rollout.data_rerank single
-                         samples are spread: ⌈train_batch_size × n ÷ replicas⌉
+                         samples are spread: ⌈train_batch_size × n ÷ replicas⌉;
+                         under dynamic sampling (algorithm.filter_groups) each draw is of
+                         data.gen_batch_size prompts instead
 
 A split that cannot be even is refused by `check_batches` with the key to change.
 """
@@ -94,7 +96,7 @@ class TrainBatches:
 class RolloutBatches:
     devices: int  # the rollout's devices (1 with the local launcher)
     tensor_parallel_size: int
-    prompts: int
+    prompts: int  # per generation: data.train_batch_size, or gen_batch_size (DAPO)
     n: int
     rerank: bool = False
 

@@ -70,7 +70,7 @@ def make_plan(config: Config, *, memory: bool = True) -> Plan:
     rollout = RolloutBatches(
         where.rollout_devices,
         config.rollout.tensor_parallel_size,
-        config.data.train_batch_size,
+        generation_prompts(config),
         config.rollout.n,
         config.rollout.data_rerank,
     )
@@ -79,6 +79,16 @@ def make_plan(config: Config, *, memory: bool = True) -> Plan:
         return plan
     dims = model_dims(config)
     return _with_memory(config, plan, dims)
+
+
+def generation_prompts(config: Config) -> int:
+    """Prompts one generation draws: `data.gen_batch_size` under dynamic sampling
+    (`algorithm.filter_groups.enable`: each draw generates that many, perhaps several draws
+    a step), else `data.train_batch_size`."""
+    data = config.data
+    if config.algorithm.filter_groups.enable and data.gen_batch_size:
+        return data.gen_batch_size
+    return data.train_batch_size
 
 
 def check_divisions(plan: Plan) -> None:
