@@ -403,13 +403,15 @@ def build_model_folder(
     hidden_size: int | None = None,
     intermediate_size: int | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
-    **experts: int | None,
+    num_experts: int | None = None,
+    experts_per_token: int | None = None,
+    moe_intermediate_size: int | None = None,
 ) -> Path:
     """Write a Hugging Face folder shaped like `shape` (see `SHAPES`) at `path`; return it.
 
     `path` must not exist or be empty; the folder appears whole or not at all.
     `cache_dir` holds the built tokenizer files (`tokenizer_files.default_cache_dir()`).
-    `experts`: `num_experts`, `experts_per_token`, `moe_intermediate_size` of an MoE shape.
+    `num_experts`, `experts_per_token`, `moe_intermediate_size`: an MoE shape's experts.
     """
     spec = model_shape(shape)
     config = shape_config(
@@ -418,7 +420,9 @@ def build_model_folder(
         dtype=dtype,
         hidden_size=hidden_size,
         intermediate_size=intermediate_size,
-        **experts,
+        num_experts=num_experts,
+        experts_per_token=experts_per_token,
+        moe_intermediate_size=moe_intermediate_size,
     )
     target = Path(path)
     if target.exists() and any(target.iterdir()):
