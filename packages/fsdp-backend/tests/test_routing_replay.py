@@ -12,6 +12,7 @@ from rl.core.models import load_tokenizer
 from rl.core.models.routing_replay import NO_ROUTE, RoutingReplayError
 from rl.core.trainer.rollout_batch import build_batch
 from rl.fsdp.engine import FSDPTrainEngine
+from rl.fsdp.routing_replay import check_replay
 
 
 @pytest.fixture(scope="module")
@@ -127,6 +128,8 @@ def test_what_cannot_replay_is_refused_by_name(tokenizer):
         engine(dense, "R2")
     with pytest.raises(RoutingReplayError, match="no routed_experts from the rollout engine"):
         engine(tiny_moe(tokenizer), "R3").compute_logprobs(batch_of(tokenizer), False)
+    with pytest.raises(RoutingReplayError, match="ulysses_sequence_parallel_size > 1"):
+        check_replay(tiny_moe(tokenizer), "R3", 2)
     # the reference routes as the model does: no routes needed, none recorded
     ref = FSDPTrainEngine(tiny_moe(tokenizer), "ref", router_replay="R3")
     assert ref.compute_logprobs(batch_of(tokenizer), False).routed_experts is None

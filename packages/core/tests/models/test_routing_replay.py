@@ -155,9 +155,11 @@ def test_a_dense_model_and_an_unknown_router_are_refused_by_name():
             intermediate_size=64,
         )
     )
-    with pytest.raises(RoutingReplayError, match="actor.router_replay.mode=R3 needs a mixture"):
-        with recording(dense, "actor.router_replay.mode=R3"):
-            pass
+    with (
+        pytest.raises(RoutingReplayError, match="actor.router_replay.mode=R3 needs a mixture"),
+        recording(dense, "actor.router_replay.mode=R3"),
+    ):
+        pass
 
     class OtherTopKRouter(torch.nn.Module):
         top_k = 2
