@@ -133,3 +133,26 @@ def test_what_cannot_replay_is_refused_by_name(tokenizer):
     # the reference routes as the model does: no routes needed, none recorded
     ref = FSDPTrainEngine(tiny_moe(tokenizer), "ref", router_replay="R3")
     assert ref.compute_logprobs(batch_of(tokenizer), False).routed_experts is None
+
+
+def test_activation_checkpointing_recomputes_with_the_replayed_routes(tokenizer):
+    """The backward pass recomputes each layer after the forward's replay block ended: it
+    must route as the forward did (the same update as without checkpointing)."""
+    batch = batch_of(tokenizer)
+    routes = engine(tiny_moe(tokenizer), "R2").compute_logprobs(batch, False).routed_experts
+    real = batch["attention_mask"].bool()
+    other = routes.clone()
+    other[real] = (other[real] + 1) % 6  # not what the model would choose
+
+    def loss_fn(output, micro, mini):
+        return -(output.logprobs * micro["response_mask"]).sum() / 20, {}
+
+    weights = []
+    for checkpointing in (False, True):
+        model = tiny_moe(tokenizer)
+        if checkpointing:
+            model.gradient_checkpointing_enable()
+        actor = engine(model, "R3")
+        actor.train_step({**batch, "routed_experts": other}, loss_fn)
+        weights.append(model.model.layers[0].mlp.experts.down_proj.detach().clone())
+    torch.testing.assert_close(weights[1], weights[0], rtol=0, atol=1e-6)

@@ -12,6 +12,7 @@ from rl.core.models.routing_replay import (
     moe_routers,
     recording,
     replaying,
+    stop_replaying,
     to_model_order,
     to_padded,
 )
@@ -61,6 +62,25 @@ def test_replaying_the_models_own_routes_changes_nothing(family):
     with torch.no_grad(), replaying(model, routes):
         replayed = model(IDS).logits
     assert torch.equal(native, replayed)
+
+
+def test_replayed_routes_stay_for_a_recompute_until_stopped_or_recorded_over():
+    model = tiny_moe("mixtral")
+    with torch.no_grad():
+        native = model(IDS).logits
+        other = torch.zeros(IDS.numel(), 2, 2, dtype=torch.int16)
+        other[..., 1] = 3
+        with replaying(model, other):
+            replayed = model(IDS).logits
+        assert not torch.equal(replayed, native)
+        # after the block (activation checkpointing recomputes in the backward pass)
+        assert torch.equal(model(IDS).logits, replayed)
+        stop_replaying(model)
+        assert torch.equal(model(IDS).logits, native)
+        with replaying(model, other):
+            pass
+        with recording(model):
+            assert torch.equal(model(IDS).logits, native)
 
 
 @pytest.mark.parametrize("family", FAMILIES)

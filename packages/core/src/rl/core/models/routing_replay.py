@@ -11,7 +11,9 @@ then softmax(current logits) at those indices, renormalised and cast as the rout
 Routes are int16 `[tokens, moe_layers, top_k]`, layers in model order (MoE layers only),
 -1 where a token has no recorded route (padding, a response's last token, which the
 rollout never ran): such a token is routed by the model itself. A replayed route equal to
-the model's own choice leaves the forward bit-for-bit unchanged.
+the model's own choice leaves the forward bit-for-bit unchanged. Replayed routes stay
+set until the model's next routing pass, so that activation checkpointing's recompute in
+the backward pass routes as the forward did.
 """
 
 from __future__ import annotations
@@ -79,20 +81,40 @@ def replayed_weights(
 
 
 class _Replay:
-    def __init__(self, layer: int, routes: torch.Tensor) -> None:
-        self.layer, self.routes = layer, routes
+    """The model's replay hooks, installed once: each router takes its layer's routes from
+    `routes` (None: the model routes by itself)."""
 
-    def __call__(self, router: torch.nn.Module, args: Any, output: Any) -> Any:
-        logits, weights, index = output
-        target = self.routes[:, self.layer].to(device=index.device, dtype=torch.long)
-        if target.shape != index.shape:
-            raise ValueError(
-                f"routing replay: layer {self.layer} has routes {tuple(target.shape)} for "
-                f"{tuple(index.shape)} routed tokens"
-            )
-        known = (target >= 0).all(dim=-1, keepdim=True)
-        chosen = torch.where(known, target, index)
-        return logits, replayed_weights(router, logits, chosen, weights.dtype), chosen
+    def __init__(self, routers: list[torch.nn.Module]) -> None:
+        self.routes: torch.Tensor | None = None
+        self.layers = len(routers)
+        for layer, router in enumerate(routers):
+            router.register_forward_hook(self._hook(layer))
+
+    def _hook(self, layer: int) -> Any:
+        def replay(router: torch.nn.Module, args: Any, output: Any) -> Any:
+            if self.routes is None:
+                return None
+            logits, weights, index = output
+            target = self.routes[:, layer].to(device=index.device, dtype=torch.long)
+            if target.shape != index.shape:
+                raise ValueError(
+                    f"routing replay: layer {layer} has routes {tuple(target.shape)} for "
+                    f"{tuple(index.shape)} routed tokens"
+                )
+            known = (target >= 0).all(dim=-1, keepdim=True)
+            chosen = torch.where(known, target, index)
+            return logits, replayed_weights(router, logits, chosen, weights.dtype), chosen
+
+        return replay
+
+
+def _replay_hooks(model: torch.nn.Module, setting: str) -> _Replay:
+    """The model's `_Replay` (installed on first use)."""
+    hooks = model.__dict__.get("_rl_route_replay")
+    if hooks is None:
+        hooks = _Replay(require_routers(model, setting))
+        model.__dict__["_rl_route_replay"] = hooks
+    return hooks
 
 
 class Recorder:
@@ -118,8 +140,11 @@ class Recorder:
 
 @contextmanager
 def recording(model: torch.nn.Module, setting: str = "routing replay") -> Iterator[Recorder]:
-    """Record the routes of the forward passes run inside (`Recorder.calls`)."""
+    """Record the routes of the forward passes run inside (`Recorder.calls`); the model
+    routes by itself (routes an earlier `replaying` left are dropped)."""
     routers = require_routers(model, setting)
+    if "_rl_route_replay" in model.__dict__:
+        model.__dict__["_rl_route_replay"].routes = None
     recorder = Recorder(len(routers))
     handles = [r.register_forward_hook(recorder.hook(i)) for i, r in enumerate(routers)]
     try:
@@ -134,19 +159,25 @@ def replaying(
     model: torch.nn.Module, routes: torch.Tensor, setting: str = "routing replay"
 ) -> Iterator[None]:
     """Route the tokens of the forward passes run inside by `routes` [tokens, moe_layers,
-    top_k] (the model's token order; -1 rows: the model's own choice)."""
-    routers = require_routers(model, setting)
-    if routes.dim() != 3 or routes.shape[1] != len(routers):
+    top_k] (the model's token order; -1 rows: the model's own choice).
+
+    The routes stay in place after the block, until the model's next `replaying` or
+    `recording`, or `stop_replaying`: activation checkpointing runs the forward again
+    during the backward pass, after the block, and must route as the forward did."""
+    hooks = _replay_hooks(model, setting)
+    if routes.dim() != 3 or routes.shape[1] != hooks.layers:
         raise ValueError(
-            f"routing replay: routes {tuple(routes.shape)} for a model with {len(routers)} "
+            f"routing replay: routes {tuple(routes.shape)} for a model with {hooks.layers} "
             "MoE layers ([tokens, moe_layers, top_k])"
         )
-    handles = [r.register_forward_hook(_Replay(i, routes)) for i, r in enumerate(routers)]
-    try:
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
+    hooks.routes = routes
+    yield
+
+
+def stop_replaying(model: torch.nn.Module) -> None:
+    """The model routes by itself again."""
+    if "_rl_route_replay" in model.__dict__:
+        model.__dict__["_rl_route_replay"].routes = None
 
 
 class RoutingPass:
