@@ -41,3 +41,10 @@ def test_r3_with_a_rollout_engine_that_records_no_routes_is_refused(name):
     cfg = config("actor.router_replay.mode=R3", f"rollout.name={name}")
     with pytest.raises(RoutingReplayError, match=f"rollout.name={name} does not record"):
         build.build_rollout_engine(cfg, tokenizer=None)
+
+
+@pytest.mark.parametrize("key", ["rollout.multi_turn.enable", "trainer.partial_rollout"])
+def test_r3_with_rollouts_put_together_from_several_calls_is_refused(key):
+    cfg = config("actor.router_replay.mode=R3", f"{key}=true")
+    with pytest.raises(RoutingReplayError, match=f"{key}=true"):
+        build._check_router_replay(cfg, build.train_engine_class(cfg, "actor"))

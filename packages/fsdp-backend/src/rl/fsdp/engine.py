@@ -55,7 +55,13 @@ from rl.fsdp.config import FSDPConfig
 from rl.fsdp.distributed import ensure_process_group, fsdp_mesh
 from rl.fsdp.forward import fused_logprobs_and_entropy, response_logprobs, response_values
 from rl.fsdp.packing import prefix_grouping, shared_prompt_fraction
-from rl.fsdp.routing_replay import Phase, RecordedRoutes, check_replay, routing_pass
+from rl.fsdp.routing_replay import (
+    Phase,
+    RecordedRoutes,
+    check_replay,
+    replay_session,
+    routing_pass,
+)
 from rl.fsdp.ulysses import SequenceParallel, check_heads, sequence_parallel_group
 from rl.fsdp.ulysses import register as register_ulysses
 from rl.fsdp.wrap import shard_model
@@ -294,7 +300,10 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
         # inference mode (no autograd bookkeeping per op) on a plain model; FSDP2's
         # parameter hooks need autograd's version counters, so the callers' no_grad there
         # (not `inference_mode(False)`: that turns grad mode back on)
-        with torch.inference_mode() if self.exports_views else nullcontext():
+        with (
+            torch.inference_mode() if self.exports_views else nullcontext(),
+            replay_session(self.model, self.router_replay),
+        ):
             for rows in micro_batch_rows(batch["attention_mask"], self.forward_batching):
                 if rows.numel():
                     micro = to_device(select(batch, rows), self.device)
@@ -344,16 +353,17 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
         assert self.optimizer is not None and self.lr_scheduler is not None
         scheduler = self.lr_scheduler
         self._set_training(True)
-        return mini_batch_updates(
-            mini_batches(
-                batch, self.mini_batch_size, self.ppo_epochs, self.shuffle, self.generator
-            ),
-            lambda mini: self._optimizer_step(to_device(mini, self.device), loss_fn),
-            "critic" if self.role == "critic" else "actor",
-            lambda: scheduler.get_last_lr()[0],
-            scheduler.step,
-            self._weight_norm,
-        )
+        with replay_session(self.model, self.router_replay):  # routes left for no one after
+            return mini_batch_updates(
+                mini_batches(
+                    batch, self.mini_batch_size, self.ppo_epochs, self.shuffle, self.generator
+                ),
+                lambda mini: self._optimizer_step(to_device(mini, self.device), loss_fn),
+                "critic" if self.role == "critic" else "actor",
+                lambda: scheduler.get_last_lr()[0],
+                scheduler.step,
+                self._weight_norm,
+            )
 
     def _all_reduce(self, values: torch.Tensor, op: str) -> torch.Tensor:
         """`values` summed (or maxed) over every rank."""

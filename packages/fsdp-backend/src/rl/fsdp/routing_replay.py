@@ -8,12 +8,19 @@ engine's) in both. The reference and the critic route as the model does (as verl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Literal
 
 import torch
 
-from rl.core.models.routing_replay import NO_ROUTE, RoutingPass, RoutingReplayError, require_routers
+from rl.core.models.routing_replay import (
+    NO_ROUTE,
+    RoutingPass,
+    RoutingReplayError,
+    require_routers,
+    stop_replaying,
+)
 
 Phase = Literal["old", "update"]
 
@@ -29,6 +36,18 @@ def check_replay(model: torch.nn.Module, mode: str, sequence_parallel_size: int)
             f"{setting} does not run with actor.ulysses_sequence_parallel_size > 1 (each "
             "rank routes a slice of the row); set it to 1"
         )
+
+
+@contextmanager
+def replay_session(model: torch.nn.Module, mode: str) -> Iterator[None]:
+    """A pass over micro-batches (their forwards and backwards) that may replay routes;
+    after it the model routes by itself again (no routes are left for another caller of
+    the same model, such as a reference pass through it)."""
+    try:
+        yield
+    finally:
+        if mode != "disabled":
+            stop_replaying(model)
 
 
 def routing_pass(mode: str, micro: Mapping[str, torch.Tensor], phase: Phase) -> RoutingPass | None:

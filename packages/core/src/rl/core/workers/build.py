@@ -56,6 +56,13 @@ def _check_router_replay(config: Config, engine_class: Any) -> None:
             f"actor.router_replay.mode={mode}: actor.strategy={config.actor.strategy} does "
             "not replay MoE routes (actor.strategy=fsdp does)"
         )
+    if mode == "R3" and (config.rollout.multi_turn.enable or config.trainer.partial_rollout):
+        key = "rollout.multi_turn.enable" if config.rollout.multi_turn.enable else "trainer."
+        key += "" if config.rollout.multi_turn.enable else "partial_rollout"
+        raise RoutingReplayError(
+            f"actor.router_replay.mode=R3 with {key}=true: those rollouts are put together "
+            "from several generate calls, and their routes are not carried yet (use R2)"
+        )
     if mode == "R2" and config.algorithm.rollout_correction.bypass_mode:
         raise RoutingReplayError(
             "actor.router_replay.mode=R2 records the routes in the old-log-prob pass, which "
