@@ -61,6 +61,45 @@ RELEASED = {
         "bos_token_id": 128000,
         "eos_token_id": [128001, 128008, 128009],
     },
+    # Qwen3-30B-A3B's config.json
+    "qwen3-moe": {
+        "architectures": ["Qwen3MoeForCausalLM"],
+        "model_type": "qwen3_moe",
+        "hidden_size": 2048,
+        "intermediate_size": 6144,
+        "moe_intermediate_size": 768,
+        "num_experts": 128,
+        "num_experts_per_tok": 8,
+        "norm_topk_prob": True,
+        "decoder_sparse_step": 1,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 4,
+        "head_dim": 128,
+        "vocab_size": 151936,
+        "tie_word_embeddings": False,
+        "rope_theta": 1000000.0,
+        "max_position_embeddings": 40960,
+        "rms_norm_eps": 1e-6,
+        "router_aux_loss_coef": 0.001,
+        "eos_token_id": 151645,
+    },
+    # Mixtral-8x7B-Instruct-v0.1's config.json, but the Llama-3.2 vocabulary and ids
+    "mixtral": {
+        "architectures": ["MixtralForCausalLM"],
+        "model_type": "mixtral",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_local_experts": 8,
+        "num_experts_per_tok": 2,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        "tie_word_embeddings": False,
+        "rope_theta": 1000000.0,
+        "max_position_embeddings": 32768,
+        "rms_norm_eps": 1e-5,
+        "router_aux_loss_coef": 0.02,
+    },
 }
 
 
@@ -77,7 +116,7 @@ def test_config_has_the_released_figures_and_the_layers_asked_for(name):
     assert config["torch_dtype"] == "float32"
 
 
-def test_the_three_shapes_are_described():
+def test_every_shape_is_described():
     assert set(SHAPES) == set(RELEASED)
     assert all(shape.description for shape in SHAPES.values())
 
@@ -91,6 +130,8 @@ def test_the_three_shapes_are_described():
         ("llama-3.2-1b", 256, (4, 1)),
         ("llama-3.2-1b", 512, (8, 2)),
         ("llama-3.2-1b", 2048, (32, 8)),
+        ("qwen3-moe", 256, (4, 1)),
+        ("mixtral", 256, (2, 1)),
     ],
 )
 def test_a_smaller_hidden_size_keeps_head_dim_and_the_kv_grouping(name, hidden, heads):
@@ -110,3 +151,27 @@ def test_bad_arguments_are_refused_by_name():
         shape_config(model_shape("qwen3-0.6b"), dtype="fp8")
     with pytest.raises(ValueError, match="known: qwen2.5-0.5b"):
         model_shape("qwen2-7b")
+
+
+def test_moe_shapes_take_fewer_and_narrower_experts():
+    qwen = shape_config(
+        model_shape("qwen3-moe"), num_experts=8, experts_per_token=2, moe_intermediate_size=64
+    )
+    assert (qwen["num_experts"], qwen["num_experts_per_tok"], qwen["moe_intermediate_size"]) == (
+        8,
+        2,
+        64,
+    )
+    mixtral = shape_config(model_shape("mixtral"), num_experts=4)
+    assert (mixtral["num_local_experts"], mixtral["num_experts_per_tok"]) == (4, 2)
+    # fewer experts than the released top-k: top-k shrinks to fit
+    assert shape_config(model_shape("qwen3-moe"), num_experts=4)["num_experts_per_tok"] == 4
+
+
+def test_expert_arguments_are_refused_where_they_do_not_fit():
+    with pytest.raises(ValueError, match="dense model: num_experts"):
+        shape_config(model_shape("qwen3-0.6b"), num_experts=4)
+    with pytest.raises(ValueError, match="experts_per_token must be in 1..4"):
+        shape_config(model_shape("mixtral"), num_experts=4, experts_per_token=5)
+    with pytest.raises(ValueError, match="no moe_intermediate_size"):
+        shape_config(model_shape("mixtral"), moe_intermediate_size=64)

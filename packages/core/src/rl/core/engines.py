@@ -35,6 +35,7 @@ BATCH_KEYS = (
     "token_level_rewards",
     "advantages",
     "returns",
+    "routed_experts",  # int16 [B, P + R, moe_layers, top_k], -1: no route (routing replay)
 )
 
 
@@ -120,6 +121,9 @@ class Rollouts:
     `weight_versions[j]` is the version of the weights (the updates they hold) that row j
     was generated with, as the worker hosting the engine knew it from its last weight sync
     (`rl.core.workers.worker`); engines leave it empty, and it stays empty where unknown.
+    An engine recording MoE routes (`RecordsRoutes`) puts in `routed_experts[j]` the
+    experts each token of row j was routed to, int16 [prompt + response tokens,
+    moe_layers, top_k], -1 for a token it never ran (the last response token).
     """
 
     prompt_ids: list[list[int]]
@@ -130,17 +134,21 @@ class Rollouts:
     policy_versions: list[list[int]] = field(default_factory=list)
     returns: list[float] = field(default_factory=list)
     weight_versions: list[int] = field(default_factory=list)
+    routed_experts: list[torch.Tensor] = field(default_factory=list)
 
 
 @dataclass
 class LogprobOutput:
     """Per-token outputs of a forward pass over response tokens.
 
-    logprobs: float32 [batch, response_len]; entropy: float32 [batch, response_len] or None.
+    logprobs: float32 [batch, response_len]; entropy: float32 [batch, response_len] or None;
+    routed_experts: the routes the pass recorded (routing replay R2), int16 [batch,
+    prompt + response_len, moe_layers, top_k], or None.
     """
 
     logprobs: torch.Tensor
     entropy: torch.Tensor | None = None
+    routed_experts: torch.Tensor | None = None
 
 
 LossFn = Callable[..., tuple[torch.Tensor, dict[str, float]]]
@@ -337,8 +345,27 @@ class Replicated(Protocol):
         ...
 
 
+class ReplaysRoutes(Protocol):
+    """A train engine that replays MoE routes (`actor.router_replay.mode` R2 / R3): the
+    actor's old-log-prob pass records them (R2) or replays the batch's `routed_experts`
+    (R3), its updates replay them."""
+
+    def replays_routes(self) -> bool:
+        """Whether this engine replays routes (its role and config ask it to)."""
+        ...
+
+
+class RecordsRoutes(Protocol):
+    """A rollout engine that records the MoE routes of each token it runs
+    (`Rollouts.routed_experts`) when asked (routing replay R3)."""
+
+    def record_routes(self, on: bool) -> None:
+        """Record (or stop recording) routes in every later `generate`."""
+        ...
+
+
 CAPABILITIES: dict[str, tuple[type, ...]] = {
-    "train": (Offloading, ExportsHF, ExportsViews, Preflighted, Replicated),
-    "rollout": (SharesWeights, Closable, Preflighted),
+    "train": (Offloading, ExportsHF, ExportsViews, Preflighted, Replicated, ReplaysRoutes),
+    "rollout": (SharesWeights, Closable, Preflighted, RecordsRoutes),
 }
 CONTRACTS: dict[str, type] = {"train": TrainEngine, "rollout": RolloutEngine}

@@ -33,6 +33,7 @@ from rl.core.engines import (
     LogprobOutput,
     LossFn,
     Offloading,
+    ReplaysRoutes,
     Replicated,
     TrainEngine,
 )
@@ -54,6 +55,13 @@ from rl.fsdp.config import FSDPConfig
 from rl.fsdp.distributed import ensure_process_group, fsdp_mesh
 from rl.fsdp.forward import fused_logprobs_and_entropy, response_logprobs, response_values
 from rl.fsdp.packing import prefix_grouping, shared_prompt_fraction
+from rl.fsdp.routing_replay import (
+    Phase,
+    RecordedRoutes,
+    check_replay,
+    replay_session,
+    routing_pass,
+)
 from rl.fsdp.ulysses import SequenceParallel, check_heads, sequence_parallel_group
 from rl.fsdp.ulysses import register as register_ulysses
 from rl.fsdp.wrap import shard_model
@@ -63,7 +71,7 @@ Role = Literal["actor", "ref", "critic"]
 FULL = StateDictOptions(full_state_dict=True, cpu_offload=True)
 
 
-class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicated):
+class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicated, ReplaysRoutes):
     """One model on FSDP2 with (for actor and critic) its AdamW optimizer and LR schedule."""
 
     def __init__(
@@ -86,8 +94,12 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
         forward_batching: MicroBatching | None = None,
         fsdp: FSDPConfig | None = None,
         sequence_parallel_size: int = 1,
+        router_replay: str = "disabled",
     ) -> None:
         self.role, self.device = role, torch.device(device)
+        # MoE routing replay (`actor.router_replay.mode`): the actor's only
+        self.router_replay = router_replay if role == "actor" else "disabled"
+        check_replay(model, self.router_replay, sequence_parallel_size)
         section = "critic" if role == "critic" else "actor"
         self.fsdp = fsdp or FSDPConfig()
         if self.fsdp.offload_policy and self.device.type != "cuda":
@@ -226,6 +238,7 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
             sequence_parallel_size=(
                 config.critic if role == "critic" else config.actor
             ).ulysses_sequence_parallel_size,
+            router_replay=config.actor.router_replay.mode,
         )
 
     @classmethod
@@ -258,12 +271,22 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
             return self.use_fused_kernels
         return self.device.type == "cuda"
 
-    def _forward(self, micro: Mapping[str, torch.Tensor], with_entropy: bool) -> Any:
+    def replays_routes(self) -> bool:
+        return self.router_replay != "disabled"
+
+    def _forward(
+        self, micro: Mapping[str, torch.Tensor], with_entropy: bool, phase: Phase = "update"
+    ) -> Any:
         packing = {"packed": self.packed, "sp": self.sp, "share_prompts": self.share_prompts}
         if self.role == "critic":
             return response_values(self.model, micro, **packing)
         compute = fused_logprobs_and_entropy if self._fused() else response_logprobs
-        return LogprobOutput(*compute(self.model, micro, self.temperature, with_entropy, **packing))
+        routing = routing_pass(self.router_replay, micro, phase)
+        output = LogprobOutput(
+            *compute(self.model, micro, self.temperature, with_entropy, **packing, routing=routing)
+        )
+        output.routed_experts = None if routing is None else routing.recorded
+        return output
 
     def _set_training(self, training: bool) -> None:
         """`model.train(training)`, skipped when already so (it walks every module)."""
@@ -277,11 +300,14 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
         # inference mode (no autograd bookkeeping per op) on a plain model; FSDP2's
         # parameter hooks need autograd's version counters, so the callers' no_grad there
         # (not `inference_mode(False)`: that turns grad mode back on)
-        with torch.inference_mode() if self.exports_views else nullcontext():
+        with (
+            torch.inference_mode() if self.exports_views else nullcontext(),
+            replay_session(self.model, self.router_replay),
+        ):
             for rows in micro_batch_rows(batch["attention_mask"], self.forward_batching):
                 if rows.numel():
                     micro = to_device(select(batch, rows), self.device)
-                    results.append((rows, self._forward(micro, with_entropy)))
+                    results.append((rows, self._forward(micro, with_entropy, "old")))
         return results
 
     @torch.no_grad()
@@ -290,15 +316,17 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
     ) -> LogprobOutput:
         """Log-probs and (if `calculate_entropy`, else None) entropy of the response
         tokens: float32 [B, R] each, in the caller's row order whatever the micro-batching
-        did."""
+        did; with routing replay R2, the routes the pass recorded."""
         shape = batch["response_mask"].shape
         logprobs = torch.zeros(shape)
         entropy = torch.zeros(shape) if calculate_entropy else None
+        routes = RecordedRoutes(*batch["input_ids"].shape)
         for rows, output in self._forward_rows(batch, calculate_entropy):
             logprobs[rows] = output.logprobs.cpu()
             if entropy is not None:
                 entropy[rows] = output.entropy.cpu()
-        return LogprobOutput(logprobs, entropy)
+            routes.add(rows, output.routed_experts)
+        return LogprobOutput(logprobs, entropy, routes.routes)
 
     @torch.no_grad()
     def compute_values(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
@@ -325,16 +353,17 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
         assert self.optimizer is not None and self.lr_scheduler is not None
         scheduler = self.lr_scheduler
         self._set_training(True)
-        return mini_batch_updates(
-            mini_batches(
-                batch, self.mini_batch_size, self.ppo_epochs, self.shuffle, self.generator
-            ),
-            lambda mini: self._optimizer_step(to_device(mini, self.device), loss_fn),
-            "critic" if self.role == "critic" else "actor",
-            lambda: scheduler.get_last_lr()[0],
-            scheduler.step,
-            self._weight_norm,
-        )
+        with replay_session(self.model, self.router_replay):  # routes left for no one after
+            return mini_batch_updates(
+                mini_batches(
+                    batch, self.mini_batch_size, self.ppo_epochs, self.shuffle, self.generator
+                ),
+                lambda mini: self._optimizer_step(to_device(mini, self.device), loss_fn),
+                "critic" if self.role == "critic" else "actor",
+                lambda: scheduler.get_last_lr()[0],
+                scheduler.step,
+                self._weight_norm,
+            )
 
     def _all_reduce(self, values: torch.Tensor, op: str) -> torch.Tensor:
         """`values` summed (or maxed) over every rank."""

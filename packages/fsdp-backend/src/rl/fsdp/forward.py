@@ -11,10 +11,12 @@ padding. `share_prompts` packs each distinct prompt once (`packing.py`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import nullcontext
 from typing import Any
 
 import torch
 
+from rl.core.models.routing_replay import RoutingPass
 from rl.fsdp.packing import pack
 from rl.fsdp.ulysses import GatherSequence, SequenceParallel, ShareGradient, local_slice
 from rl.kernels.gather import take
@@ -39,6 +41,7 @@ def response_outputs(
     sp: SequenceParallel | None = None,
     share_prompts: bool = False,
     lm_head: bool = False,
+    routing: RoutingPass | None = None,
 ) -> torch.Tensor:
     """The output (logits, or the final hidden states when `hidden`) that predicts each real
     response token: [M, V] or [M, H], in the model's dtype. With `sp` (Ulysses), this rank
@@ -46,7 +49,9 @@ def response_outputs(
 
     `lm_head`: the model is a transformers causal LM, whose `logits_to_keep` picks the
     positions its LM head runs on: only those that predict response tokens (packed, no
-    Ulysses) or the response's columns (padded), not the prompt's."""
+    Ulysses) or the response's columns (padded), not the prompt's.
+
+    `routing`: the MoE routes to replay in this pass, or to record (`RoutingPass`)."""
     options: dict[str, Any] = {"output_hidden_states": True, "logits_to_keep": 1} if hidden else {}
     response_len = batch["responses"].shape[1]
     if packed:
@@ -62,7 +67,8 @@ def response_outputs(
         distinct = inputs.distinct_predict if picked and inputs.input_ids.is_cpu else None
         if picked:
             options["logits_to_keep"] = inputs.predict_index if distinct is None else distinct
-        output = model(**kwargs, use_cache=False, **options)
+        with _routed(routing, model, batch, inputs.flat_to_packed):
+            output = model(**kwargs, use_cache=False, **options)
         states = output.hidden_states[-1] if hidden else output.logits
         if picked:
             if distinct is None:
@@ -76,9 +82,22 @@ def response_outputs(
         raise ValueError("Ulysses sequence parallelism runs on packed rows (use_remove_padding)")
     if lm_head and not hidden:
         options["logits_to_keep"] = response_len + 1
-    output = _run(model, batch, **options)
+    with _routed(routing, model, batch, None):
+        output = _run(model, batch, **options)
     states = output.hidden_states[-1] if hidden else output.logits
     return states[:, -response_len - 1 : -1][batch["response_mask"].bool()]
+
+
+def _routed(
+    routing: RoutingPass | None,
+    model: torch.nn.Module,
+    batch: Mapping[str, torch.Tensor],
+    flat_to_packed: torch.Tensor | None,
+) -> Any:
+    """The routing pass around the model call (nothing without one)."""
+    if routing is None:
+        return nullcontext()
+    return routing.around(model, batch["attention_mask"], flat_to_packed)
 
 
 def scatter_to_rows(values: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:
@@ -109,11 +128,12 @@ def response_logprobs(
     packed: bool,
     sp: SequenceParallel | None = None,
     share_prompts: bool = False,
+    routing: RoutingPass | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """log p and entropy [B, R] of the response tokens from full logits of the real tokens."""
     mask = batch["response_mask"]
     logits = response_outputs(
-        model, batch, packed, sp=sp, share_prompts=share_prompts, lm_head=True
+        model, batch, packed, sp=sp, share_prompts=share_prompts, lm_head=True, routing=routing
     )
     tokens = batch["responses"][mask.bool()]
     logprob, entropy = logprobs_and_entropy(logits, tokens, temperature, with_entropy)
@@ -157,6 +177,7 @@ def fused_logprobs_and_entropy(
     packed: bool = False,
     sp: SequenceParallel | None = None,
     share_prompts: bool = False,
+    routing: RoutingPass | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Like `response_logprobs` without [M, V] logits: the model returns its final hidden
     states (logits only for the last position), and `rl.kernels.fused_logprob_entropy`
@@ -164,7 +185,9 @@ def fused_logprobs_and_entropy(
     from rl.kernels import fused_logprob_entropy
 
     mask = batch["response_mask"]
-    hidden = response_outputs(model, batch, packed, hidden=True, sp=sp, share_prompts=share_prompts)
+    hidden = response_outputs(
+        model, batch, packed, hidden=True, sp=sp, share_prompts=share_prompts, routing=routing
+    )
     weight = _full(model.get_output_embeddings().weight)
     if sp is not None:  # every rank of the group applies it to the whole row
         weight = ShareGradient.apply(weight, sp)

@@ -43,6 +43,9 @@ class PackedInputs:
     # position once (sorted) and `predict_rows` maps `predict_index` onto that list
     distinct_predict: torch.Tensor | None = None  # int64 [M' <= M]
     predict_rows: torch.Tensor | None = None  # int64 [M]
+    # each padded position's packed position (-1: padding), row-major; a shared prompt's
+    # copies all point at the one packed copy (per-token inputs such as MoE routes)
+    flat_to_packed: torch.Tensor | None = None  # int64 [B * S]
 
     def model_kwargs(self) -> dict[str, object]:
         """Inputs of the model call; the sequence bounds reach the attention function
@@ -143,6 +146,7 @@ def _pack_rows(batch: Mapping[str, torch.Tensor], prompt_width: int) -> PackedIn
         _predict_index(batch, flat_to_packed, prompt_width),
         layout.cu_seqlens,
         layout.max_seqlen,
+        flat_to_packed=flat_to_packed,
     )
 
 
@@ -184,4 +188,5 @@ def _pack_shared(
         owned=kept[real],
         distinct_predict=distinct_predict,
         predict_rows=predict_rows,
+        flat_to_packed=flat_to_packed.view(-1),
     )

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import torch
 
 from rl.core.config import Config
-from rl.core.engines import RolloutEngine, Rollouts, SamplingParams, SharesWeights
+from rl.core.engines import RecordsRoutes, RolloutEngine, Rollouts, SamplingParams, SharesWeights
 from rl.core.models import load_causal_lm
+from rl.core.models.routing_replay import recording, require_routers
 from rl.core.weight_sync.groups import each_tensor
 from rl.core.weight_sync.ties import TieCheck, Ties
 from rl.core.workers.request_batcher import RequestBatcher
+from rl.rollout.hf_routes import row_routes
 from rl.rollout.hf_sampling import sample
 
 
@@ -35,7 +38,7 @@ def left_pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, 
     return ids, mask
 
 
-class HFRolloutEngine(RolloutEngine, SharesWeights):
+class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes):
     """Batched sampling from a transformers causal LM (any device, no server)."""
 
     def __init__(
@@ -53,6 +56,7 @@ class HFRolloutEngine(RolloutEngine, SharesWeights):
         self._ties = TieCheck(Ties.of(self.model))  # tie_word_embeddings: one tensor
         self.tokenizer, self.device = tokenizer, torch.device(device)
         self.max_batch_size = max_batch_size
+        self.records_routes = False  # MoE routes in `Rollouts.routed_experts` (`record_routes`)
         self.pad_id = tokenizer.pad_token_id
         self.eos_id = tokenizer.eos_token_id
         self._batcher = RequestBatcher(
@@ -71,6 +75,12 @@ class HFRolloutEngine(RolloutEngine, SharesWeights):
             device=config.trainer.device,
             free_cache_engine=config.rollout.free_cache_engine,
         )
+
+    def record_routes(self, on: bool) -> None:
+        """Record the experts each token is routed to (routing replay R3); an MoE model only."""
+        if on:
+            require_routers(self.model, "actor.router_replay.mode=R3")
+        self.records_routes = on
 
     @torch.inference_mode()  # no autograd bookkeeping at all: cheaper per op than no_grad
     def generate(self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams) -> Rollouts:
@@ -91,26 +101,37 @@ class HFRolloutEngine(RolloutEngine, SharesWeights):
             chunk = self._generate_chunk(
                 [list(prompt_ids[i]) for i in indices], sampling.for_prompts(indices)
             )
-            for field in ("prompt_ids", "response_ids", "logprobs", "finish_reasons"):
+            for field in (
+                "prompt_ids",
+                "response_ids",
+                "logprobs",
+                "finish_reasons",
+                "routed_experts",
+            ):
                 getattr(rollouts, field).extend(getattr(chunk, field))
         return rollouts
 
     def _generate_chunk(self, prompts: list[list[int]], sampling: SamplingParams) -> Rollouts:
         input_ids, attention_mask = left_pad(prompts, self.pad_id)
         stop_ids = [self.eos_id, *sampling.stop_token_ids]
-        tokens, logits = sample(
-            self.model,
-            input_ids.to(self.device),
-            attention_mask.to(self.device),
-            sampling,
-            self.pad_id,
-            stop_ids,
-        )
+        with recording(self.model) if self.records_routes else nullcontext() as recorder:
+            tokens, logits = sample(
+                self.model,
+                input_ids.to(self.device),
+                attention_mask.to(self.device),
+                sampling,
+                self.pad_id,
+                stop_ids,
+            )
         scaled = logits.cpu() / (sampling.temperature if sampling.temperature != 0 else 1.0)
         tokens = tokens.cpu()
         logprobs = torch.log_softmax(scaled, -1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
         expanded = [p for p in prompts for _ in range(sampling.n)]
-        return self._trim(expanded, tokens, logprobs, set(stop_ids))
+        rollouts = self._trim(expanded, tokens, logprobs, set(stop_ids))
+        if recorder is not None:
+            lengths = [len(row) for row in rollouts.response_ids]
+            rollouts.routed_experts = row_routes(recorder.calls, prompts, sampling.n, lengths)
+        return rollouts
 
     @staticmethod
     def _trim(

@@ -24,7 +24,7 @@ from rl.cli.dialects.scripts import mentions_entry, read_launch_script
 from rl.cli.dialects.switches import value_at
 from rl.cli.dialects.verl_reasons import REASONS
 from rl.cli.dialects.verl_sections import SWITCHES, move_legacy_reward_keys
-from rl.cli.dialects.vocabulary import DATACLASS_PATH, ENGINE_INTERNAL, PROFILING
+from rl.cli.dialects.vocabulary import DATACLASS_PATH, ENGINE_INTERNAL, PROFILING, ROUTER_REPLAY
 from rl.core.config.errors import ConfigError
 
 # what verl does to its config before reading it, and what it does not read (verl_sections)
@@ -244,6 +244,14 @@ RULES: list[Rule] = [
     Rule(
         "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu", "ref.log_prob_max_token_len_per_gpu"
     ),
+    # rl's reference routes as the model does: its routing replay must be off
+    *[
+        Rule(key, reason=ROUTER_REPLAY, convert=lambda v: None if v in (None, "disabled") else v)
+        for key in (
+            "actor_rollout_ref.ref.router_replay.mode",
+            "actor_rollout_ref.ref.*.router_replay.mode",
+        )
+    ],
     Rule("actor_rollout_ref.ref.", reason=_REF_LAYOUT, status="ignored"),
     # verl <= 0.6 keeps the reward settings at the top level; 0.7+ in reward.* (the legacy
     # keys are moved there first: verl_sections.move_legacy_reward_keys). A disabled reward
@@ -356,6 +364,9 @@ RULES: list[Rule] = [
     # verl's FSDP (1) and FSDP2 strategies are rl's one FSDP2 engine
     Rule("actor_rollout_ref.actor.strategy", "actor.strategy", convert=_fsdp2),
     Rule("critic.strategy", "critic.strategy", convert=_fsdp2),
+    # MoE routing replay: verl's engine sections (megatron, veomni) hold the actor's mode
+    Rule("actor_rollout_ref.actor.*.router_replay.mode", "actor.router_replay.mode"),
+    Rule("actor_rollout_ref.actor.router_replay.mode", "actor.router_replay.mode"),
     # sections that keep verl's names
     Rule("actor_rollout_ref.actor.", "actor."),
     Rule("actor_rollout_ref.rollout.", "rollout."),

@@ -19,6 +19,8 @@ from rl.cli.dialects.vocabulary import (
     MBRIDGE,
     MODEL_FROM_DISK,
     MTP,
+    ROLLOUT_ROUTES,
+    ROUTE_FILES,
     ROUTER_REPLAY,
     SEEDED_BY_TRAINER,
 )
@@ -90,12 +92,20 @@ REASONS: list[Rule] = [
         reason="rl does not torch.compile the model (its fused kernels cover the hot path)",
         status="ignored",
     ),
+    # routing replay: the actor's mode maps (verl.py); the reference's must be off
+    Rule("**.router_replay.record_file", reason=ROUTE_FILES, convert=_equal_to(None)),
+    Rule("**.router_replay.replay_file", reason=ROUTE_FILES, convert=_equal_to(None)),
     Rule(
-        "actor_rollout_ref.*.router_replay.mode",
+        "actor_rollout_ref.**.router_replay.mode",
         reason=ROUTER_REPLAY,
         convert=_equal_to(None, "disabled"),
     ),
-    Rule("actor_rollout_ref.*.router_replay.", reason=ROUTER_REPLAY),
+    Rule("actor_rollout_ref.**.router_replay.", reason=ROUTER_REPLAY),
+    Rule(
+        "actor_rollout_ref.rollout.enable_rollout_routing_replay",
+        reason=ROLLOUT_ROUTES,
+        status="ignored",
+    ),
     Rule("**.rollout_n", reason="verl-internal copy of rollout.n", status="ignored"),
     Rule(
         "actor_rollout_ref.actor.tau_*",

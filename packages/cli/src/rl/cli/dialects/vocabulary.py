@@ -18,7 +18,12 @@ OUTPUT_DIR_LOGS = "rl logs under trainer.output_dir"
 PROFILING = "profiling is not configured in rl's config (use the torch profiler directly)"
 REF_LAYOUT = "rl runs the reference with the actor's model, dtype and parallel layout"
 ROLLOUT_TP_ONLY = "rl's rollout is tensor-parallel only"
-ROUTER_REPLAY = "MoE router replay is not in rl"
+ROUTER_REPLAY = (
+    "rl replays MoE routes in the actor only (actor.router_replay.mode); the reference and "
+    "the critic route as the model does"
+)
+ROUTE_FILES = "rl keeps recorded routes in the batch and writes or reads no route files"
+ROLLOUT_ROUTES = "rl's rollout engine records routes exactly when actor.router_replay.mode=R3"
 SEEDED_BY_TRAINER = "rl seeds every role from trainer.seed"
 TOKENIZER_FROM_MODEL = "rl reads the tokenizer from model.path"
 VAL_GENERATIONS = "rl keeps validation generations in val_generations.jsonl"

@@ -24,6 +24,7 @@ from rl.core.config.dapo import (
 )
 from rl.core.config.errors import FieldError
 from rl.core.config.rollout import LOG_PROB_RULES, RolloutConfig
+from rl.core.config.router_replay import RouterReplayConfig
 from rl.core.config.rules import (
     FILES,
     FRACTION,
@@ -266,6 +267,8 @@ class ActorConfig(HasBackendSections):
     backends: dict[str, Any] = field(default_factory=default_sections)
     # Ulysses: ranks that split each packed row (attention heads over an all-to-all)
     ulysses_sequence_parallel_size: int = 1
+    # MoE routing replay (verl's router_replay.mode: disabled | R2 | R3)
+    router_replay: RouterReplayConfig = field(default_factory=RouterReplayConfig)
 
     def __post_init__(self) -> None:
         check(self, **PPO_UPDATE_RULES)

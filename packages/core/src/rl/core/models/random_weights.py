@@ -23,10 +23,17 @@ def _is_norm(module: torch.nn.Module) -> bool:
     return "Norm" in type(module).__name__
 
 
+def _is_moe(module: torch.nn.Module) -> bool:
+    """transformers' MoE parameter holders: a router's [experts, hidden] weight and the
+    experts' stacked [experts, out, in] projections (Qwen3-MoE, Mixtral)."""
+    name = type(module).__name__
+    return name.endswith(("TopKRouter", "Experts"))
+
+
 def random_state_dict(config: Any, seed: int, dtype: torch.dtype) -> dict[str, torch.Tensor]:
     """Parameter name -> tensor (`dtype`, shapes of `config`'s causal LM) from `seed`.
 
-    Linear and embedding tensors ~ N(0, initializer_range); norm weights ~ 1 + that. A
+    Linear, embedding, router and expert tensors ~ N(0, initializer_range); norm weights ~ 1 + that. A
     tied LM head is left out (it is the embedding), as `save_pretrained` leaves it out.
     """
     from transformers import AutoModelForCausalLM
@@ -42,7 +49,7 @@ def random_state_dict(config: Any, seed: int, dtype: torch.dtype) -> dict[str, t
             full_name = f"{module_name}.{name}" if module_name else name
             if tied and full_name == "lm_head.weight":
                 continue
-            if not (isinstance(module, _CENTRED) or _is_norm(module)):
+            if not (isinstance(module, _CENTRED) or _is_norm(module) or _is_moe(module)):
                 raise TypeError(f"no rule draws {full_name} of {type(module).__name__}")
             values = torch.empty(parameter.shape).normal_(0.0, std, generator=generator)
             if _is_norm(module) and name == "weight":

@@ -46,6 +46,10 @@ class ModelShape:
     max_position_embeddings: int
     config_extras: Mapping[str, Any]  # the released config's other keys (ids, rope, norm eps)
     generation_config: Mapping[str, Any]
+    tie_word_embeddings: bool = True
+    # mixture of experts: the config key of the expert count (qwen3_moe "num_experts",
+    # mixtral "num_local_experts"); None for a dense model
+    experts_key: str | None = None
 
 
 def _frozen(mapping: dict[str, Any]) -> Mapping[str, Any]:
@@ -180,6 +184,105 @@ SHAPES: dict[str, ModelShape] = {
             }
         ),
     ),
+    "qwen3-moe": ModelShape(
+        name="qwen3-moe",
+        description="Qwen3-30B-A3B: Qwen3MoeForCausalLM, 2048 hidden, 32/4 heads of 128, "
+        "128 experts of 768 (8 per token, top-k weights renormalised), untied embeddings, "
+        "151,936-row vocabulary, Qwen3's ChatML with <think> blocks",
+        tokenizer_family="qwen3",
+        architecture="Qwen3MoeForCausalLM",
+        model_type="qwen3_moe",
+        hidden_size=2048,
+        intermediate_size=6144,
+        num_attention_heads=32,
+        num_key_value_heads=4,
+        head_dim=128,
+        released_layers=48,
+        vocab_size=151936,
+        max_position_embeddings=40960,
+        config_extras=_frozen(
+            {
+                "bos_token_id": 151643,
+                "eos_token_id": 151645,
+                "head_dim": 128,
+                "attention_bias": False,
+                "decoder_sparse_step": 1,
+                "mlp_only_layers": [],
+                "moe_intermediate_size": 768,
+                "norm_topk_prob": True,
+                "num_experts": 128,
+                "num_experts_per_tok": 8,
+                "output_router_logits": False,
+                "router_aux_loss_coef": 0.001,
+                "rms_norm_eps": 1e-06,
+                "rope_scaling": None,
+                "rope_theta": 1000000.0,
+                "sliding_window": None,
+                "use_sliding_window": False,
+                "max_window_layers": 48,
+                "transformers_version": "4.51.0",
+            }
+        ),
+        generation_config=_frozen(
+            {
+                "bos_token_id": 151643,
+                "do_sample": True,
+                "eos_token_id": [151645, 151643],
+                "pad_token_id": 151643,
+                "temperature": 0.6,
+                "top_k": 20,
+                "top_p": 0.95,
+            }
+        ),
+        tie_word_embeddings=False,
+        experts_key="num_experts",
+    ),
+    # No Mistral tokenizer is built here: the Mixtral architecture at its released figures
+    # (8 experts, 2 per token, untied head) carries the Llama-3.2 tokenizer and vocabulary
+    "mixtral": ModelShape(
+        name="mixtral",
+        description="Mixtral-8x7B-Instruct: MixtralForCausalLM, 4096 hidden, 32/8 heads of "
+        "128, 8 experts of 14336 (2 per token), untied embeddings; with the Llama-3.2 "
+        "tokenizer (128,256 tokens) instead of Mistral's 32,000",
+        tokenizer_family="llama-3.2",
+        architecture="MixtralForCausalLM",
+        model_type="mixtral",
+        hidden_size=4096,
+        intermediate_size=14336,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=128,
+        released_layers=32,
+        vocab_size=128256,
+        max_position_embeddings=32768,
+        config_extras=_frozen(
+            {
+                "bos_token_id": 128000,
+                "eos_token_id": [128001, 128008, 128009],
+                "head_dim": 128,
+                "num_experts_per_tok": 2,
+                "num_local_experts": 8,
+                "output_router_logits": False,
+                "router_aux_loss_coef": 0.02,
+                "router_jitter_noise": 0.0,
+                "rms_norm_eps": 1e-05,
+                "rope_theta": 1000000.0,
+                "sliding_window": None,
+                "transformers_version": "4.36.0.dev0",
+            }
+        ),
+        generation_config=_frozen(
+            {
+                "bos_token_id": 128000,
+                "do_sample": True,
+                "eos_token_id": [128001, 128008, 128009],
+                "temperature": 0.6,
+                "top_p": 0.9,
+            }
+        ),
+        tie_word_embeddings=False,
+        experts_key="num_local_experts",
+    ),
 }
 DTYPES = ("float32", "bfloat16", "float16")
 
@@ -195,7 +298,7 @@ def scaled_heads(shape: ModelShape, hidden_size: int) -> tuple[int, int]:
     """(attention heads, KV heads) for `hidden_size`, in the released proportions.
 
     The head dimension stays the released one, so `hidden_size` must be a multiple of
-    hidden/heads of the release (64 for all three shapes).
+    hidden/heads of the release (64 for the dense shapes and Qwen3-MoE, 128 for Mixtral).
     """
     per_head = shape.hidden_size // shape.num_attention_heads
     if hidden_size <= 0 or hidden_size % per_head:
@@ -215,8 +318,15 @@ def shape_config(
     dtype: str = "float32",
     hidden_size: int | None = None,
     intermediate_size: int | None = None,
+    num_experts: int | None = None,
+    experts_per_token: int | None = None,
+    moe_intermediate_size: int | None = None,
 ) -> dict[str, Any]:
     """config.json of `shape` with `num_layers` layers (and smaller widths if given).
+
+    A mixture-of-experts shape takes fewer experts (`num_experts`), fewer per token
+    (`experts_per_token`) and narrower ones (`moe_intermediate_size`, Qwen3-MoE's key;
+    Mixtral's experts are `intermediate_size` wide); a dense shape refuses them.
 
     It keeps the release's `transformers_version`: transformers 5 takes a local folder
     whose config lacks one for a Mistral folder and warns about its tokenizer's regex.
@@ -227,6 +337,7 @@ def shape_config(
         raise ValueError(f"dtype {dtype!r} is not one of {', '.join(DTYPES)}")
     hidden = hidden_size or shape.hidden_size
     heads, kv_heads = scaled_heads(shape, hidden)
+    experts = _expert_keys(shape, num_experts, experts_per_token, moe_intermediate_size)
     return {
         "architectures": [shape.architecture],
         "attention_dropout": 0.0,
@@ -241,11 +352,41 @@ def shape_config(
         "num_key_value_heads": kv_heads,
         # a copy: transformers' configs edit nested values (rope_scaling) in place
         **copy.deepcopy(dict(shape.config_extras)),
-        "tie_word_embeddings": True,
+        **experts,
+        "tie_word_embeddings": shape.tie_word_embeddings,
         "torch_dtype": dtype,
         "use_cache": True,
         "vocab_size": shape.vocab_size,
     }
+
+
+def _expert_keys(
+    shape: ModelShape,
+    num_experts: int | None,
+    experts_per_token: int | None,
+    moe_intermediate_size: int | None,
+) -> dict[str, Any]:
+    """The expert figures asked for, under `shape`'s config keys (ValueError if none fit)."""
+    asked = {"num_experts": num_experts, "experts_per_token": experts_per_token}
+    asked["moe_intermediate_size"] = moe_intermediate_size
+    if shape.experts_key is None:
+        given = [name for name, value in asked.items() if value is not None]
+        if given:
+            raise ValueError(f"{shape.name} is a dense model: {', '.join(given)} do not apply")
+        return {}
+    extras = shape.config_extras
+    total = num_experts or extras[shape.experts_key]
+    per_token = experts_per_token or min(extras["num_experts_per_tok"], total)
+    if not 1 <= per_token <= total:
+        raise ValueError(f"{shape.name}: experts_per_token must be in 1..{total}, not {per_token}")
+    keys = {shape.experts_key: total, "num_experts_per_tok": per_token}
+    if moe_intermediate_size is not None:
+        if "moe_intermediate_size" not in extras:
+            raise ValueError(
+                f"{shape.name}: no moe_intermediate_size (its experts are intermediate_size wide)"
+            )
+        keys["moe_intermediate_size"] = moe_intermediate_size
+    return keys
 
 
 def _write_json(path: Path, content: Mapping[str, Any]) -> None:
@@ -262,11 +403,15 @@ def build_model_folder(
     hidden_size: int | None = None,
     intermediate_size: int | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
+    num_experts: int | None = None,
+    experts_per_token: int | None = None,
+    moe_intermediate_size: int | None = None,
 ) -> Path:
     """Write a Hugging Face folder shaped like `shape` (see `SHAPES`) at `path`; return it.
 
     `path` must not exist or be empty; the folder appears whole or not at all.
     `cache_dir` holds the built tokenizer files (`tokenizer_files.default_cache_dir()`).
+    `num_experts`, `experts_per_token`, `moe_intermediate_size`: an MoE shape's experts.
     """
     spec = model_shape(shape)
     config = shape_config(
@@ -275,6 +420,9 @@ def build_model_folder(
         dtype=dtype,
         hidden_size=hidden_size,
         intermediate_size=intermediate_size,
+        num_experts=num_experts,
+        experts_per_token=experts_per_token,
+        moe_intermediate_size=moe_intermediate_size,
     )
     target = Path(path)
     if target.exists() and any(target.iterdir()):

@@ -16,6 +16,7 @@ reward metrics of the step are means over its generation batches.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -136,16 +137,8 @@ def _select_rollouts(sources: Sequence[tuple[Collected, int]]) -> Rollouts:
             return []
         return [getattr(part.rollouts, name)[row] for part, row in sources]
 
-    return Rollouts(
-        prompt_ids=column("prompt_ids"),
-        response_ids=column("response_ids"),
-        logprobs=column("logprobs"),
-        finish_reasons=column("finish_reasons"),
-        loss_masks=column("loss_masks"),
-        policy_versions=column("policy_versions"),
-        returns=column("returns"),
-        weight_versions=column("weight_versions"),
-    )
+    # Every field, whatever the engines add (routing replay's routed_experts, ...).
+    return Rollouts(**{field.name: column(field.name) for field in fields(Rollouts)})
 
 
 def _mean_metrics(metrics: Sequence[dict[str, float]]) -> dict[str, float]:

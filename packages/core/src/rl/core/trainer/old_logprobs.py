@@ -34,4 +34,6 @@ def from_update(config: Any, rows: int) -> bool:
         and rows <= actor.ppo_mini_batch_size * config.rollout.n
         and not algorithm.use_kl_in_reward
         and not actor_loss_config(config).correction.enabled
+        # R2 records the routes the updates replay in that pass
+        and actor.router_replay.mode != "R2"
     )

@@ -40,7 +40,8 @@ def build_batch(rollouts: Rollouts, pad_token_id: int, response_width: int | Non
     Keys: prompts [B, P], responses [B, R], input_ids / attention_mask /
     position_ids [B, P + R], response_mask [B, R] (float32, 1 on the response tokens the
     model sampled: all real ones, or the loss mask of an agentic rollout, whose tool
-    tokens are attended to but not trained on), rollout_logprobs [B, R] float32.
+    tokens are attended to but not trained on), rollout_logprobs [B, R] float32; with
+    the rollout engine's MoE routes (routing replay R3) routed_experts int16 [B, P + R, L, K].
     """
     prompt_width = max(len(p) for p in rollouts.prompt_ids)
     width = response_width or max(max((len(r) for r in rollouts.response_ids), default=1), 1)
@@ -52,7 +53,7 @@ def build_batch(rollouts: Rollouts, pad_token_id: int, response_width: int | Non
     if rollouts.loss_masks:
         response_mask = _pad_right(rollouts.loss_masks, width, 0.0, torch.float32)
     attention_mask = torch.cat([prompt_mask.long(), real.long()], dim=1)
-    return {
+    batch: Batch = {
         "prompts": prompts,
         "responses": responses,
         "input_ids": torch.cat([prompts, responses], dim=1),
@@ -61,6 +62,28 @@ def build_batch(rollouts: Rollouts, pad_token_id: int, response_width: int | Non
         "response_mask": response_mask,
         "rollout_logprobs": _pad_right(rollouts.logprobs, width, 0.0, torch.float32),
     }
+    if rollouts.routed_experts:
+        batch["routed_experts"] = _routes(rollouts, prompt_width, width)
+    return batch
+
+
+def _routes(rollouts: Rollouts, prompt_width: int, width: int) -> torch.Tensor:
+    """The rollout engine's routes laid out like `input_ids`: int16 [B, P + R, L, K], -1 at
+    padding (a row's routes cover its prompt, then its response)."""
+    first = rollouts.routed_experts[0]
+    out = torch.full((len(rollouts.routed_experts), prompt_width + width, *first.shape[1:]), -1)
+    out = out.to(torch.int16)
+    for row, (prompt, response, routes) in enumerate(
+        zip(rollouts.prompt_ids, rollouts.response_ids, rollouts.routed_experts, strict=True)
+    ):
+        if routes.shape[0] != len(prompt) + len(response):
+            raise ValueError(
+                f"row {row}: routes for {routes.shape[0]} tokens, "
+                f"{len(prompt)} + {len(response)} tokens"
+            )
+        out[row, prompt_width - len(prompt) : prompt_width] = routes[: len(prompt)]
+        out[row, prompt_width : prompt_width + len(response)] = routes[len(prompt) :]
+    return out
 
 
 def scores_to_token_level(scores: Sequence[float], response_mask: torch.Tensor) -> torch.Tensor:

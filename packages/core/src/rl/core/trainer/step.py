@@ -183,7 +183,10 @@ def _prepare(ctx: RunContext, batch: Batch, timer: PhaseTimer) -> dict[str, floa
     metrics = {"actor/old_logprobs_from_update": float(reused)}
     if not reused:
         with timer.phase("old_logprob"):
-            batch["old_logprobs"] = ctx.actor.compute_logprobs(batch, False).logprobs
+            old = ctx.actor.compute_logprobs(batch, False)
+            batch["old_logprobs"] = old.logprobs
+            if old.routed_experts is not None:  # routing replay R2: the updates replay them
+                batch["routed_experts"] = old.routed_experts
         metrics |= algorithm_setup.rollout_mismatch_metrics(ctx.config, batch)
     if ctx.ref is not None:
         with timer.phase("ref"):

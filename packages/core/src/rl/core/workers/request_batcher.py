@@ -106,4 +106,8 @@ def _cut(out: Rollouts, rows: range, budget: int) -> Rollouts:
         result.finish_reasons.append(reason)
         if out.weight_versions:
             result.weight_versions.append(out.weight_versions[row])
+        if out.routed_experts:  # prompt + kept response tokens
+            result.routed_experts.append(
+                out.routed_experts[row][: len(out.prompt_ids[row]) + len(ids)]
+            )
     return result

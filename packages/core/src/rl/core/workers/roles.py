@@ -47,7 +47,11 @@ class TrainRole:
         total = batch_size(batch)
         logprobs = gather_rows(rows, [a.logprobs for a in answers], total)
         assert logprobs is not None
-        return LogprobOutput(logprobs, gather_rows(rows, [a.entropy for a in answers], total))
+        return LogprobOutput(
+            logprobs,
+            gather_rows(rows, [a.entropy for a in answers], total),
+            gather_rows(rows, [a.routed_experts for a in answers], total),  # routing replay R2
+        )
 
     def compute_values(self, batch: Mapping[str, Any]) -> torch.Tensor:
         rows, answers = self._forward("compute_values", batch)
@@ -171,6 +175,7 @@ def _assemble(shares: Sequence[Sequence[int]], answers: Sequence[Rollouts], tota
     logprobs: list[Any] = [None] * total
     reasons: list[str] = [""] * total
     versions: list[int | None] = [None] * total
+    routes: list[Any] = [None] * total
     for share, answer in zip(shares, answers, strict=True):
         for k, row in enumerate(share):
             prompts[row] = answer.prompt_ids[k]
@@ -180,6 +185,8 @@ def _assemble(shares: Sequence[Sequence[int]], answers: Sequence[Rollouts], tota
                 reasons[row] = answer.finish_reasons[k]
             if answer.weight_versions:
                 versions[row] = answer.weight_versions[k]
+            if answer.routed_experts:
+                routes[row] = answer.routed_experts[k]
     known = [v for v in versions if v is not None]
     return Rollouts(
         prompts,
@@ -187,4 +194,5 @@ def _assemble(shares: Sequence[Sequence[int]], answers: Sequence[Rollouts], tota
         logprobs,
         reasons if all(reasons) else [],
         weight_versions=known if len(known) == total else [],
+        routed_experts=routes if all(r is not None for r in routes) else [],
     )

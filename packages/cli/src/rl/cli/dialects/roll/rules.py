@@ -15,6 +15,7 @@ from rl.cli.dialects.vocabulary import (
     OUTPUT_DIR_LOGS,
     PROFILING,
     REF_LAYOUT,
+    ROLLOUT_ROUTES,
     ROUTER_REPLAY,
     VAL_GENERATIONS,
     WEIGHT_SYNC_EVERY_UPDATE,
@@ -555,6 +556,10 @@ RULES: list[Rule] = [
         reason="ROLL's mismatch filters: use algorithm.rollout_correction.rollout_rs",
     ),
     Rule("actor_train.pg_variant", "actor.policy_loss", convert=values.pg_variant),
+    Rule(
+        "actor_train.router_replay.mode", "actor.router_replay.mode", convert=values.router_replay
+    ),
+    Rule("actor_infer.router_replay.mode", reason=ROLLOUT_ROUTES, status="ignored"),
     Rule("pg_variant", reason="a name ROLL files interpolate elsewhere", status="ignored"),
     Rule("max_len_mask", reason=_MASKS),
     Rule(

@@ -281,3 +281,12 @@ def rollout_is(flat: Mapping[str, Any]) -> Any:
         return None
     kind = flat.get("train_infer_correction.is_weight.weight_type") or "token"
     return "token" if kind == "token" else "sequence"
+
+
+def router_replay(value: Any) -> Any:
+    """ROLL's `router_replay.mode` (disable | R2 | R3) as ours; ROLL itself refuses R2."""
+    if value in (None, "disable"):
+        return "disabled"
+    if value == "R2":
+        return Unsupported("ROLL refuses router_replay.mode=R2 (not implemented there)")
+    return value
