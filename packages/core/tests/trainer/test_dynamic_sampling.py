@@ -170,3 +170,34 @@ def test_the_dapo_example_has_all_four_changes_on():
     assert config.reward.reward_manager == "dapo" and config.reward.overlong_buffer.enable
     assert config.actor.clip_ratio_high > config.actor.clip_ratio_low
     assert config.actor.loss_agg_mode == "token-mean"
+
+
+def test_merged_draws_keep_every_rollouts_field():
+    """The kept rows of several draws are one `Rollouts` with every per-row field the
+    engines filled (routing replay's routed_experts, weight versions, ...) in row order."""
+    from dataclasses import fields
+    from types import SimpleNamespace
+
+    from rl.core.engines import Rollouts
+    from rl.core.trainer.dynamic_sampling import _select_rollouts
+
+    def draw(tag):
+        return Rollouts(
+            prompt_ids=[[tag, 0], [tag, 1]],
+            response_ids=[[tag], [tag]],
+            logprobs=[[-1.0], [-2.0]],
+            finish_reasons=["stop", "length"],
+            loss_masks=[[1], [1]],
+            policy_versions=[[tag], [tag]],
+            returns=[0.5, 1.5],
+            weight_versions=[tag, tag],
+            routed_experts=[torch.full((3, 1, 2), tag), torch.full((3, 1, 2), tag + 1)],
+        )
+
+    first, second = SimpleNamespace(rollouts=draw(1)), SimpleNamespace(rollouts=draw(2))
+    merged = _select_rollouts([(first, 1), (second, 0)])
+    for field in fields(Rollouts):
+        picked = getattr(merged, field.name)
+        assert len(picked) == 2, field.name
+        assert picked[0] is getattr(first.rollouts, field.name)[1], field.name
+        assert picked[1] is getattr(second.rollouts, field.name)[0], field.name
