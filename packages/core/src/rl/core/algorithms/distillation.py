@@ -18,7 +18,8 @@ with `seq_ids` where it aggregates).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 
@@ -62,10 +63,9 @@ class DistillationLossConfig:
     clip_ratio: float = 0.2
     clip_ratio_low: float = 0.2
     clip_ratio_high: float = 0.2
-    clip: PolicyLossConfig = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        check_loss_mode(self.loss_mode, self.use_policy_gradient)
+        check_loss_mode(self.loss_mode, use_policy_gradient=True)  # k1's rule: `check_loss_mode`
         if self.policy_loss_mode != "vanilla":
             raise ValueError(
                 f"distillation.distillation_loss.policy_loss_mode = {self.policy_loss_mode!r}; "
@@ -76,12 +76,16 @@ class DistillationLossConfig:
                 f"distillation.distillation_loss.loss_max_clamp = {self.loss_max_clamp!r}; "
                 "allowed: > 0 or null"
             )
-        clip = PolicyLossConfig(
+        self.clip  # noqa: B018 (the clip ratios checked now)
+
+    @cached_property
+    def clip(self) -> PolicyLossConfig:
+        """The policy-gradient term's clip settings (verl's dual clip c = 3 included)."""
+        return PolicyLossConfig(
             clip_ratio=self.clip_ratio,
             clip_ratio_low=self.clip_ratio_low,
             clip_ratio_high=self.clip_ratio_high,
         )
-        object.__setattr__(self, "clip", clip)
 
 
 def check_loss_mode(loss_mode: str, use_policy_gradient: bool) -> None:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from rl.core.algorithms.rollout_correction import RolloutCorrectionConfig
 from rl.core.config.cluster import ClusterConfig
+from rl.core.config.distillation import DistillationConfig
 from rl.core.config.errors import FieldError
 from rl.core.config.rollout import LOG_PROB_RULES, RolloutConfig
 from rl.core.config.rules import (
@@ -541,6 +542,7 @@ class Config:
     sft: SFTConfig = field(default_factory=SFTConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    distillation: DistillationConfig = field(default_factory=DistillationConfig)
 
     def __post_init__(self) -> None:
         """Checks across sections; keys are full here (the root has no path to add)."""
