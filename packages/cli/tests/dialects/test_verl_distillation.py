@@ -50,24 +50,16 @@ def test_the_section_changes_the_run_only_while_enabled(converted):
     assert converted(*ON, inside).config != converted(*ON).config
 
 
-@pytest.mark.parametrize(
-    ("overrides", "key", "words"),
-    [
-        (
-            ["distillation.distillation_loss.loss_mode=forward_kl_topk"],
-            "distillation.distillation_loss.loss_mode",
-            "top-k",
-        ),
-        (
-            ["+distillation.teacher_models.teacher_model2.model_path=/m/u"],
-            "distillation.teacher_models.teacher_model2.model_path",
-            "several teachers",
-        ),
-    ],
-)
-def test_what_rl_cannot_run_is_refused_by_name(converted, overrides, key, words):
-    refused = unsupported(converted(*ON, *overrides))
-    assert key in refused and words in refused[key]
+def test_what_rl_cannot_run_is_refused_by_name(converted):
+    refused = unsupported(
+        converted(
+            *ON,
+            "distillation.distillation_loss.loss_mode=forward_kl_topk",
+            "+distillation.teacher_models.teacher_model2.model_path=/m/u",
+        )
+    )
+    assert "top-k" in refused["distillation.distillation_loss.loss_mode"]
+    assert "several teachers" in refused["distillation.teacher_models.teacher_model2.model_path"]
 
 
 def test_a_teacher_at_another_temperature_is_refused(converted):
