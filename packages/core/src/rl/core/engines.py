@@ -29,6 +29,7 @@ BATCH_KEYS = (
     "rollout_logprobs",
     "old_logprobs",
     "ref_logprobs",
+    "teacher_logprobs",  # on-policy distillation's teacher, on the student's samples
     "entropy",
     "values",
     "token_level_scores",

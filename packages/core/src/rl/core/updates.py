@@ -21,7 +21,14 @@ Mini = TypeVar("Mini")
 # Shares of the mini-batch loss (each micro-batch's is normalised by the whole mini-batch):
 # they add up over micro-batches and data-parallel ranks; `<role>/loss` is the whole loss.
 LOSS_SHARES = frozenset(
-    {"actor/pg_loss", "actor/kl_loss", "critic/vf_loss", "actor/loss", "critic/loss"}
+    {
+        "actor/pg_loss",
+        "actor/kl_loss",
+        "critic/vf_loss",
+        "actor/loss",
+        "critic/loss",
+        "actor/distillation_loss",
+    }
 )
 TOKENS = "_tokens"  # a micro-batch's valid response tokens: the weight of its means
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rl.cli.dialects import hydra_files
+from rl.cli.dialects import hydra_files, verl_distillation
 from rl.cli.dialects import verl_placement as pools
 from rl.cli.dialects.mapping import Rule, Unsupported, as_list, flatten
 from rl.cli.dialects.scripts import mentions_entry, read_launch_script
@@ -253,6 +253,7 @@ RULES: list[Rule] = [
         )
     ],
     Rule("actor_rollout_ref.ref.", reason=_REF_LAYOUT, status="ignored"),
+    *verl_distillation.RULES,  # read only while distillation.enabled (verl_sections)
     # verl <= 0.6 keeps the reward settings at the top level; 0.7+ in reward.* (the legacy
     # keys are moved there first: verl_sections.move_legacy_reward_keys). A disabled reward
     # model's section is never read (verl_sections.SWITCHES).
@@ -389,6 +390,7 @@ def check(values: dict[str, Any]) -> list[str]:
     that would start from another model than the actor: rl's critic starts from
     model.path (with a value head), verl's from critic.model.path."""
     pools.check(dict(flatten(values)))
+    verl_distillation.check(values)
     critic = value_at(values, "critic.model.path")
     actor = value_at(values, "actor_rollout_ref.model.path")
     if critic is not None and not _same_path(critic, actor):

@@ -22,6 +22,7 @@ from rl.core.config.dapo import (
     RewardManagerName,
     check_dapo,
 )
+from rl.core.config.distillation import DistillationConfig
 from rl.core.config.errors import FieldError
 from rl.core.config.rollout import LOG_PROB_RULES, RolloutConfig
 from rl.core.config.router_replay import RouterReplayConfig
@@ -558,6 +559,7 @@ class Config:
     sft: SFTConfig = field(default_factory=SFTConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    distillation: DistillationConfig = field(default_factory=DistillationConfig)
 
     def __post_init__(self) -> None:
         """Checks across sections; keys are full here (the root has no path to add)."""

@@ -12,6 +12,7 @@ from rl.core import algorithms as alg
 from rl.core.batch import Batch
 from rl.core.config import Config, ConfigError
 from rl.core.engines import LogprobOutput, LossFn
+from rl.core.trainer import distillation
 
 
 def actor_loss_config(config: Config) -> alg.ActorLossConfig:
@@ -103,7 +104,7 @@ def actor_loss_fn(config: Config) -> LossFn:
         )
         return loss, metrics | loss_metrics
 
-    return loss_fn
+    return distillation.loss_fn(config, loss_fn)
 
 
 def critic_loss_fn(config: Config) -> LossFn:
@@ -199,6 +200,7 @@ def assign_advantages(
         epsilon=algorithm.grpo_std_eps,
         reward_baselines=reward_baselines,
     )
+    advantages = distillation.shape_advantages(config, batch, advantages)
     if algorithm.whiten_advantages:
         advantages = alg.whiten(advantages, mask)
     if algorithm.advantage_clip is not None:

@@ -50,6 +50,10 @@ class RunContext:
         return self.launched.ref
 
     @property
+    def teacher(self) -> TrainRole | None:
+        return self.launched.teacher
+
+    @property
     def critic(self) -> TrainRole | None:
         return self.launched.critic
 

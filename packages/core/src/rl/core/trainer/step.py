@@ -15,7 +15,7 @@ from rl.core.batch import Batch
 from rl.core.engines import Rollouts, SamplingParams
 from rl.core.errors import TrainingError
 from rl.core.rng import prompt_seeds
-from rl.core.trainer import agentic, algorithm_setup
+from rl.core.trainer import agentic, algorithm_setup, distillation
 from rl.core.trainer.old_logprobs import from_update
 from rl.core.trainer.rollout_batch import build_batch, scores_to_token_level
 from rl.core.trainer.scoring import score_rollouts, score_rows
@@ -191,6 +191,7 @@ def _prepare(ctx: RunContext, batch: Batch, timer: PhaseTimer) -> dict[str, floa
     if ctx.ref is not None:
         with timer.phase("ref"):
             batch["ref_logprobs"] = ctx.ref.compute_logprobs(batch, False).logprobs
+    metrics |= distillation.add_teacher_logprobs(ctx, batch, timer)
     if ctx.critic is not None:
         with timer.phase("values"):
             batch["values"] = ctx.critic.compute_values(batch)

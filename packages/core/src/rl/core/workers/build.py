@@ -21,9 +21,14 @@ def train_engine_class(config: Config, role: str) -> Any:
 
 
 def build_train_engine(config: Config, role: str, tokenizer: Any, total_steps: int) -> TrainEngine:
-    """An actor/ref/critic engine of `actor.strategy` (the critic's: `critic.strategy`)."""
+    """An actor/ref/critic engine of `actor.strategy` (the critic's: `critic.strategy`); the
+    distillation teacher is a reference engine of its own model (`teacher.teacher_engine`)."""
     if role == "actor":
         _check_router_replay(config, train_engine_class(config, role))
+    if role == "teacher":
+        from rl.core.workers.teacher import teacher_config
+
+        config, role = teacher_config(config, tokenizer), "ref"
     engine: TrainEngine = train_engine_class(config, role).from_config(
         config, role, tokenizer, total_steps=total_steps, responses_per_prompt=config.rollout.n
     )

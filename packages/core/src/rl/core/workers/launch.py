@@ -37,6 +37,7 @@ class LaunchedRoles:
     critic: TrainRole | None
     sync_weights: Callable[[int], dict[str, float]]
     group: Any
+    teacher: TrainRole | None = None  # on-policy distillation's (`distillation.enabled`)
 
     def shutdown(self) -> None:
         self.group.shutdown()
@@ -60,6 +61,8 @@ def needed_roles(config: Config) -> tuple[str, ...]:
         roles.append("ref")
     if config.uses_critic:
         roles.append("critic")
+    if config.distillation.enabled:
+        roles.append("teacher")  # on the actor's devices, as the reference
     return tuple(roles)
 
 
@@ -210,6 +213,7 @@ def _launched(
         critic=TrainRole(train, "critic", critic_sp) if "critic" in roles else None,
         sync_weights=sync_weights,
         group=group,
+        teacher=TrainRole(train, "teacher", actor_sp) if "teacher" in roles else None,
     )
 
 

@@ -20,7 +20,7 @@ from rl.core.engine_contract import EngineContractError, callable_members, decla
 from rl.core.engines import Closable, ExportsViews, Offloading, Rollouts, SharesWeights
 from rl.core.workers.turns import Turns
 
-TRAIN_ROLES = ("actor", "ref", "critic")
+TRAIN_ROLES = ("actor", "ref", "critic", "teacher")
 
 
 def offloading_roles(engines: dict[str, Any]) -> set[str]:

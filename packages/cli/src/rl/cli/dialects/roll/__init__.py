@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rl.cli.dialects import hydra_files
-from rl.cli.dialects.roll import batch
+from rl.cli.dialects.roll import batch, distillation
 from rl.cli.dialects.roll.defaults import (
     DEFAULTS,
     INFER_STRATEGIES,
@@ -83,6 +83,7 @@ def compose(path: Path, overrides: Sequence[str] = ()) -> dict[str, Any]:
         for key in hydra_files.interpolated_roots(raw)
         if isinstance(values.get(key), dict) and key not in SECTIONS
     )
+    distillation.rename_students(values)  # pure OPD: student_* are actor_* (ROLL does so)
     values = _merge(DEFAULTS, {k: v for k, v in values.items() if k not in variables})
     values[VARIABLES_KEY] = variables
     if "critic" in values:
@@ -145,6 +146,7 @@ def check(values: dict[str, Any]) -> list[str]:
         for name in values.pop(VARIABLES_KEY, [])
     ]
     flat = dict(flatten(values))
+    distillation.check(flat)
     infer = batch.strategy_of(flat, "actor_infer")
     if infer not in INFER_STRATEGIES:
         raise ConfigError(

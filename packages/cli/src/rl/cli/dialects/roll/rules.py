@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rl.cli.dialects.mapping import Rule, Unsupported, as_list
-from rl.cli.dialects.roll import batch, values
+from rl.cli.dialects.roll import batch, distillation, values
 from rl.cli.dialects.vocabulary import (
     CRITIC_WARMUP,
     DECODER_LAYER_WRAP,
@@ -24,7 +24,7 @@ from rl.cli.dialects.vocabulary import (
 
 _INFRA = "ROLL's scheduling/infrastructure setting; rl's launcher decides it"
 _MASKS = "ROLL's sample masks and loss weights are not in rl"
-_DISTILL = "on-policy distillation is not in rl"
+_DISTILL = "an OPD teacher's coefficient: rl reads it from the teacher section only"
 _REWARDS = (
     "ROLL's per-domain reward workers are not in rl, which scores each row by its data "
     "source with one reward: pass reward.custom_reward_function.path=FILE and "
@@ -160,9 +160,6 @@ PIPELINE_OPTIONS = {
     "minibatch_data_iter_num": _UNUSED,
     "offload_nccl": _INFRA,
     "reward_system_config.": _REWARDS,
-    "is_pure_opd": _DISTILL,
-    "pure_opd_pipeline_type": _DISTILL,
-    "use_opd": _DISTILL,
 }
 # megatron-core TransformerConfig fields ROLL files set in strategy_config: passed through
 TRANSFORMER_CONFIG_KEYS = (
@@ -587,9 +584,7 @@ RULES: list[Rule] = [
     Rule("max_running_requests", "rollout.max_num_seqs"),
     Rule("model_update_buffer_size_mb", "rollout.update_weights_bucket_megabytes"),
     Rule("tag_to_template.", reason="per-tag chat templates are not in rl"),
-    Rule("teacher.", reason=_DISTILL),
-    Rule("student_*", reason=_DISTILL),
-    Rule("*_opd*", reason=_DISTILL),
+    *distillation.RULES,  # use_opd, is_pure_opd, teacher.*, student_*
     Rule("lora_*", reason=LORA),
     Rule("**.lora_*", reason=LORA),
     Rule("rewards.", reason=_REWARDS),
