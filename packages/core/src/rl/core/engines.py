@@ -365,7 +365,7 @@ class Replicated(Protocol):
 
 
 CAPABILITIES: dict[str, tuple[type, ...]] = {
-    "train": (Offloading, ExportsHF, ExportsViews, Preflighted, Replicated),
-    "rollout": (SharesWeights, Closable, Preflighted),
+    "train": (Offloading, ExportsHF, ExportsViews, Preflighted, Replicated, HasAdapters),
+    "rollout": (SharesWeights, Closable, Preflighted, ScoresTokens),
 }
 CONTRACTS: dict[str, type] = {"train": TrainEngine, "rollout": RolloutEngine}
