@@ -9,9 +9,9 @@ import torch
 from rl.core.config import ConfigError, OptimConfig, load_config
 from rl.core.engines import Rollouts
 from rl.core.models import load_causal_lm, load_tokenizer
+from rl.core.models.lora import LoraSettings
 from rl.core.trainer.rollout_batch import build_batch
 from rl.fsdp.engine import FSDPTrainEngine
-from rl.fsdp.lora import LoraSettings
 
 pytest.importorskip("peft")
 
@@ -207,6 +207,10 @@ def test_lora_without_peft_is_refused_with_the_pip_command(tokenizer, monkeypatc
         lora_actor(tokenizer)
 
 
-def test_unknown_target_modules_are_refused_by_name(tokenizer):
-    with pytest.raises(ConfigError, match="model.target_modules"):
-        lora_actor(tokenizer, lora=LoraSettings(4, 16, target_modules=("no_such_proj",)))
+@pytest.mark.parametrize(
+    ("targets", "message"),
+    [(("no_such_proj",), "model.target_modules"), (("q_proj", "lm_head"), "output layer")],
+)
+def test_target_modules_rl_cannot_adapt_are_refused_by_name(tokenizer, targets, message):
+    with pytest.raises(ConfigError, match=message):
+        lora_actor(tokenizer, lora=LoraSettings(4, 16, target_modules=targets))

@@ -10,7 +10,7 @@ from rl.core.engines import SamplingParams
 from rl.core.errors import TrainingError
 from rl.core.models import load_causal_lm
 from rl.core.trainer.rollout_batch import build_batch
-from rl.core.weight_sync.probe import SyncProbe
+from rl.core.trainer.sync_probe import SyncProbe
 from rl.core.workers.base_reference import BaseReference
 from rl.core.workers.local_group import LocalWorkerGroup
 from rl.core.workers.roles import RolloutRole, TrainRole

@@ -313,7 +313,7 @@ class HasAdapters(Protocol):
 
 class ScoresTokens(Protocol):
     """A rollout engine that gives the log-probs of given tokens (the weight-sync probe,
-    `rl.core.weight_sync.probe`): the check that a sync changed what it serves."""
+    `rl.core.trainer.sync_probe`): the check that a sync changed what it serves."""
 
     def score(self, token_ids: Sequence[int]) -> list[float]:
         """log p(token_ids[i] | token_ids[:i]) for i >= 1, at temperature 1, float."""

@@ -45,6 +45,7 @@ from rl.core.micro_batches import (
     mini_batches,
 )
 from rl.core.models import load_causal_lm, load_value_model
+from rl.core.models.lora import LoraSettings
 from rl.core.optim import make_lr_scheduler, resume_schedule
 from rl.core.sharded_io import load_sharded, save_sharded
 from rl.core.updates import TOKENS, mini_batch_updates
@@ -54,7 +55,6 @@ from rl.core.workers.dispatch import data_parallel_rows
 from rl.fsdp.config import FSDPConfig
 from rl.fsdp.distributed import ensure_process_group, fsdp_mesh
 from rl.fsdp.forward import fused_logprobs_and_entropy, response_logprobs, response_values
-from rl.fsdp.lora import LoraSettings
 from rl.fsdp.packing import prefix_grouping, shared_prompt_fraction
 from rl.fsdp.ulysses import SequenceParallel, check_heads, sequence_parallel_group
 from rl.fsdp.ulysses import register as register_ulysses
@@ -95,10 +95,10 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
         section = "critic" if role == "critic" else "actor"
         self.fsdp = fsdp or FSDPConfig()
         # LoRA adapters (model.lora_rank > 0): injected before anything reads the model's
-        # names or wraps it; only they train (rl.fsdp.lora)
+        # names or wraps it; only they train (rl.core.models.lora)
         self.lora, self.lora_save_merged = lora, lora_save_merged
         if lora is not None:
-            from rl.fsdp.lora import apply_lora
+            from rl.core.models.lora import apply_lora
 
             if role == "critic":
                 from rl.core.config import ConfigError
@@ -435,7 +435,7 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
                 for name, tensor in without_aliases(self.model.state_dict().items(), self.tied)
             )
             if self.lora is not None:  # W + (alpha/r) B A under the base names
-                from rl.fsdp.lora import merged_weights
+                from rl.core.models.lora import merged_weights
 
                 named = merged_weights(named, self.lora.scaling)
             for name, full in named:
@@ -453,7 +453,7 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
         parameter comes under its first name (as `export_weights` yields it)."""
         full = with_aliases(dict(named_tensors), self.tied)
         if self.lora is not None:  # into the base weights; the adapters stay as they are
-            from rl.fsdp.lora import base_weights
+            from rl.core.models.lora import base_weights
 
             full = base_weights(self.model, full)
             options = StateDictOptions(full_state_dict=True, cpu_offload=True, strict=False)
@@ -526,7 +526,7 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
         """LoRA: the adapter alone in PEFT's format in `path` (`PeftModel.from_pretrained`
         on the base folder loads it), and with `model.lora_save_merged` the merged model
         as a Hugging Face folder in `path`/merged."""
-        from rl.fsdp.lora import adapter_state, save_adapter
+        from rl.core.models.lora import adapter_state, save_adapter
 
         assert self.lora is not None
         state = get_model_state_dict(self.model, options=FULL)  # every rank gathers
@@ -536,7 +536,7 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
             if tokenizer is not None:
                 tokenizer.save_pretrained(path)
             if merged is not None:
-                from rl.fsdp.lora import save_merged
+                from rl.core.models.lora import save_merged
 
                 save_merged(self.model, merged, Path(path) / "merged", tokenizer)
             follow_umask(path)
@@ -555,7 +555,7 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
         self, batch: Mapping[str, torch.Tensor], calculate_entropy: bool = False
     ) -> LogprobOutput:
         """`compute_logprobs` of the base model: every adapter bypassed."""
-        from rl.fsdp.lora import adapters_disabled
+        from rl.core.models.lora import adapters_disabled
 
         with adapters_disabled(self.model):
             return self.compute_logprobs(batch, calculate_entropy)

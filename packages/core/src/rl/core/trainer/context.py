@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from rl.core.data import PromptDataset, PromptSampler
     from rl.core.rewards import RewardManager, RewardModelScorer
-    from rl.core.weight_sync.probe import SyncProbe
+    from rl.core.trainer.sync_probe import SyncProbe
     from rl.core.workers.launch import LaunchedRoles
     from rl.core.workers.roles import RolloutRole, TrainRole
 
@@ -65,7 +65,7 @@ class RunContext:
         return metrics
 
     def _probe(self) -> SyncProbe:
-        from rl.core.weight_sync.probe import SyncProbe, probe_rows
+        from rl.core.trainer.sync_probe import SyncProbe, probe_rows
 
         if self.probe is None:
             rows = probe_rows(self.train_data, self.tokenizer, self.config.data.max_response_length)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rl.cli.dialects.mapping import Rule, as_list
-from rl.cli.dialects.roll import batch, values
+from rl.cli.dialects.roll import batch, lora, values
 from rl.cli.dialects.vocabulary import (
     CRITIC_WARMUP,
     DECODER_LAYER_WRAP,
@@ -526,6 +526,7 @@ RULES: list[Rule] = [
     Rule("teacher.", reason=_DISTILL),
     Rule("student_*", reason=_DISTILL),
     Rule("*_opd*", reason=_DISTILL),
+    *lora.RULES,  # actor_train's LoRA keys map (roll/lora.py); any other is refused
     Rule("lora_*", reason=LORA),
     Rule("**.lora_*", reason=LORA),
     Rule("rewards.", reason=_REWARDS),

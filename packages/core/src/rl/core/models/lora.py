@@ -102,10 +102,18 @@ def apply_lora(
             peft.inject_adapter_in_model(lora.peft_config(), model)
     except ValueError as error:  # e.g. target modules not found in the model
         raise ConfigError(f"model.target_modules = {lora.target_modules!r}: {error}") from None
+    output = model.get_output_embeddings()  # type: ignore[operator]
+    if output is not None and hasattr(output, "lora_A"):
+        # the fused log-prob path reads the output layer's weight itself (and a tied one is
+        # the embedding): an adapter there would be skipped
+        raise ConfigError(
+            f"model.target_modules = {lora.target_modules!r} adapts the output layer "
+            "(lm_head): LoRA there is not in rl; name the decoder's linear layers, or all-linear"
+        )
     for name, param in model.named_parameters():
         param.requires_grad_(LORA_A in name or LORA_B in name)
     if gradient_checkpointing:  # reentrant checkpoints need an input that requires grad
-        model.enable_input_require_grads()
+        model.enable_input_require_grads()  # type: ignore[operator]
     if lora.adapter_path is not None:
         load_adapter(model, lora.adapter_path)
 
