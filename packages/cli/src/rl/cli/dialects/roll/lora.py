@@ -47,7 +47,13 @@ def alpha(flat: Mapping[str, Any]) -> Any:
 
 
 RULES = [
-    Rule(_ACTOR + "lora_target", "model.target_modules", convert=target),
+    # the target switches LoRA on: rank and alpha take ROLL's defaults when not given
+    Rule(
+        _ACTOR + "lora_target",
+        "model.target_modules",
+        convert=target,
+        also=(("model.lora_rank", rank), ("model.lora_alpha", alpha)),
+    ),
     Rule(_ACTOR + "lora_rank", "model.lora_rank", derive=rank),
     Rule(_ACTOR + "lora_alpha", "model.lora_alpha", derive=alpha),
     Rule(

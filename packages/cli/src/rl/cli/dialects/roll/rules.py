@@ -527,7 +527,12 @@ RULES: list[Rule] = [
     Rule("student_*", reason=_DISTILL),
     Rule("*_opd*", reason=_DISTILL),
     *lora.RULES,  # actor_train's LoRA keys map (roll/lora.py); any other is refused
-    Rule("lora_*", reason=LORA),
+    Rule(
+        "lora_*",
+        reason="a variable of the file (ROLL reads LoRA from <role>.model_args.lora_*, where "
+        "the examples interpolate it)",
+        status="ignored",
+    ),
     Rule("**.lora_*", reason=LORA),
     Rule("rewards.", reason=_REWARDS),
     Rule("reward_model.", reason=_REWARDS),
