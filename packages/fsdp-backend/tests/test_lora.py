@@ -214,3 +214,20 @@ def test_lora_without_peft_is_refused_with_the_pip_command(tokenizer, monkeypatc
 def test_target_modules_rl_cannot_adapt_are_refused_by_name(tokenizer, targets, message):
     with pytest.raises(ConfigError, match=message):
         lora_actor(tokenizer, lora=LoraSettings(4, 16, target_modules=targets))
+
+
+def test_sft_with_lora_trains_the_adapter_only(tokenizer):
+    """`rl sft` and the warm start build the actor's engine: with model.lora_rank it is a
+    LoRA engine, the NLL falls and no base weight moves."""
+    from rl.core.trainer.build import build_dataset, build_sft_engine
+    from rl.core.trainer.sft import run_sft_steps
+
+    config = load_config(overrides=["model.lora_rank=4", "sft.steps=4", "sft.lr=1e-2"])
+    engine = build_sft_engine(config, tokenizer)
+    assert engine.has_adapters
+    base = {n: p.detach().clone() for n, p in engine.model.named_parameters() if ".lora_" not in n}
+    data = build_dataset(config, config.data.train_files, 64, 1, tokenizer)
+    losses = run_sft_steps(engine, data, tokenizer, config)
+    assert losses[-1] < losses[0]
+    after = dict(engine.model.named_parameters())
+    assert all(torch.equal(tensor, after[name]) for name, tensor in base.items())

@@ -50,7 +50,8 @@ def test_verls_lora_keys_map_with_nothing_unsupported(ppo_trainer, converted):
     assert model.lora_adapter_path == "/adapters/a"
 
 
-def test_lora_keys_change_the_run_only_while_lora_rank_is_on(ppo_trainer, converted):
+def test_lora_keys_change_the_run_only_while_lora_rank_is_on(verl_release, converted):
+    ppo_trainer = verl_release("0.9.1") / "verl" / "trainer" / "config" / "ppo_trainer.yaml"
     alpha = "actor_rollout_ref.model.lora_alpha=64"
     assert converted(ppo_trainer, alpha).config == converted(ppo_trainer).config
     on = converted(ppo_trainer, *LORA).config
