@@ -10,11 +10,12 @@ run (`TrainingError`, naming the sync) when
   the trainer's move): the sync changed nothing it serves; or
 - (at rollout.temperature = 1, where both are the same quantity) a replica's log-probs
   differ from the trainer's by more than `tolerance` nats on average.
-Metrics: weight_sync/probe_trainer_moved, probe_rollout_moved, probe_gap.
+Metrics: weight_sync/probe_trainer_moved, probe_rollout_moved, probe_gap, probe_s (its time).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,9 +69,10 @@ class SyncProbe:
 
     def check(self, actor: Any, rollout: Any, what: str = "the weight sync") -> dict[str, float]:
         """After a sync: compare, remember, and return the probe's metrics."""
+        start = time.perf_counter()
         trainer = actor.compute_logprobs(self.batch, False).logprobs[self.mask].double()
         replicas = self._replica_logprobs(rollout)
-        metrics: dict[str, float] = {}
+        metrics: dict[str, float] = {"weight_sync/probe_s": time.perf_counter() - start}
         if self.trainer is not None and self.replicas is not None:
             moved = float((trainer - self.trainer).abs().mean())
             replica_moved = [
