@@ -102,10 +102,16 @@ class SyncProbe:
         return metrics
 
 
-def probe_rows(items: Any, tokenizer: Any, width: int, rows: int = 2) -> list[Any]:
-    """A few (prompt ids, answer ids + EOS) pairs of the training data: the probe."""
+def probe_rows(
+    items: Any, tokenizer: Any, width: int, rows: int = 2, context: int = 16
+) -> list[Any]:
+    """A few (prompt ids, answer ids + EOS) pairs of the training data: the probe. Only the
+    last `context` prompt tokens are kept: the probe needs fixed tokens, not whole prompts,
+    and a rollout engine scores every position of what it is given (over the whole
+    vocabulary), so short rows keep the check cheap."""
     out = []
     for item in (items[i] for i in range(min(rows, len(items)))):
         answer = tokenizer(str(item.ground_truth), add_special_tokens=False).input_ids
-        out.append((list(item.prompt_ids), [*answer[: width - 1], tokenizer.eos_token_id]))
+        prompt = list(item.prompt_ids)[-context:]
+        out.append((prompt, [*answer[: min(width, 8) - 1], tokenizer.eos_token_id]))
     return out
