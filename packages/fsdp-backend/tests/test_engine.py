@@ -318,7 +318,9 @@ def test_fsdp2_dtensors_step_with_foreach_adamw_as_the_single_tensor_loop_does(
     foreach, foreach_weights = two_steps()
     assert all(hasattr(p, "full_tensor") for p in foreach.model.parameters())
     assert foreach.optimizer.defaults["foreach"] is True
-    monkeypatch.setattr(rl.fsdp.engine, "adamw_implementation", lambda model: {"foreach": False})
+    monkeypatch.setattr(
+        rl.fsdp.engine, "adamw_implementation", lambda model, trained=None: {"foreach": False}
+    )
     single, single_weights = two_steps()
     assert single.optimizer.defaults["foreach"] is False
     start = make_model(tokenizer).state_dict()

@@ -128,8 +128,8 @@ def test_clip_range_low_high_only_with_use_pg_clip_range(file):
 @pytest.mark.parametrize(
     ("override", "key"),
     [
-        ("+actor_train.model_args.lora_rank=32", "actor_train.model_args.lora_rank"),
-        ("+lora_target=all-linear", "lora_target"),
+        ("+actor_train.model_args.lora_dropout=0.1", "actor_train.model_args.lora_dropout"),
+        ("+actor_train.model_args.lora_target=q_.*", "actor_train.model_args.lora_target"),
         ("+is_lora=true", "is_lora"),
         ("+reward_norm=true", "reward_norm"),
         ("+reward_scale=2", "reward_scale"),
@@ -176,3 +176,29 @@ def test_named_templates_render_as_roll_renders_them(file, template, mode, kwarg
     # global_template wins over actor_train's (ROLL's pipeline)
     config, _, _ = run(file, "+global_template=qwen3")
     assert config.data.apply_chat_template_kwargs == {"enable_thinking": True}
+
+
+def test_roll_lora_maps_when_lora_target_is_set_as_roll_reads_it(file):
+    """ROLL trains LoRA when actor_train.model_args.lora_target is set; its lora_rank is 8
+    and lora_alpha 2 × rank unless given; comma-separated targets are module names."""
+    config, refused, _ = run(file, "+actor_train.model_args.lora_rank=32")
+    assert not refused and config.model.lora_rank == 0  # no lora_target: ROLL trains it all
+    config, refused, _ = run(file, "+actor_train.model_args.lora_target='q_proj,v_proj'")
+    assert not refused
+    model = config.model
+    assert (model.lora_rank, model.lora_alpha, model.target_modules) == (
+        8,
+        16,
+        ("q_proj", "v_proj"),
+    )
+    config, refused, _ = run(
+        file,
+        "+actor_train.model_args.lora_target=all-linear",
+        "+actor_train.model_args.lora_rank=32",
+        "+actor_train.model_args.lora_alpha=32",
+        "+actor_train.model_args.adapter_name_or_path=/adapters/a",
+    )
+    model = config.model
+    assert not refused
+    assert (model.lora_rank, model.lora_alpha, model.target_modules) == (32, 32, "all-linear")
+    assert model.lora_adapter_path == "/adapters/a"

@@ -42,11 +42,6 @@ FIVE_REWARDS = {
 MATH_REWARD = {"rewards.math_rule.worker_cls", "rewards.math_rule.tag_included"}
 JUDGE = {"rewards.llm_judge.worker_cls", "rewards.llm_judge.tag_included"}
 MULTI_DOMAIN = MASKS | DOMAINS | FIVE_REWARDS
-LORA = {
-    f"{r}model_args.lora_{k}"
-    for r in ("actor_train.", "actor_infer.")
-    for k in ("target", "rank", "alpha")
-}
 # what each file is refused for (every other key maps or is rl's own business)
 REFUSED = {
     "qwen2.5-7B-rlvr_megatron/rlvr_config.yaml": MULTI_DOMAIN,
@@ -67,10 +62,9 @@ REFUSED = {
     | MATH_REWARD
     | {"async_generation_ratio"},
     "qwen2.5-7B-rlvr_megatron/rlvr_rollout_mock_dump.yaml": MASKS | MATH_REWARD,
-    "qwen2.5-7B-rlvr_megatron/rlvr_config_lora.yaml": MULTI_DOMAIN | LORA,
-    "qwen2.5-7B-rlvr_megatron/rlvr_lora_fsdp2.yaml": MULTI_DOMAIN
-    | LORA
-    | {"lora_target", "lora_rank", "lora_alpha"},
+    # LoRA maps (model.lora_rank / lora_alpha / target_modules: test_roll_semantics.py)
+    "qwen2.5-7B-rlvr_megatron/rlvr_config_lora.yaml": MULTI_DOMAIN,
+    "qwen2.5-7B-rlvr_megatron/rlvr_lora_fsdp2.yaml": MULTI_DOMAIN,
     "qwen3-8B-rlvr_fsdp2/rlvr_config.yaml": MULTI_DOMAIN,
     "qwen3-8B-rlvr_fsdp2/rlvr_config_wo_cpuoffload.yaml": MULTI_DOMAIN,
 }

@@ -302,6 +302,33 @@ class ExportsViews(Protocol):
         ...
 
 
+class HasAdapters(Protocol):
+    """A train engine that can carry LoRA adapters (`model.lora_rank` > 0). With them,
+    `export_weights` yields the merged weights under the base model's names, and the
+    reference role is this engine's model with the adapters off (`compute_base_logprobs`):
+    no second copy of the model (`rl.core.workers.base_reference`)."""
+
+    @property
+    def has_adapters(self) -> bool:
+        """Whether this engine's model carries adapters now."""
+        ...
+
+    def compute_base_logprobs(
+        self, batch: Mapping[str, Any], calculate_entropy: bool = False
+    ) -> LogprobOutput:
+        """`compute_logprobs` with every adapter bypassed: the base model's."""
+        ...
+
+
+class ScoresTokens(Protocol):
+    """A rollout engine that gives the log-probs of given tokens (the weight-sync probe,
+    `rl.core.trainer.sync_probe`): the check that a sync changed what it serves."""
+
+    def score(self, token_ids: Sequence[int]) -> list[float]:
+        """log p(token_ids[i] | token_ids[:i]) for i >= 1, at temperature 1, float."""
+        ...
+
+
 class SharesWeights(Protocol):
     """A rollout engine that can take a colocated trainer's tensors as its own weights."""
 
@@ -366,7 +393,15 @@ class RecordsRoutes(Protocol):
 
 
 CAPABILITIES: dict[str, tuple[type, ...]] = {
-    "train": (Offloading, ExportsHF, ExportsViews, Preflighted, Replicated, ReplaysRoutes),
-    "rollout": (SharesWeights, Closable, Preflighted, RecordsRoutes),
+    "train": (
+        Offloading,
+        ExportsHF,
+        ExportsViews,
+        Preflighted,
+        Replicated,
+        ReplaysRoutes,
+        HasAdapters,
+    ),
+    "rollout": (SharesWeights, Closable, Preflighted, RecordsRoutes, ScoresTokens),
 }
 CONTRACTS: dict[str, type] = {"train": TrainEngine, "rollout": RolloutEngine}

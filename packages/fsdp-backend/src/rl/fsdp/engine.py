@@ -30,6 +30,7 @@ from rl.core.config import Config, OptimConfig
 from rl.core.engines import (
     ExportsHF,
     ExportsViews,
+    HasAdapters,
     LogprobOutput,
     LossFn,
     Offloading,
@@ -45,6 +46,7 @@ from rl.core.micro_batches import (
     mini_batches,
 )
 from rl.core.models import load_causal_lm, load_value_model
+from rl.core.models.lora import LoraSettings
 from rl.core.optim import make_lr_scheduler, resume_schedule
 from rl.core.sharded_io import load_sharded, save_sharded
 from rl.core.updates import TOKENS, mini_batch_updates
@@ -71,7 +73,9 @@ Role = Literal["actor", "ref", "critic"]
 FULL = StateDictOptions(full_state_dict=True, cpu_offload=True)
 
 
-class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicated, ReplaysRoutes):
+class FSDPTrainEngine(
+    TrainEngine, Offloading, ExportsHF, ExportsViews, Replicated, ReplaysRoutes, HasAdapters
+):
     """One model on FSDP2 with (for actor and critic) its AdamW optimizer and LR schedule."""
 
     def __init__(
@@ -95,6 +99,8 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
         fsdp: FSDPConfig | None = None,
         sequence_parallel_size: int = 1,
         router_replay: str = "disabled",
+        lora: LoraSettings | None = None,
+        lora_save_merged: bool = False,
     ) -> None:
         self.role, self.device = role, torch.device(device)
         # MoE routing replay (`actor.router_replay.mode`): the actor's only
@@ -102,6 +108,20 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
         check_replay(model, self.router_replay, sequence_parallel_size)
         section = "critic" if role == "critic" else "actor"
         self.fsdp = fsdp or FSDPConfig()
+        # LoRA adapters (model.lora_rank > 0): injected before anything reads the model's
+        # names or wraps it; only they train (rl.core.models.lora)
+        self.lora, self.lora_save_merged = lora, lora_save_merged
+        if lora is not None:
+            from rl.core.models.lora import apply_lora
+
+            if role == "critic":
+                from rl.core.config import ConfigError
+
+                raise ConfigError(
+                    "model.lora_rank > 0 applies to the actor; the critic has no LoRA"
+                )
+            checkpointing = bool(getattr(model, "is_gradient_checkpointing", False))
+            apply_lora(model, lora, checkpointing, seed)
         if self.fsdp.offload_policy and self.device.type != "cuda":
             from rl.core.config import ConfigError
 
@@ -153,12 +173,13 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
         else:
             assert optim is not None, f"the {role} engine needs an optimizer config"
             _refuse_megatron_schedule_keys(optim, section)
+            trained = [p for p in self.model.parameters() if p.requires_grad]
             self.optimizer = torch.optim.AdamW(
-                self.model.parameters(),
+                trained,
                 lr=optim.lr,
                 betas=tuple(optim.betas),  # type: ignore[arg-type]
                 weight_decay=optim.weight_decay,
-                **adamw_implementation(self.model),
+                **adamw_implementation(self.model, trained),
             )
             self.lr_scheduler = make_lr_scheduler(self.optimizer, optim, total_steps)
             # as built from the config: a resumed run keeps these, not the checkpoint's
@@ -239,6 +260,8 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
                 config.critic if role == "critic" else config.actor
             ).ulysses_sequence_parallel_size,
             router_replay=config.actor.router_replay.mode,
+            lora=LoraSettings.of(config.model) if role == "actor" else None,
+            lora_save_merged=config.model.lora_save_merged,
         )
 
     @classmethod
@@ -438,20 +461,35 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
         unsharded parameter is alive at a time besides what the consumer keeps.
         """
         with torch.no_grad():
-            for name, tensor in without_aliases(self.model.state_dict().items(), self.tied):
-                full = tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
+            named = (
+                (name, tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor)
+                for name, tensor in without_aliases(self.model.state_dict().items(), self.tied)
+            )
+            if self.lora is not None:  # W + (alpha/r) B A under the base names
+                from rl.core.models.lora import merged_weights
+
+                named = merged_weights(named, self.lora.scaling)
+            for name, full in named:
                 yield name, full.detach()
 
     @property
     def exports_views(self) -> bool:
         """Whether `export_weights` yields the live parameters themselves (a plain model,
-        not sharded by FSDP2): a rollout engine in this process may then share them."""
-        return self._plain
+        not sharded by FSDP2): a rollout engine in this process may then share them. Not
+        with LoRA: the merged weights it yields are copies, made at each export."""
+        return self._plain and self.lora is None
 
     def load_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None:
         """Replace the weights (e.g. the reference from the warm-started actor); a tied
         parameter comes under its first name (as `export_weights` yields it)."""
         full = with_aliases(dict(named_tensors), self.tied)
+        if self.lora is not None:  # into the base weights; the adapters stay as they are
+            from rl.core.models.lora import base_weights
+
+            full = base_weights(self.model, full)
+            options = StateDictOptions(full_state_dict=True, cpu_offload=True, strict=False)
+            set_model_state_dict(self.model, full, options=options)
+            return
         set_model_state_dict(self.model, full, options=FULL)
 
     def save(self, path: str) -> None:
@@ -501,6 +539,9 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
     def save_hf(self, path: str, tokenizer: Any = None) -> None:
         """A Hugging Face folder loadable with `AutoModelForCausalLM.from_pretrained`; a tied
         model's shared tensor is written once (the config keeps `tie_word_embeddings`)."""
+        if self.lora is not None:
+            self._save_adapter(path, tokenizer)
+            return
         state = get_model_state_dict(self.model, options=FULL)  # every rank gathers
         # gathered separately, tied names are two tensors: save_pretrained would write both
         state = dict(without_aliases(state.items(), self.tied))
@@ -511,6 +552,44 @@ class FSDPTrainEngine(TrainEngine, Offloading, ExportsHF, ExportsViews, Replicat
             follow_umask(path)  # safetensors writes its files 0600
         if self.world_size > 1:
             dist.barrier()
+
+    def _save_adapter(self, path: str, tokenizer: Any = None) -> None:
+        """LoRA: the adapter alone in PEFT's format in `path` (`PeftModel.from_pretrained`
+        on the base folder loads it), and with `model.lora_save_merged` the merged model
+        as a Hugging Face folder in `path`/merged."""
+        from rl.core.models.lora import adapter_state, save_adapter
+
+        assert self.lora is not None
+        state = get_model_state_dict(self.model, options=FULL)  # every rank gathers
+        merged = dict(self.export_weights()) if self.lora_save_merged else None
+        if self.rank == 0:
+            save_adapter(path, self.lora, adapter_state(state.items()))
+            if tokenizer is not None:
+                tokenizer.save_pretrained(path)
+            if merged is not None:
+                from rl.core.models.lora import save_merged
+
+                save_merged(self.model, merged, Path(path) / "merged", tokenizer)
+            follow_umask(path)
+        if self.world_size > 1:
+            dist.barrier()
+
+    # --- LoRA: the reference is this model with its adapters off -----------------
+
+    @property
+    def has_adapters(self) -> bool:
+        """Whether the model carries LoRA adapters (`model.lora_rank` > 0)."""
+        return self.lora is not None
+
+    @torch.no_grad()
+    def compute_base_logprobs(
+        self, batch: Mapping[str, torch.Tensor], calculate_entropy: bool = False
+    ) -> LogprobOutput:
+        """`compute_logprobs` of the base model: every adapter bypassed."""
+        from rl.core.models.lora import adapters_disabled
+
+        with adapters_disabled(self.model):
+            return self.compute_logprobs(batch, calculate_entropy)
 
     @classmethod
     def offload_keys(cls, config: Config, role: str) -> tuple[str, ...]:
@@ -556,12 +635,14 @@ def retie(model: torch.nn.Module, aliases: dict[str, str]) -> None:
         setattr(model.get_submodule(owner), leaf, model.get_parameter(name))
 
 
-def adamw_implementation(model: torch.nn.Module) -> dict[str, bool]:
+def adamw_implementation(
+    model: torch.nn.Module, trained: list[torch.Tensor] | None = None
+) -> dict[str, bool]:
     """torch's fused AdamW where every parameter is a plain floating tensor (one kernel
     over all of them instead of a Python loop per parameter), the foreach one for FSDP2's
     DTensors (torch picks it by itself on GPU only; on CPU it would loop per parameter,
     each op through DTensor's dispatch). Same update within fp32 rounding (tested)."""
-    params = list(model.parameters())
+    params = list(model.parameters()) if trained is None else trained
     floating = all(p.dtype in (torch.float32, torch.float16, torch.bfloat16) for p in params)
     if floating and all(type(p) is torch.nn.Parameter for p in params):
         return {"fused": True}

@@ -188,6 +188,12 @@ class MegatronTrainEngine(TrainEngine, Offloading, ExportsHF, Preflighted, Repli
         """The layout against the model's shapes and the world, before any process starts."""
         from rl.core.models import load_model_config, load_tokenizer
 
+        if config.model.lora_rank > 0 and role != "critic":
+            raise ConfigError(
+                f"model.lora_rank = {config.model.lora_rank}: LoRA on the megatron engine is "
+                "not in rl; the FSDP engine has it (actor.strategy=fsdp)"
+            )
+
         world = 1
         if config.trainer.launcher == "ray":
             from rl.core.workers.launch import ray_world

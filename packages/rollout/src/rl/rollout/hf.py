@@ -16,7 +16,14 @@ from typing import Any
 import torch
 
 from rl.core.config import Config
-from rl.core.engines import RecordsRoutes, RolloutEngine, Rollouts, SamplingParams, SharesWeights
+from rl.core.engines import (
+    RecordsRoutes,
+    RolloutEngine,
+    Rollouts,
+    SamplingParams,
+    ScoresTokens,
+    SharesWeights,
+)
 from rl.core.models import load_causal_lm
 from rl.core.models.routing_replay import recording, require_routers
 from rl.core.weight_sync.groups import each_tensor
@@ -38,7 +45,7 @@ def left_pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, 
     return ids, mask
 
 
-class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes):
+class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens):
     """Batched sampling from a transformers causal LM (any device, no server)."""
 
     def __init__(
@@ -157,6 +164,16 @@ class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes):
         return await self._batcher.submit(prompt_ids, sampling)
 
     @torch.no_grad()
+    @torch.inference_mode()
+    def score(self, token_ids: Sequence[int]) -> list[float]:
+        """log p(token_ids[i] | token_ids[:i]) for i >= 1, at temperature 1 (the weight-sync
+        probe's question: what these weights give now)."""
+        ids = torch.tensor([list(token_ids)], device=self.device)
+        logits = self.model(input_ids=ids, use_cache=False).logits[0, :-1].float()
+        logprobs = torch.log_softmax(logits, -1).gather(-1, ids[0, 1:, None])[:, 0]
+        return [float(v) for v in logprobs.cpu()]
+
+    @torch.no_grad()  # grad mode is per thread: a sender's thread may have it on
     def update_weights(self, named_tensors: Iterator[tuple[str, torch.Tensor]]) -> None:
         """Copy trainer weights in, by Hugging Face name, casting to this model's dtype.
 

@@ -216,6 +216,16 @@ RULES: list[Rule] = [
     Rule("critic.optim.warmup_style", "critic.optim.lr_scheduler", convert=_warmup_style),
     Rule("critic.optim.lr_scheduler_type", "critic.optim.lr_scheduler", convert=_warmup_style),
     Rule(
+        "critic.model.lora.rank",
+        reason="a LoRA critic is not in rl (model.lora_rank is the actor's)",
+        convert=lambda v: v or None,
+    ),
+    Rule(
+        "critic.model.lora_rank",
+        reason="a LoRA critic is not in rl (model.lora_rank is the actor's)",
+        convert=lambda v: v or None,
+    ),
+    Rule(
         "critic.model.path",
         reason="the actor's model.path (checked: rl's critic starts from the actor's model)",
         status="ignored",

@@ -15,8 +15,11 @@ from rl.cli.dialects.mapping import Rule
 from rl.cli.dialects.vocabulary import (
     CRITIC_WARMUP,
     ENGINE_INTERNAL,
-    LORA,
+    LORA_MERGED_SYNC,
+    LORA_VARIANTS,
     MBRIDGE,
+    MEGATRON_LORA,
+    MEGATRON_LORA_SECTION,
     MODEL_FROM_DISK,
     MTP,
     ROLLOUT_ROUTES,
@@ -122,14 +125,23 @@ REASONS: list[Rule] = [
     Rule("critic.megatron.use_remove_padding", reason="set critic.use_remove_padding"),
     Rule("**.load_weight", reason="rl always starts from model.path's weights"),
     Rule("critic.nccl_timeout", reason=ENGINE_INTERNAL, status="ignored"),
-    Rule("actor_rollout_ref.model.lora.", reason=LORA),
+    # verl >= 0.9's `model.lora.` section (its megatron engine's LoRA; `merge` also its
+    # engine workers' sync): rl's LoRA is lora_rank / lora_alpha / target_modules
+    Rule("actor_rollout_ref.model.lora.merge", reason=LORA_MERGED_SYNC, status="ignored"),
+    Rule("actor_rollout_ref.model.lora.rank", reason=MEGATRON_LORA, convert=lambda v: v or None),
+    Rule(
+        "actor_rollout_ref.model.lora.type",
+        reason=LORA_VARIANTS,
+        convert=lambda v: None if v in (None, "lora") else v,
+    ),
+    Rule("actor_rollout_ref.model.lora.", reason=MEGATRON_LORA_SECTION, status="ignored"),
     Rule(
         "**.data_loader_seed",
         reason=SEEDED_BY_TRAINER,
         status="ignored",
     ),
-    Rule("actor_rollout_ref.model.lora_*", reason=LORA, convert=lambda v: v or None),
-    Rule("actor_rollout_ref.model.target_modules", reason=LORA),
+    # (lora_rank, lora_alpha, target_modules, exclude_modules, lora_adapter_path keep
+    # verl's names: model.*)
     Rule(
         "actor_rollout_ref.rollout.mode",
         reason="rl's rollout engines run in the trainer's process (verl's sync and async "
@@ -244,7 +256,6 @@ REASONS: list[Rule] = [
         reason="activation offload is not in rl (model.gradient_checkpointing is)",
         status="ignored",
     ),
-    Rule("actor_rollout_ref.model.exclude_modules", reason=LORA),
     Rule(
         "actor_rollout_ref.model.external_lib",
         reason="rl imports custom models through the registry (rl.core.registry), not a module name",

@@ -1,6 +1,7 @@
 """verl's SFT trainer config (`verl/trainer/config/sft_trainer.yaml`, run by
 `verl.trainer.fsdp_sft_trainer`) as ours for `rl sft`: composed by Hydra like verl's other
-configs (`verl.compose`), mapped by this table. rl's SFT is a full-parameter warm-start:
+configs (`verl.compose`), mapped by this table. rl's SFT is a full-parameter warm-start
+(or LoRA's adapter, `model.lora_rank` > 0):
 AdamW at `sft.lr` for `sft.steps` steps of `sft.batch_size` random rows, clipped at
 `actor.optim.grad_clip`, without a schedule; verl's epochs, warmup and schedule keys are
 reported unsupported with that reason rather than silently dropped."""
@@ -11,7 +12,7 @@ from typing import Any
 
 from rl.cli.dialects.mapping import Rule, Unsupported, as_list
 from rl.cli.dialects.verl import loggers as verl_loggers
-from rl.cli.dialects.vocabulary import DATACLASS_PATH, DECODER_LAYER_WRAP, LORA, MODEL_FROM_DISK
+from rl.cli.dialects.vocabulary import DATACLASS_PATH, DECODER_LAYER_WRAP, MODEL_FROM_DISK
 
 DESCRIPTION = """
 verl's SFT trainer config (`sft_trainer.yaml`), recognised by `model.partial_pretrain`,
@@ -116,9 +117,10 @@ RULES: list[Rule] = [
             else Unsupported(f"strategy {v!r}: rl's SFT runs on FSDP2")
         ),
     ),
-    Rule("model.lora_rank", reason=LORA, convert=_off_when(0)),
-    Rule("model.lora_alpha", reason="read with lora_rank", status="ignored"),
-    Rule("model.target_modules", reason="read with lora_rank", status="ignored"),
+    # LoRA: verl's names (rl sft trains the adapter; the export is it in PEFT's format)
+    Rule("model.lora_rank", "model.lora_rank"),
+    Rule("model.lora_alpha", "model.lora_alpha"),
+    Rule("model.target_modules", "model.target_modules"),
     Rule("model.use_liger", reason="Liger kernels are not in rl", convert=_off_when(False)),
     Rule("model.use_shm", reason=MODEL_FROM_DISK, convert=_off_when(False), status="ignored"),
     Rule(

@@ -11,6 +11,16 @@ DATACLASS_PATH = "verl's dataclass class path"
 DECODER_LAYER_WRAP = "rl wraps each decoder layer itself"
 ENGINE_INTERNAL = "an engine-internal setting rl chooses itself"
 LORA = "LoRA is not in rl yet (full-parameter only)"
+LORA_MERGED_SYNC = (
+    "rl syncs LoRA to the rollout engine as merged weights (W + alpha/r B A) and checks "
+    "each sync (docs/lora.md)"
+)
+LORA_VARIANTS = "only plain LoRA is in rl (DoRA, canonical and VLM LoRA are not)"
+MEGATRON_LORA = "LoRA on the megatron engine is not in rl (the FSDP engine's is: model.lora_rank)"
+MEGATRON_LORA_SECTION = (
+    "verl's megatron LoRA section, read only with lora.rank > 0 (refused); rl's LoRA is "
+    "lora_rank / lora_alpha / target_modules"
+)
 MBRIDGE = "rl converts HF <-> megatron weights itself (rl.megatron.layouts)"
 MODEL_FROM_DISK = "rl reads model.path from disk"
 MTP = "multi-token prediction is not in rl"

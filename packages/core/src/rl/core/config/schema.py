@@ -24,6 +24,7 @@ from rl.core.config.dapo import (
 )
 from rl.core.config.distillation import DistillationConfig
 from rl.core.config.errors import FieldError
+from rl.core.config.lora import check_lora
 from rl.core.config.rollout import LOG_PROB_RULES, RolloutConfig
 from rl.core.config.router_replay import RouterReplayConfig
 from rl.core.config.rules import (
@@ -101,6 +102,15 @@ class ModelConfig:
     tokenizer_path: str | None = None
     # a Jinja chat template used instead of the tokenizer's own (verl's name)
     custom_chat_template: str | None = None
+    # LoRA adapters on the actor (verl's actor_rollout_ref.model.lora_*; docs/lora.md):
+    # rank 0 = off; target_modules "all-linear" or module names; lora_adapter_path: start
+    # from a saved PEFT adapter; lora_save_merged: exports also write the merged model
+    lora_rank: int = 0
+    lora_alpha: float = 16
+    target_modules: str | tuple[str, ...] = "all-linear"
+    exclude_modules: tuple[str, ...] | None = None
+    lora_adapter_path: str | None = None
+    lora_save_merged: bool = False
 
     def __post_init__(self) -> None:
         check(
@@ -109,6 +119,7 @@ class ModelConfig:
             tokenizer_path=optional(NOT_EMPTY),
             custom_chat_template=optional(NOT_EMPTY),
         )
+        check_lora(self)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     from rl.core.data import PromptDataset, PromptSampler
     from rl.core.rewards import RewardManager, RewardModelScorer
+    from rl.core.trainer.sync_probe import SyncProbe
     from rl.core.workers.launch import LaunchedRoles
     from rl.core.workers.roles import RolloutRole, TrainRole
 
@@ -30,6 +31,8 @@ class RunContext:
     # the roles' `TrainEngine` / `RolloutEngine` handles over their workers (None until
     # launched: an SFT-only run never launches them)
     roles: LaunchedRoles | None = None
+    # LoRA runs: the check after each sync that the rollout serves the trainer's weights
+    probe: SyncProbe | None = None
 
     @property
     def launched(self) -> LaunchedRoles:
@@ -60,7 +63,19 @@ class RunContext:
     def sync_weights(self, version: int) -> dict[str, float]:
         """The actor's weights into the rollout engine(s) -> metrics; `version` is the
         number of updates they hold (the samples they generate record it)."""
-        return self.launched.sync_weights(version)
+        metrics = self.launched.sync_weights(version)
+        if self.config.model.lora_rank > 0:  # merged LoRA weights: prove they arrived
+            metrics.update(self._probe().check(self.actor, self.rollout, f"weight sync {version}"))
+        return metrics
+
+    def _probe(self) -> SyncProbe:
+        from rl.core.trainer.sync_probe import SyncProbe, probe_rows
+
+        if self.probe is None:
+            rows = probe_rows(self.train_data, self.tokenizer, self.config.data.max_response_length)
+            pad = self.tokenizer.pad_token_id
+            self.probe = SyncProbe(rows, pad, self.config.rollout.temperature)
+        return self.probe
 
     @property
     def total_steps(self) -> int:

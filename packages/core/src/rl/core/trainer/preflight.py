@@ -21,7 +21,7 @@ from rl.core.config.paths import python_file, user_path
 from rl.core.data.reader import SUPPORTED
 from rl.core.demo import BUILTIN_DATA, is_builtin
 from rl.core.engine_contract import declares
-from rl.core.engines import ExportsHF, Preflighted
+from rl.core.engines import ExportsHF, Preflighted, ScoresTokens
 from rl.core.imports import MissingDependencyError, is_installed
 from rl.core.models.loading import check_model_folder, check_model_path
 from rl.core.registry import check_engine
@@ -230,3 +230,8 @@ def _rl_engines(config: Config) -> None:
     engine_class = load_engine_class(config.rollout.name, "rollout", key="rollout.name")
     if declares(engine_class, Preflighted):  # the engine's own limits
         engine_class.preflight(config, "rollout")
+    if config.model.lora_rank > 0 and not declares(engine_class, ScoresTokens):
+        raise ConfigError(  # each LoRA sync is checked by the probe (trainer.sync_probe)
+            f"model.lora_rank > 0 with rollout.name = {config.rollout.name}: that engine cannot "
+            "score tokens, which the check after each LoRA weight sync needs; use vllm or hf"
+        )

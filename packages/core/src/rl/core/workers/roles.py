@@ -156,6 +156,10 @@ class RolloutRole:
             ]
         return self._groups[name]
 
+    def score_each(self, token_ids: Sequence[int]) -> list[list[float]]:
+        """Every replica's log-probs of `token_ids` (`ScoresTokens`): the weight-sync probe."""
+        return list(self.group.call("rollout", "run", "rollout", "score", list(token_ids)))
+
     def sync_weights(self, version: int) -> dict[str, float]:
         """Each rank's actor weights (`version`: the updates they hold) into its own rollout
         replica."""

@@ -17,7 +17,14 @@ from typing import Any
 
 from rl.core.config import Config
 from rl.core.engine_contract import EngineContractError, callable_members, declares
-from rl.core.engines import Closable, ExportsViews, Offloading, Rollouts, SharesWeights
+from rl.core.engines import (
+    Closable,
+    ExportsViews,
+    HasAdapters,
+    Offloading,
+    Rollouts,
+    SharesWeights,
+)
 from rl.core.workers.turns import Turns
 
 TRAIN_ROLES = ("actor", "ref", "critic", "teacher")
@@ -56,6 +63,7 @@ class RoleWorker:
         self.weight_version: int | None = None  # the updates in the rollout engine's weights
         self.weight_ends: Any = None  # this rank's end of a disaggregated weight group
         self.config: Config | None = None
+        self.hosted_by: dict[str, str] = {}  # a role served by another role's engine
 
     # --- set-up -------------------------------------------------------------------
 
@@ -94,6 +102,14 @@ class RoleWorker:
         tokenizer = load_tokenizer(config.model)
         for role in TRAIN_ROLES:
             if role in roles:
+                actor: Any = self.engines.get("actor")
+                if role == "ref" and declares(actor, HasAdapters) and actor.has_adapters:
+                    from rl.core.workers.base_reference import BaseReference
+
+                    # LoRA: the actor's model with its adapters off, no second copy
+                    self.engines[role] = BaseReference(actor)
+                    self.hosted_by[role] = "actor"
+                    continue
                 self.engines[role] = build_train_engine(config, role, tokenizer, total_steps)
         if "rollout" in roles:
             rollout = config.rollout
@@ -122,7 +138,7 @@ class RoleWorker:
                 f"{', '.join(sorted(declared))})"
             )
         if method not in ("sleep", "wake", "offload", "onload"):
-            self.turns.enter(role)
+            self.turns.enter(self.hosted_by.get(role, role))
         result = getattr(engine, method)(*args)
         if isinstance(result, Iterator):
             result = list(result)

@@ -27,7 +27,14 @@ from typing import Any
 import torch
 
 from rl.core.config import Config
-from rl.core.engines import Closable, Preflighted, RolloutEngine, Rollouts, SamplingParams
+from rl.core.engines import (
+    Closable,
+    Preflighted,
+    RolloutEngine,
+    Rollouts,
+    SamplingParams,
+    ScoresTokens,
+)
 from rl.core.models import load_model_config, model_source
 from rl.core.weight_sync.groups import fused_module
 from rl.rollout.vllm.driver import EngineLoop
@@ -40,7 +47,7 @@ from rl.rollout.vllm.weights import WeightTable, refresh_tied_layers
 log = logging.getLogger(__name__)
 
 
-class VLLMRolloutEngine(RolloutEngine, Closable, Preflighted):
+class VLLMRolloutEngine(RolloutEngine, Closable, Preflighted, ScoresTokens):
     """Token ids in, token ids and their log-probs out, from an in-process vLLM engine."""
 
     def __init__(
@@ -115,6 +122,19 @@ class VLLMRolloutEngine(RolloutEngine, Closable, Preflighted):
         sampling.sample_seeds(1)
         output = await asyncio.wrap_future(self._submit(prompt_ids, one_prompt(sampling, 0)))
         return to_rollouts([prompt_ids], [output], sampling.n)
+
+    def score(self, token_ids: Sequence[int]) -> list[float]:
+        """log p(token_ids[i] | token_ids[:i]) for i >= 1: vLLM's prompt log-probs (raw
+        logits, temperature 1), one token generated and dropped."""
+        if self._sleeping:
+            raise RuntimeError("the vLLM engine is asleep: call wake() before scoring")
+        params = self._vllm.SamplingParams(max_tokens=1, prompt_logprobs=0, temperature=0.0)
+        prompt = self._vllm.TokensPrompt(prompt_token_ids=list(token_ids))
+        output = self.loop.submit(prompt, params).result()
+        return [
+            float(ranked[token].logprob)
+            for token, ranked in zip(token_ids[1:], output.prompt_logprobs[1:], strict=True)
+        ]
 
     def _submit(self, prompt: Sequence[int], sampling: SamplingParams) -> Any:
         if self._sleeping:

@@ -6,7 +6,6 @@ from rl.cli.dialects.mapping import Rule
 from rl.cli.dialects.rlinf import values
 from rl.cli.dialects.vocabulary import (
     CRITIC_WARMUP,
-    LORA,
     OUTPUT_DIR_LOGS,
     PROFILING,
     ROLLOUT_TP_ONLY,
@@ -48,6 +47,10 @@ _TRANSFORMER_KEYS = (
     "gradient_accumulation_fusion",
     "batch_p2p_comm",
 )
+RLINF_LORA = (
+    "RLinf's LoRA also adapts the output layer (lm_head) and sets alpha = rank; rl's "
+    "LoRA (model.lora_rank) does not adapt lm_head"
+)
 _PARALLEL_KEYS = (
     "tensor_model_parallel_size",
     "pipeline_model_parallel_size",
@@ -81,10 +84,10 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
             reason="rl reads the model type from model.path's config",
             status="ignored",
         ),
-        Rule(model + "is_lora", reason=LORA),
+        Rule(model + "is_lora", reason=RLINF_LORA, convert=lambda v: v or None),
         Rule(
             model + "lora_*",
-            reason=f"read only with is_lora, which is refused ({LORA})",
+            reason=f"read only with is_lora, which is refused ({RLINF_LORA})",
             status="ignored",
         ),
         Rule(model + "use_cpu_initialization", reason="rl initialises on the device (or meta)"),

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rl.cli.dialects.mapping import Rule, Unsupported, as_list
-from rl.cli.dialects.roll import batch, distillation, values
+from rl.cli.dialects.roll import batch, distillation, lora, values
 from rl.cli.dialects.vocabulary import (
     CRITIC_WARMUP,
     DECODER_LAYER_WRAP,
@@ -585,7 +585,13 @@ RULES: list[Rule] = [
     Rule("model_update_buffer_size_mb", "rollout.update_weights_bucket_megabytes"),
     Rule("tag_to_template.", reason="per-tag chat templates are not in rl"),
     *distillation.RULES,  # use_opd, is_pure_opd, teacher.*, student_*
-    Rule("lora_*", reason=LORA),
+    *lora.RULES,  # actor_train's LoRA keys map (roll/lora.py); any other is refused
+    Rule(
+        "lora_*",
+        reason="a variable of the file (ROLL reads LoRA from <role>.model_args.lora_*, where "
+        "the examples interpolate it)",
+        status="ignored",
+    ),
     Rule("**.lora_*", reason=LORA),
     Rule("rewards.", reason=_REWARDS),
     Rule("reward_model.", reason=_REWARDS),
