@@ -341,9 +341,9 @@ def test_forward_only_passes_record_no_graph(tokenizer, monkeypatch, sharded):
     assert engine.exports_views is not sharded
     modes, forward = [], engine._forward
 
-    def watched(micro, with_entropy):
+    def watched(micro, with_entropy, *phase):
         modes.append((torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
-        return forward(micro, with_entropy)
+        return forward(micro, with_entropy, *phase)
 
     monkeypatch.setattr(engine, "_forward", watched)
     output = engine.compute_logprobs(make_batch(tokenizer))

@@ -325,6 +325,7 @@ RULES: list[Rule] = [
     Rule("reward_model.reward_kwargs.overlong_buffer_cfg.", "reward.overlong_buffer."),
     Rule("reward_model.reward_kwargs.max_resp_len", "reward.overlong_buffer.max_resp_len"),
     Rule("reward.reward_kwargs.", reason="reward-manager options of verl's dapo/prime managers"),
+    Rule("data.gen_batch_size", "data.gen_batch_size", derive=lambda flat: _gen_batch_size(flat)),
     Rule(
         "algorithm.filter_groups.max_inflight_gen_batches",
         reason="verl 0.9's concurrency of dynamic-sampling batches; rl generates them one at "
@@ -421,3 +422,17 @@ def _same_path(first: Any, second: Any) -> bool:
         return user_path(str(first)).resolve() == user_path(str(second)).resolve()
     except (OSError, RuntimeError):
         return False
+
+
+def _gen_batch_size(flat: dict[str, Any]) -> Any:
+    """verl's prompts per generation: DAPO's draw size under algorithm.filter_groups; any
+    other size (the fully-async trainer streams 1 prompt at a time) changes what a step
+    generates, which rl does not do without dynamic sampling."""
+    value, train = flat.get("data.gen_batch_size"), flat.get("data.train_batch_size")
+    if value is None or value == train or flat.get("algorithm.filter_groups.enable"):
+        return value
+    return Unsupported(
+        f"prompts per generation ({value}) other than data.train_batch_size ({train}) "
+        "without algorithm.filter_groups.enable: rl generates a step's train_batch_size "
+        "prompts at once (verl's fully-async trainer streams them)"
+    )
