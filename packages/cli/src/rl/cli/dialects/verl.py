@@ -13,7 +13,7 @@ are listed below, each with its reason.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -424,7 +424,7 @@ def _same_path(first: Any, second: Any) -> bool:
         return False
 
 
-def _gen_batch_size(flat: dict[str, Any]) -> Any:
+def _gen_batch_size(flat: Mapping[str, Any]) -> Any:
     """verl's prompts per generation: DAPO's draw size under algorithm.filter_groups; any
     other size (the fully-async trainer streams 1 prompt at a time) changes what a step
     generates, which rl does not do without dynamic sampling."""
