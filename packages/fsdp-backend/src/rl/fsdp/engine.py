@@ -557,18 +557,17 @@ class FSDPTrainEngine(
         """LoRA: the adapter alone in PEFT's format in `path` (`PeftModel.from_pretrained`
         on the base folder loads it), and with `model.lora_save_merged` the merged model
         as a Hugging Face folder in `path`/merged."""
-        from rl.core.models.lora import adapter_state, save_adapter
+        from rl.core.models.lora import adapter_state, merged_weights, save_adapter, save_merged
 
         assert self.lora is not None
-        state = get_model_state_dict(self.model, options=FULL)  # every rank gathers
-        merged = dict(self.export_weights()) if self.lora_save_merged else None
+        state = get_model_state_dict(self.model, options=FULL)  # every rank gathers, once
         if self.rank == 0:
             save_adapter(path, self.lora, adapter_state(state.items()))
             if tokenizer is not None:
                 tokenizer.save_pretrained(path)
-            if merged is not None:
-                from rl.core.models.lora import save_merged
-
+            if self.lora_save_merged:  # from the same gathered state
+                named = without_aliases(state.items(), self.tied)
+                merged = dict(merged_weights(named, self.lora.scaling))
                 save_merged(self.model, merged, Path(path) / "merged", tokenizer)
             follow_umask(path)
         if self.world_size > 1:
