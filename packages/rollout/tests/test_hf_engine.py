@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from rl.core.config import load_config
+from rl.core.config import ConfigError, load_config
 from rl.core.engines import SamplingParams
 from rl.core.models import load_causal_lm, load_tokenizer
 from rl.rollout.hf import HFRolloutEngine, left_pad
@@ -11,7 +11,7 @@ from rl.rollout.hf import HFRolloutEngine, left_pad
 
 @pytest.fixture(scope="module")
 def setup():
-    config = load_config()
+    config = load_config(overrides=["rollout.load_format=auto"])  # the weights read
     tokenizer = load_tokenizer(config.model)
     return config, tokenizer, HFRolloutEngine.from_config(config, tokenizer)
 
@@ -163,3 +163,32 @@ def test_chunks_keep_each_prompts_group_whole(setup):
     chunked, whole = small.generate(prompts, sampling), engine.generate(prompts, sampling)
     assert chunked.prompt_ids == [p for p in prompts for _ in range(2)]
     assert chunked.response_ids == whole.response_ids  # greedy: chunking changes nothing
+
+
+def test_load_format_dummy_reads_no_weights_and_the_first_sync_fills_them(tmp_path):
+    """rollout.load_format=dummy (the default): the engine is built without reading the
+    folder's weights (a folder without its weights file builds; with `auto` it does not),
+    and once the trainer's weights are synced it samples what the loaded engine samples."""
+    config = load_config(overrides=["rollout.load_format=auto"])
+    tokenizer = load_tokenizer(config.model)
+    weights = load_causal_lm(config.model, tokenizer, seed=7)
+    weights.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    (tmp_path / "model.safetensors").rename(tmp_path.parent / "kept.safetensors")
+    folder = [f"model.path={tmp_path}"]
+    with pytest.raises(ConfigError, match="no file named model.safetensors"):
+        HFRolloutEngine.from_config(
+            load_config(overrides=[*folder, "rollout.load_format=auto"]), tokenizer
+        )
+    engine = HFRolloutEngine.from_config(load_config(overrides=folder), tokenizer)
+    def tied(model):
+        return model.get_output_embeddings().weight is model.get_input_embeddings().weight
+
+    assert tied(engine.model) == tied(weights)  # a tie (or none) survives
+    engine.update_weights(iter(weights.state_dict().items()))
+    prompts = [tokenizer("12+7=").input_ids, tokenizer("3-1=").input_ids]
+    sampling = SamplingParams(n=2, temperature=1.0, max_new_tokens=6, seed=5)
+    got = engine.generate(prompts, sampling)
+    want = HFRolloutEngine(weights, tokenizer).generate(prompts, sampling)
+    assert got.response_ids == want.response_ids
+    assert got.logprobs == want.logprobs

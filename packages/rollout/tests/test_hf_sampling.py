@@ -41,7 +41,10 @@ def with_generate(model, ids, mask, sampling, pad_id, stop_ids):
         attention_mask=mask.repeat_interleave(sampling.n, 0),
         generation_config=config,
     )
-    return output.sequences[:, ids.shape[1] :], torch.stack(output.logits, 1)
+    tokens = output.sequences[:, ids.shape[1] :]
+    scaled = torch.stack(output.logits, 1).float() / (sampling.temperature or 1.0)
+    logprobs = torch.log_softmax(scaled, -1).gather(-1, tokens[..., None]).squeeze(-1)
+    return tokens, logprobs
 
 
 SETTINGS = {
@@ -63,8 +66,8 @@ PROMPTS = {
 
 
 def generate_and_sample(model, tokenizer, texts, sampling, seed):
-    """`generate`'s tokens and logits, then `sample`'s, from the same seed:
-    (want_tokens, want_logits, tokens, logits, stop_ids)."""
+    """`generate`'s tokens and their log-probs (from its raw logits), then `sample`'s, from
+    the same seed: (want_tokens, want_logprobs, tokens, logprobs, stop_ids)."""
     ids, mask = left_pad([tokenizer(text).input_ids for text in texts], tokenizer.pad_token_id)
     stop_ids = [tokenizer.eos_token_id, *sampling.stop_token_ids]
     with torch.inference_mode():
@@ -77,15 +80,15 @@ def generate_and_sample(model, tokenizer, texts, sampling, seed):
 
 @pytest.mark.parametrize("prompt_set", PROMPTS)
 @pytest.mark.parametrize("name", SETTINGS)
-def test_the_tokens_and_logits_of_generate_seed_for_seed(model_and_tokenizer, name, prompt_set):
+def test_the_tokens_and_logprobs_of_generate_seed_for_seed(model_and_tokenizer, name, prompt_set):
     model, tokenizer = model_and_tokenizer
     sampling = SETTINGS[name]
-    want_tokens, want_logits, tokens, logits, stop_ids = generate_and_sample(
+    want_tokens, want_logprobs, tokens, logprobs, stop_ids = generate_and_sample(
         model, tokenizer, PROMPTS[prompt_set], sampling, seed=11
     )
     assert tokens.shape[0] == len(PROMPTS[prompt_set]) * sampling.n
     assert torch.equal(tokens, want_tokens)
-    assert torch.allclose(logits, want_logits, atol=1e-5)
+    assert torch.allclose(logprobs, want_logprobs, atol=1e-5)
     if name == "ignore_eos":
         assert tokens.shape[1] == sampling.max_new_tokens
         assert not torch.isin(tokens, torch.tensor(stop_ids)).any()
@@ -102,11 +105,11 @@ def test_a_model_on_eager_attention_gets_the_same_tokens_as_generate(name):
     tokenizer = load_tokenizer(config.model)
     model = load_causal_lm(config.model, tokenizer, seed=3).eval()
     model.set_attn_implementation("eager")
-    want_tokens, want_logits, tokens, logits, _ = generate_and_sample(
+    want_tokens, want_logprobs, tokens, logprobs, _ = generate_and_sample(
         model, tokenizer, PROMPTS["padded"], SETTINGS[name], seed=5
     )
     assert torch.equal(tokens, want_tokens)
-    assert torch.allclose(logits, want_logits, atol=1e-5)
+    assert torch.allclose(logprobs, want_logprobs, atol=1e-5)
 
 
 def test_each_prompt_is_prefilled_once_for_its_n_responses(model_and_tokenizer, monkeypatch):

@@ -13,7 +13,7 @@ from rl.rollout.hf_sampling import RowDraws
 
 @pytest.fixture(scope="module")
 def setup():
-    config = load_config()
+    config = load_config(overrides=["rollout.load_format=auto"])  # the weights read
     tokenizer = load_tokenizer(config.model)
     return tokenizer, HFRolloutEngine.from_config(config, tokenizer)
 

@@ -25,6 +25,7 @@ from rl.core.engines import (
     SharesWeights,
 )
 from rl.core.models import load_causal_lm
+from rl.core.models.loading import allocate_unread
 from rl.core.models.routing_replay import recording, require_routers
 from rl.core.weight_sync.groups import each_tensor
 from rl.core.weight_sync.ties import TieCheck, Ties
@@ -73,9 +74,14 @@ class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens)
 
     @classmethod
     def from_config(cls, config: Config, tokenizer: Any) -> HFRolloutEngine:
-        model = load_causal_lm(config.model, tokenizer, seed=config.trainer.seed)
+        # load_format=dummy (verl's default): the trainer's first weight sync, made before
+        # anything is generated, fills the weights; no copy is read from disk for them
+        dummy = config.rollout.load_format == "dummy"
+        model = load_causal_lm(config.model, tokenizer, seed=config.trainer.seed, empty=dummy)
         if config.rollout.dtype != "auto":
             model = model.to(getattr(torch, config.rollout.dtype))
+        if dummy:
+            model = allocate_unread(model, config.trainer.device)
         return cls(
             model,
             tokenizer,
@@ -122,7 +128,7 @@ class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens)
         input_ids, attention_mask = left_pad(prompts, self.pad_id)
         stop_ids = [self.eos_id, *sampling.stop_token_ids]
         with recording(self.model) if self.records_routes else nullcontext() as recorder:
-            tokens, logits = sample(
+            tokens, logprobs = sample(
                 self.model,
                 input_ids.to(self.device),
                 attention_mask.to(self.device),
@@ -130,9 +136,7 @@ class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens)
                 self.pad_id,
                 stop_ids,
             )
-        scaled = logits.cpu() / (sampling.temperature if sampling.temperature != 0 else 1.0)
-        tokens = tokens.cpu()
-        logprobs = torch.log_softmax(scaled, -1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+        tokens, logprobs = tokens.cpu(), logprobs.cpu()
         expanded = [p for p in prompts for _ in range(sampling.n)]
         rollouts = self._trim(expanded, tokens, logprobs, set(stop_ids))
         if recorder is not None:

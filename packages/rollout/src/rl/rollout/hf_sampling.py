@@ -84,7 +84,10 @@ def sample(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """`sampling.n` responses to each left-padded prompt row ([U, L] ids and mask): sampled
     tokens [U * n, R] (rows i*n .. i*n+n-1 answer prompt i; `pad_id` after a row stops, R
-    <= max_new_tokens) and the raw float32 logits each token was drawn from [U * n, R, V].
+    <= max_new_tokens) and each token's float32 log-prob under softmax(raw logits / T)
+    [U * n, R] (the sampling distribution before top-k/top-p, which the trainer recomputes;
+    T = 1 when greedy). Each step's [rows, V] logits are dropped once its token is drawn:
+    keeping them all would hold [U * n, R, V] (622 MB at 32 x 32 tokens and a 152K vocab).
     With `sampling.prompt_seeds` each row draws from its own generator (`RowDraws`), else
     all rows from torch's global one, as `generate` does."""
     from transformers import DynamicCache
@@ -116,9 +119,9 @@ def sample(
     running = torch.ones(sequences.shape[0], dtype=torch.bool, device=device)
     seeds = sampling.sample_seeds(prompt_ids.shape[0])
     draws = RowDraws(seeds) if seeds is not None else None
-    tokens, raw = [], []
+    scale = sampling.temperature if sampling.temperature != 0 else 1.0
+    tokens, logprobs = [], []
     for step in range(sampling.max_new_tokens):
-        raw.append(logits)
         scores = logits
         for processor in processors:
             scores = processor(sequences, scores)
@@ -130,6 +133,7 @@ def sample(
             token = torch.multinomial(torch.softmax(scores, -1), 1).squeeze(1)
         token = token.masked_fill(~running, pad_id)
         tokens.append(token)
+        logprobs.append(chosen_logprob(logits, token, scale))
         running &= ~torch.isin(token, stops)
         if step + 1 == sampling.max_new_tokens or not running.any():
             break
@@ -144,7 +148,13 @@ def sample(
             use_cache=True,
         )
         logits = output.logits[:, -1].float()
-    return torch.stack(tokens, 1), torch.stack(raw, 1)
+    return torch.stack(tokens, 1), torch.stack(logprobs, 1)
+
+
+def chosen_logprob(logits: torch.Tensor, token: torch.Tensor, scale: float) -> torch.Tensor:
+    """log softmax(logits / scale) at `token`, per row: [rows, V], [rows] -> [rows]."""
+    scaled = logits / scale if scale != 1.0 else logits
+    return scaled.gather(-1, token[:, None]).squeeze(1) - torch.logsumexp(scaled, -1)
 
 
 class RowDraws:

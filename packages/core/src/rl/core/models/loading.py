@@ -215,6 +215,25 @@ def load_causal_lm(
     return model
 
 
+def allocate_unread(model: torch.nn.Module, device: str | torch.device) -> torch.nn.Module:
+    """A model built on the meta device (`load_causal_lm(..., empty=True)`) given storage
+    on `device` that is never read nor written here: a rollout engine whose weights the
+    first weight sync fills (`rollout.load_format=dummy`) costs no copy of them read from
+    disk, and on CPU no resident memory until they are written (or replaced by the
+    trainer's own tensors). Tied parameters stay one; rotary frequencies are computed."""
+    first: dict[int, str] = {}
+    aliases: dict[str, str] = {}
+    for name, param in model.named_parameters(remove_duplicate=False):
+        aliases.update({name: first[id(param)]} if id(param) in first else {})
+        first.setdefault(id(param), name)
+    model = model.to_empty(device=device)
+    for alias, name in aliases.items():
+        owner, _, leaf = alias.rpartition(".")
+        setattr(model.get_submodule(owner), leaf, model.get_parameter(name))
+    reset_rotary_buffers(model)
+    return model
+
+
 def load_value_model(
     config: ModelConfig, tokenizer: Any, seed: int = 0, empty: bool = False
 ) -> torch.nn.Module:
