@@ -175,8 +175,11 @@ def plan_problems(calls: list[Call]) -> list[str]:
 def pip_install(
     python: str, wheels: Path, *targets: str, env: dict[str, str] | None = None, log: object = None
 ) -> None:
-    argv = [python, "-m", "pip", "install", "--no-index", "--find-links", str(wheels), "--no-deps",
-            "--force-reinstall", "--quiet", "--disable-pip-version-check", *targets]  # fmt: skip
+    """`pip install --no-index --find-links <wheels> --no-deps` into `python`'s environment
+    (run by this interpreter's pip, so the target needs none of its own)."""
+    argv = [sys.executable, "-m", "pip", "--python", python, "install", "--no-index",
+            "--find-links", str(wheels), "--no-deps", "--force-reinstall", "--no-compile",
+            "--quiet", "--disable-pip-version-check", *targets]  # fmt: skip
     out = {"stdout": log, "stderr": subprocess.STDOUT} if log is not None else {}
     subprocess.run(argv, check=True, timeout=CALL_LIMIT_S, env={**os.environ, **(env or {})}, **out)  # type: ignore[call-overload]
 
@@ -229,7 +232,7 @@ def wheel_modules(wheel: Path) -> list[str]:
 def fresh_venv(where: Path) -> str:
     """A virtualenv over the system site-packages, with this environment's site-packages
     behind its own (the box's host packages); returns its python."""
-    venv.EnvBuilder(system_site_packages=True, with_pip=True).create(where)
+    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(where)
     python = where / "bin" / "python"
     site = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
