@@ -140,6 +140,9 @@ def plan(results: Path, missing: dict[str, str]) -> list[Call]:
 
 
 def print_plan(calls: list[Call]) -> None:
+    print(
+        f"  {'install':<34} ~{INSTALL_S}s (rl-kernels compiled from its sdist), timeout {CALL_LIMIT_S}s"
+    )
     for call in calls:
         state = (
             f"skipped: {call.skipped}"
@@ -149,11 +152,8 @@ def print_plan(calls: list[Call]) -> None:
         print(f"  {call.name:<34} {state}\n      {shlex.join(call.argv)}")
     made = [c for c in calls if not c.skipped]
     print(
-        f"  {'install':<34} ~{INSTALL_S}s (rl-kernels compiled from its sdist), timeout {CALL_LIMIT_S}s"
-    )
-    print(
-        f"  total: {len(made)} calls, expected {(INSTALL_S + sum(c.expected_s for c in made)) / 60:.1f} min "
-        f"(budget {BUDGET_S / 60:.0f} min), at most {sum(c.timeout_s for c in made) / 60:.0f} min by timeouts"
+        f"  total: install + {len(made)} calls, expected {(INSTALL_S + sum(c.expected_s for c in made)) / 60:.1f} min "
+        f"(budget {BUDGET_S / 60:.0f} min), at most {(CALL_LIMIT_S + sum(c.timeout_s for c in made)) / 60:.0f} min by timeouts"
     )
 
 

@@ -24,14 +24,17 @@ The folder must stay under 64 MiB; MANIFEST.txt lists every file with its size.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
+import tempfile
 from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PURE_PACKAGES = ["core", "fsdp-backend", "megatron-backend", "rollout", "cli"]
 LIMIT_MIB = 64.0
+HATCHLING = "hatchling>=1.21"  # our pure packages' build backend (their pyproject.toml)
 MANIFEST = "MANIFEST.txt"
 
 # Distribution names; each is pinned to the version installed here when there is one.
@@ -82,9 +85,20 @@ def build(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for old in [*out.glob("*.whl"), *out.glob("*.tar.gz"), out / MANIFEST]:
         old.unlink(missing_ok=True)
-    pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(out)]
-    local = [str(ROOT / "packages" / p) for p in PURE_PACKAGES]
-    subprocess.run([*pip, *local, *(pinned(e) for e in EXTRAS)], check=True, timeout=900)
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+    wheel = [*pip, "wheel", "--no-deps", "--quiet", "--wheel-dir", str(out)]
+    subprocess.run([*wheel, *(pinned(e) for e in EXTRAS)], check=True, timeout=900)
+    # our pure packages share one hatchling (an isolated build installs it once per package)
+    with tempfile.TemporaryDirectory(prefix="hatchling-") as backend:
+        subprocess.run(
+            [*pip, "install", "--quiet", "--target", backend, HATCHLING], check=True, timeout=600
+        )
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [backend, os.environ.get("PYTHONPATH")])),
+        }
+        local = [str(ROOT / "packages" / p) for p in PURE_PACKAGES]
+        subprocess.run([*wheel, "--no-build-isolation", *local], check=True, timeout=600, env=env)
     sdist = [sys.executable, "-m", "build", "--sdist", "--outdir", str(out)]
     subprocess.run([*sdist, str(ROOT / "packages" / "kernels")], check=True, timeout=600)
 
