@@ -7,9 +7,11 @@ Triton and transformers are installed (vLLM, Ray, megatron-core, Liger, TRL may 
     nox -s gpu_campaign            # or: python scripts/gpu_campaign.py
     nox -s gpu_campaign -- --dry-run
 
-It installs our packages from the folder (`pip --no-index --find-links`, our wheels with
---no-deps; rl-kernels compiled from its sdist with RL_KERNELS_CUDA=ON when nvcc is there;
-the folder's other wheels only where the box lacks that distribution), then runs its
+It installs our packages from the folder into a fresh virtualenv over the box's own
+packages (`<results>/venv`, removed at the end; the box's environment is left as it is),
+exactly as the dry run below does: `pip --no-index --find-links`, our wheels with
+--no-deps, rl-kernels compiled from its sdist with RL_KERNELS_CUDA=ON when nvcc is there,
+the folder's other wheels only where the box lacks that distribution. Then it runs its
 calls one after another, each a subprocess under a timeout of at most 10 minutes:
 `gpu_tests` (every package's GPU-marked tests), the kernel benchmarks at the shapes of
 packages/kernels/BENCHMARKS.md against the peers that import (Liger; verl), and
@@ -42,6 +44,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import venv
 import zipfile
@@ -104,8 +107,9 @@ def lacking() -> dict[str, str]:
     return missing
 
 
-def plan(results: Path, missing: dict[str, str]) -> list[Call]:
-    py = sys.executable
+def plan(results: Path, missing: dict[str, str], python: str) -> list[Call]:
+    """The calls, each run by `python` (the campaign's virtualenv)."""
+    py = python
     files = [str(p.relative_to(ROOT)) for p in gpu_test_files()]
     tests = [py, "-m", "pytest", "-m", "gpu or multigpu", "-ra", "-p", "no:cacheprovider"]
     junit = f"--junitxml={results / 'gpu_tests.xml'}"
@@ -339,22 +343,11 @@ def environment(missing: dict[str, str]) -> dict[str, object]:
     }
 
 
-def run(wheels: Path, results: Path, calls: list[Call], missing: dict[str, str]) -> int:
-    import torch
-
-    if not torch.cuda.is_available():
-        print("gpu_campaign: no CUDA device here (use --dry-run on a CPU machine)", file=sys.stderr)
-        return 2
-    results.mkdir(parents=True, exist_ok=True)
-    summary: dict[str, object] = {"environment": None, "calls": []}
-    started = time.monotonic()
-    try:
-        with (results / "install.log").open("w") as log:
-            install(sys.executable, wheels, everything=False, cuda="nvcc" not in missing, log=log)
-        summary["install"] = {"status": 0, "seconds": round(time.monotonic() - started, 1)}
-    except subprocess.SubprocessError as error:
-        summary["install"] = {"status": f"failed: {error}"}
-    summary["environment"] = environment(missing)
+def run_calls(calls: list[Call], results: Path, summary: dict[str, object]) -> int:
+    """Each call in turn, its output to `<results>/<name>.log`, under its timeout; its
+    record (status: exit code, "skipped" or "timed out after ...", seconds) is added to
+    `summary["calls"]` and summary.json rewritten after every call. Returns the failures."""
+    summary.setdefault("calls", [])
     failed = 0
     for call in calls:
         record = asdict(call)
@@ -374,7 +367,37 @@ def run(wheels: Path, results: Path, calls: list[Call], missing: dict[str, str])
             failed += record["status"] != 0
         summary["calls"].append(record)  # type: ignore[union-attr]
         (results / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return failed
+
+
+def run(
+    wheels: Path, results: Path, calls: list[Call], missing: dict[str, str], where: Path
+) -> int:
+    """Install into a fresh virtualenv at `where` (over the box's packages, as the dry run
+    does: the box's own environment is left as it is), run the calls, write summary.json."""
+    import torch
+
+    if not torch.cuda.is_available():
+        print("gpu_campaign: no CUDA device here (use --dry-run on a CPU machine)", file=sys.stderr)
+        return 2
+    results.mkdir(parents=True, exist_ok=True)
+    summary: dict[str, object] = {"environment": None, "calls": []}
+    started = time.monotonic()
+    python = fresh_venv(where)
+    try:
+        with (results / "install.log").open("w") as log:
+            install(python, wheels, everything=False, cuda="nvcc" not in missing, log=log)
+        summary["install"] = {"status": 0, "seconds": round(time.monotonic() - started, 1)}
+    except subprocess.SubprocessError as error:
+        summary["install"] = {"status": f"failed: {error}"}
+    probe = subprocess.run([python, __file__, "--environment"], capture_output=True, text=True)
+    try:
+        summary["environment"] = json.loads(probe.stdout)
+    except json.JSONDecodeError:
+        summary["environment"] = f"probe failed: {probe.stderr[-2000:]}"
+    failed = run_calls(calls, results, summary)
     print(f"gpu_campaign: {len(calls) - failed}/{len(calls)} calls passed; results in {results}")
+    shutil.rmtree(where, ignore_errors=True)
     return 1 if failed else 0
 
 
@@ -391,21 +414,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--work", type=Path, help="--dry-run's scratch folder (default: a temporary one)"
     )
+    parser.add_argument("--environment", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     missing = lacking()
-    calls = plan(args.results, missing)
+    if args.environment:  # run in the campaign's virtualenv: its versions, ours included
+        print(json.dumps(environment(missing)))
+        return 0
+    scratch = tempfile.TemporaryDirectory(prefix="gpu-campaign-")
+    work = args.work or (Path(scratch.name) if args.dry_run else args.results)
+    calls = plan(args.results, missing, python=str(work / "venv" / "bin" / "python"))
     print(
         f"gpu_campaign: {'dry run, ' if args.dry_run else ''}wheels from {args.wheels}, results to {args.results}"
     )
     for why in missing.values():
         print(f"  lacking: {why}")
     print_plan(calls)
-    if not args.dry_run:
-        return run(args.wheels, args.results, calls, missing)
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="gpu-campaign-") as scratch:
-        work = args.work or Path(scratch)
+    with scratch:
+        if not args.dry_run:
+            return run(args.wheels.resolve(), args.results, calls, missing, work / "venv")
         work.mkdir(parents=True, exist_ok=True)
         problems = dry_run(args.wheels.resolve(), calls, work)
     for problem in problems:

@@ -4,6 +4,8 @@ every file of it offline into a fresh virtualenv and imports it from there."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -87,3 +89,45 @@ def test_the_dry_run_fails_on_a_folder_without_our_wheels(tmp_path):
                 "--work", str(tmp_path / "work"))  # fmt: skip
     assert done.returncode == 1
     assert "holds no wheels or no rl-kernels sdist" in done.stderr
+
+
+def _campaign_module():
+    spec = importlib.util.spec_from_file_location("gpu_campaign", SCRIPTS / "gpu_campaign.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_calls_run_in_turn_under_their_timeouts_and_the_summary_follows(tmp_path):
+    campaign = _campaign_module()
+    py = sys.executable
+    calls = [
+        campaign.Call("prints", [py, "-c", "print('hello from the call')"], expected_s=1),
+        campaign.Call("fails", [py, "-c", "raise SystemExit(3)"], expected_s=1),
+        campaign.Call("hangs", [py, "-c", "import time; time.sleep(60)"], 1, timeout_s=1),
+        campaign.Call("no_vllm", [py, "-c", "pass"], 1, skipped="vllm is not installed"),
+    ]
+    summary = {"environment": {"device": "test"}}
+    assert campaign.run_calls(calls, tmp_path, summary) == 2
+    assert (tmp_path / "prints.log").read_text() == "hello from the call\n"
+    written = json.loads((tmp_path / "summary.json").read_text())
+    statuses = {call["name"]: call["status"] for call in written["calls"]}
+    assert statuses == {
+        "prints": 0,
+        "fails": 3,
+        "hangs": "timed out after 1s",
+        "no_vllm": "skipped",
+    }
+    assert written["environment"] == {"device": "test"}
+    assert not (tmp_path / "no_vllm.log").exists()
+
+
+def test_the_environment_probe_names_versions_date_and_what_is_lacking():
+    probe = _run(str(SCRIPTS / "gpu_campaign.py"), "--environment", timeout=120)
+    assert probe.returncode == 0, probe.stderr
+    found = json.loads(probe.stdout)
+    assert found["versions"]["torch"] and found["versions"]["rl-core"]
+    assert {"date", "device", "cuda_runtime", "driver", "python", "lacking"} <= set(found)
+    if found["versions"]["vllm"] is None:
+        assert "vllm" in found["lacking"]
