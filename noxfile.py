@@ -1,4 +1,4 @@
-"""Sessions: tests (CPU), gpu_tests, lint, bench, build.
+"""Sessions: tests (CPU), gpu_tests, lint, bench, build, gpu_wheels, gpu_campaign.
 
 `nox -s tests` installs exactly as the README does (scripts/install-dev.sh)
 into a fresh virtualenv and runs pytest over every package. On a GPU box with
@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import nox
 
 ROOT = Path(__file__).parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from gpu_test_files import gpu_test_files  # noqa: E402
+
 PACKAGES = ["kernels", "core", "fsdp-backend", "megatron-backend", "rollout", "cli"]
 PURE_PACKAGES = [p for p in PACKAGES if p != "kernels"]
-# Test folders that hold GPU tests. Kept explicit because a GPU box may lack the CPU
-# stack's test dependencies (omegaconf, hypothesis, ...): collection must not need them.
-GPU_TEST_DIRS = ["packages/kernels/tests"]
+# GPU tests are collected file by file (scripts/gpu_test_files.py: every package's test
+# files naming the gpu/multigpu mark), so a GPU box without vLLM, Ray or megatron-core
+# never imports the CPU stack's tests.
+GPU_MARKS = "gpu or multigpu"
 
 nox.options.sessions = ["tests", "lint"]
 nox.options.reuse_existing_virtualenvs = True
@@ -54,13 +59,15 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def gpu_tests(session: nox.Session) -> None:
-    """GPU tests (`pytest -m gpu`). With --no-venv, uses the current torch+CUDA environment."""
+    """GPU tests (`pytest -m "gpu or multigpu"`) of every package. With --no-venv, uses the
+    current torch+CUDA environment."""
     if session.venv_backend == "none":
         _install_without_index(session)
     else:
         session.install(*[f"-e./packages/{p}" for p in PACKAGES], "pytest", "hypothesis")
     env = {"RL_KERNELS_CUDA": os.environ.get("RL_KERNELS_CUDA", "ON")}
-    session.run("python", "-m", "pytest", "-m", "gpu", *GPU_TEST_DIRS, *session.posargs, env=env)
+    files = [str(path.relative_to(ROOT)) for path in gpu_test_files()]
+    session.run("python", "-m", "pytest", "-m", GPU_MARKS, *files, *session.posargs, env=env)
 
 
 def _install_without_index(session: nox.Session) -> None:
@@ -146,6 +153,22 @@ def build(session: nox.Session) -> None:
     expected = {f"rl_{p.split('-')[0]}" for p in PACKAGES}
     if names != expected:
         session.error(f"expected wheels for {sorted(expected)}, got {sorted(names)}")
+
+
+@nox.session(venv_backend="none")
+def gpu_wheels(session: nox.Session) -> None:
+    """The folder a GPU box installs from without network (dist/gpu-wheels/, < 64 MiB, with
+    MANIFEST.txt): our wheels, the rl-kernels sdist and its build requirements, the pure
+    wheels the campaign needs (scripts/gpu_wheels.py). Posargs go to the script."""
+    session.run("python", "scripts/gpu_wheels.py", *session.posargs)
+
+
+@nox.session(venv_backend="none")
+def gpu_campaign(session: nox.Session) -> None:
+    """On one GPU box without network: install from dist/gpu-wheels/, then gpu_tests, the
+    kernel benchmarks and the GRPO step at real shapes, each call under 10 minutes, ~12 min
+    in all (scripts/gpu_campaign.py). `nox -s gpu_campaign -- --dry-run` checks it on a CPU."""
+    session.run("python", "scripts/gpu_campaign.py", *session.posargs)
 
 
 @nox.session

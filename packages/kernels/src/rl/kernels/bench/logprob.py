@@ -2,7 +2,7 @@
 
 Providers: `ours` (implementation chosen for the device), `torch-chunked` (the
 op with the torch reference epilogue), `naive` (full fp32 logits, log_softmax,
-gather, entropy), and Liger-Kernel's fused linear cross-entropy and verl's
+gather, entropy), on CUDA `torch-compile` (naive under torch.compile), and Liger-Kernel's fused linear cross-entropy and verl's
 `linear_cross_entropy` when importable. Reports median forward and
 forward+backward times, peak extra memory (CUDA), and the share of the 4-GEMM
 roofline (8·T·H·V flops at the bf16 matmul rate measured in the same run).
@@ -74,6 +74,23 @@ def peers() -> dict[str, Callable[..., Any]]:
     return found
 
 
+def providers_for(device: torch.device) -> dict[str, Callable[..., Any]]:
+    """Ours, the torch baselines and, on CUDA, `torch-compile` (naive under
+    `torch.compile`: what a user gets from the compiler alone) and the peers that import."""
+    providers: dict[str, Callable[..., Any]] = {
+        "ours": ours(None),
+        "torch-chunked": ours("reference"),
+        "naive": naive,
+    }
+    if device.type == "cuda":
+        providers["torch-compile"] = torch.compile(naive, dynamic=False)
+        providers.update(peers())
+    return providers
+
+
+BASELINES = ("ours", "torch-chunked", "naive")
+
+
 def matmul_tflops(device: torch.device, dtype: torch.dtype) -> float:
     """Measured dense matmul rate (the roofline's peak), TFLOP/s."""
     size = 8192 if device.type == "cuda" else 512
@@ -117,13 +134,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         shapes = [tuple(int(x) for x in args.shape.split(","))]
     else:
         shapes = ISSUE_SHAPES if device.type == "cuda" else CPU_SHAPES
-    providers: dict[str, Callable[..., Any]] = {
-        "ours": ours(None),
-        "torch-chunked": ours("reference"),
-        "naive": naive,
-    }
-    if device.type == "cuda":
-        providers.update(peers())
+    providers = providers_for(device)
     peak_tflops = matmul_tflops(device, dtype)
     tags, rows = environment_tags(device), []
     for tokens, hidden_size, vocab in shapes:
@@ -139,6 +150,13 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 result = measure(fn, tensors, device, args.repeats)
             except torch.OutOfMemoryError:
                 result = {"fwd_ms": None, "fwd_bwd_ms": None, "peak_extra_mib": "OOM"}
+            except Exception as error:  # a peer or the compiler failing is a row, not the end
+                if name in BASELINES:
+                    raise
+                print(f"logprob: {name} failed at {tokens}x{hidden_size}x{vocab}: {error!r}")
+                # in the column that says "OOM" when memory runs out (the CSV keeps its header)
+                failed = f"error: {type(error).__name__}: {str(error)[:200]}"
+                result = {"fwd_ms": None, "fwd_bwd_ms": None, "peak_extra_mib": failed}
             both = result["fwd_bwd_ms"]
             rows.append(
                 {
