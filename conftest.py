@@ -8,18 +8,51 @@ the oracle of rl's verl-compatible scorers. Nothing of verl is imported by rl it
 `model_folder(shape, **kwargs)`: a Hugging Face folder shaped like a released model
 (`rl.core.models.shapes`: "qwen2.5-0.5b", "qwen3-0.6b", "llama-3.2-1b"; full-size
 tokenizer, chat template, random weights), built once per distinct arguments per session.
+
+Threads: under `pytest -n N` each worker, and every process it starts (`rl train`, vLLM,
+torchrun ranks), uses cores // N torch/OpenMP threads (OMP_NUM_THREADS, unless it was given):
+on CI's 2 cores, 2 workers of 2 threads each left OpenMP's spinning threads fighting for
+the cores and ran the compute-bound tests 2-4x slower. `threads_per_worker` is the rule.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+import os
+import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).parent
+
+
+def threads_per_worker(environ: Mapping[str, str], cores: int) -> int | None:
+    """Torch threads for one pytest-xdist worker: an equal share of `cores`, at least 1;
+    None outside xdist or when OMP_NUM_THREADS is already set (the caller's choice)."""
+    workers = environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if not workers.isdigit() or int(workers) < 1 or environ.get("OMP_NUM_THREADS"):
+        return None
+    return max(1, cores // int(workers))
+
+
+# xdist sets PYTEST_XDIST_WORKER_COUNT before a worker reads its conftest files: this runs
+# before any test imports torch, and the processes tests start inherit it
+WORKER_THREADS = threads_per_worker(os.environ, len(os.sched_getaffinity(0)))
+if WORKER_THREADS is not None:
+    os.environ["OMP_NUM_THREADS"] = str(WORKER_THREADS)
+    if "torch" in sys.modules:  # a plugin imported it first: its pool may have started
+        sys.modules["torch"].set_num_threads(WORKER_THREADS)
+
+
+@pytest.fixture(scope="session")
+def worker_threads() -> tuple[int | None, Callable[..., int | None]]:
+    """(the threads this worker set, or None; the rule, `threads_per_worker`)."""
+    return WORKER_THREADS, threads_per_worker
+
+
 UPSTREAM = ROOT / ".upstream"
 VERL_RELEASES = ("0.6.1", "0.7.1", "0.9.1")  # keep in step with scripts/fetch-upstream.sh
 

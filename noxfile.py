@@ -44,6 +44,7 @@ def tests(session: nox.Session) -> None:
     # Two pytest workers, one test file each at a time (module fixtures are built once):
     # much of the suite waits on subprocesses, Ray and vLLM start-up, so on the 2-core CI
     # machine this took the suite from ~72 to ~61 min. The slowest tests are listed at the end.
+    # Each worker and the processes it starts use cores // workers threads (conftest.py).
     _pytest(
         session,
         "-m",

@@ -101,6 +101,21 @@ def kill_worker_mid_run(rl_executable):
 
 
 @pytest.fixture(scope="session")
+def demo_half_samples():
+    """The demo with 8 samples a prompt instead of 16: the same 200 steps, prompts, updates
+    and schedule at half the work of a step, for the tests that show the demo learns on
+    another engine or launcher (the demo as shipped has its own test, test_train.py).
+    Measured with the HF engine on one thread (seed: start -> final validation accuracy):
+    1: 0.30 -> 0.77, 2: 0.35 -> 0.72, 3: 0.30 -> 0.64, the last within 0.01 of the best
+    (benchmarks/demo/; the shipped demo gains 0.52 ± 0.04 over seeds 1-5). The tests ask
+    for a gain of 0.15 and no fall-back of more than 0.10, as the shipped demo's does."""
+    return DEMO_HALF_SAMPLES
+
+
+DEMO_HALF_SAMPLES = ["rollout.n=8"]
+
+
+@pytest.fixture(scope="session")
 def tiny_run():
     """Overrides for a few-second run of the whole loop on the tiny model."""
     return TINY_RUN

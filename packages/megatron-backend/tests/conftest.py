@@ -54,6 +54,22 @@ def _run(tmp_path: Path, scenario: str, world: int, layout: dict[str, Any]) -> l
     return [torch.load(out / f"{rank}.pt", weights_only=False) for rank in range(world)]
 
 
+@pytest.fixture(scope="module")
+def resume_runs(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., list[Any]]:
+    """`resume_runs(**layout)`: the 2-rank `resume` scenario at `layout`, run once per
+    layout per test module (its checkpoint stays for the module's other tests to read)."""
+    pytest.importorskip("megatron.core", reason="megatron-core is not installed")
+    done: dict[str, list[Any]] = {}
+
+    def run(**layout: Any) -> list[Any]:
+        key = json.dumps(layout, sort_keys=True)
+        if key not in done:
+            done[key] = _run(tmp_path_factory.mktemp("resume"), "resume", 2, layout)
+        return done[key]
+
+    return run
+
+
 @pytest.fixture(scope="session")
 def rl_executable() -> str:
     """The `rl` script of the interpreter running the tests, else the one on PATH."""

@@ -171,11 +171,11 @@ def test_interleaved_pipeline_pp3_vpp2_equals_one_rank(run_ranks):
 @pytest.mark.parametrize(
     "layout", [{"tensor_model_parallel_size": 2}, {}], ids=["TP=2", "DP=2 distributed optimizer"]
 )
-def test_a_resumed_step_is_bit_identical_to_the_uninterrupted_one(run_ranks, layout):
+def test_a_resumed_step_is_bit_identical_to_the_uninterrupted_one(resume_runs, layout):
     """dist-checkpointing of the model and the (distributed) optimizer state, and the LR
     schedule, the Adam step and the sampling generator beside it: the step after loading
     equals the step the saving engine took next, bit for bit."""
-    for result in run_ranks("resume", 2, **layout):
+    for result in resume_runs(**layout):
         (straight, straight_weights), (resumed, resumed_weights) = (
             result["straight"],
             result["resumed"],
@@ -310,7 +310,7 @@ def convert(rl_executable, to, source, out):
 
 
 def test_hf_to_megatron_checkpoint_loads_at_tp2_and_a_tp2_checkpoint_converts_to_hf(
-    run_ranks, tmp_path, rl_executable
+    run_ranks, resume_runs, tmp_path, rl_executable
 ):
     """`rl convert-ckpt` (one CPU process, no CUDA stand-ins) writes a distributed
     checkpoint that an engine at TP 2 starts from (`use_dist_checkpointing`: log-probs =
@@ -335,7 +335,8 @@ def test_hf_to_megatron_checkpoint_loads_at_tp2_and_a_tp2_checkpoint_converts_to
         assert (result["trained"] - result["started"])[mask].abs().max() > 1e-3
         assert torch.equal(result["restarted"], result["trained"])
 
-    trained = run_ranks("resume", 2, tensor_model_parallel_size=2)[0]
+    # the TP 2 run of test_a_resumed_step_is_bit_identical_to_the_uninterrupted_one
+    trained = resume_runs(tensor_model_parallel_size=2)[0]
     convert(rl_executable, "hf", trained["checkpoint"], tmp_path / "trained")
     exported = load_file(tmp_path / "trained" / "model.safetensors")
     assert set(exported) == set(trained["saved"])
