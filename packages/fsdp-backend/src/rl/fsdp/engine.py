@@ -27,6 +27,7 @@ from torch.distributed.checkpoint.state_dict import (
 from rl.core.batch import select, to_device
 from rl.core.checkpoint_io import load_state, save_state
 from rl.core.config import Config, OptimConfig
+from rl.core.config.schema import FUSED_VOCAB_ON_CPU
 from rl.core.engines import (
     ExportsHF,
     ExportsViews,
@@ -162,9 +163,11 @@ class FSDPTrainEngine(
         self.share_prompts = prefix_grouping(use_prefix_grouper, self.packed, self.sp, section)
         self.ppo_epochs, self.shuffle, self.temperature = ppo_epochs, shuffle, temperature
         self.generator = torch.Generator().manual_seed(seed)
-        # None = auto: fused on GPU, where the [tokens, vocab] logits it never holds are
-        # the memory that counts; the plain path on CPU (`_fused`).
+        # None = auto (`_fused`): fused on GPU, and on CPU for a real vocabulary, where
+        # the [tokens, vocab] logits it never holds are the memory that counts
         self.use_fused_kernels = use_fused_kernels
+        output = model.get_output_embeddings() if role != "critic" else None
+        self.vocab_size = 0 if output is None else int(output.weight.shape[0])
         self.optim_config = optim
         self.optimizer: torch.optim.Optimizer | None = None
         self.lr_scheduler: torch.optim.lr_scheduler.LambdaLR | None = None
@@ -292,7 +295,7 @@ class FSDPTrainEngine(
         KL), which two paths, equal only to rounding, do not."""
         if self.use_fused_kernels is not None:
             return self.use_fused_kernels
-        return self.device.type == "cuda"
+        return self.device.type == "cuda" or self.vocab_size >= FUSED_VOCAB_ON_CPU
 
     def replays_routes(self) -> bool:
         return self.router_replay != "disabled"

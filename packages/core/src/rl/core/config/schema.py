@@ -55,6 +55,13 @@ def _check(condition: bool, key: str, value: object, allowed: str) -> None:
 FREQUENCY = off_or_at_least_one((-1, 0))
 
 
+# actor.use_fused_kernels=null on CPU: the fused log-prob path from this vocabulary size on.
+# At 152K tokens the plain path's [response tokens, vocab] logits and their softmax copies
+# were ~2 GB of a Qwen2.5-shaped step's peak (rl.bench grpo-step); for a toy vocabulary
+# they cost nothing and the plain path is the faster one.
+FUSED_VOCAB_ON_CPU = 16384
+
+
 @dataclass(frozen=True)
 class TinyModelConfig:
     """A small Qwen2-architecture model built from a config with random weights."""
@@ -260,7 +267,8 @@ class ActorConfig(HasBackendSections):
     # algorithm.rollout_correction (rollout_is: token, rollout_is_threshold: tis_cap)
     tis_cap: float | None = None
     # rl.kernels.fused_logprob_entropy for every log-prob pass (old, reference, training);
-    # null = auto: on GPU (there it saves the [tokens, vocab] logits), not on CPU
+    # null = auto: on GPU, and on CPU for a vocabulary of 16384 tokens or more (it saves the
+    # [tokens, vocab] logits); the plain path for a toy vocabulary on CPU
     use_fused_kernels: bool | None = None
     # the old policy's log-probs: auto = from the update's own first forward when that is
     # provably the same policy (one epoch of one mini-batch, nothing needing them before

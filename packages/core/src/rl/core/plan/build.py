@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rl.core.config import Config
+from rl.core.config.schema import FUSED_VOCAB_ON_CPU
 from rl.core.plan.batches import (
     RolloutBatches,
     TrainBatches,
@@ -202,11 +203,13 @@ def _offload_policy(config: Config, role: str) -> bool:
     return bool(getattr(_backend(config, role, "fsdp_config"), "offload_policy", False))
 
 
-def _fused(config: Config) -> bool:
+def _fused(config: Config, vocab: int) -> bool:
     if config.actor.strategy == "megatron":
         return True
     fused = config.actor.use_fused_kernels
-    return fused if fused is not None else config.trainer.device == "cuda"
+    if fused is not None:
+        return fused
+    return config.trainer.device == "cuda" or vocab >= FUSED_VOCAB_ON_CPU
 
 
 def _train_memory(
@@ -227,7 +230,9 @@ def _train_memory(
     logits = 0
     if role == "actor":
         response = -(-batches.micro_response_tokens // split)
-        logits = logits_bytes(layer.vocab, response, fused=_fused(config), training=True)
+        logits = logits_bytes(
+            layer.vocab, response, fused=_fused(config, layer.vocab), training=True
+        )
     off_params, off_optim = _offloads(config, role)
     sharded = weights - b * sharding.gathered  # the gathered layers are freed after use
     if config.trainer.device == "cpu":  # offloading to CPU frees nothing there
@@ -249,7 +254,9 @@ def _ref_memory(config: Config, plan: Plan, layer: Layer, params: ParameterCount
         tokens, response = rows * seq, rows * data.max_response_length
     split = _sequence_split(config, "actor")
     acts = forward_only_bytes(layer, -(-tokens // split), b)
-    logits = logits_bytes(layer.vocab, -(-response // split), fused=_fused(config), training=False)
+    logits = logits_bytes(
+        layer.vocab, -(-response // split), fused=_fused(config, layer.vocab), training=False
+    )
     off_params, _ = _offloads(config, "ref")
     sharded = weights - b * sharding.gathered
     resident = 0 if off_params and config.trainer.device == "cuda" else sharded

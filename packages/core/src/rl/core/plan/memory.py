@@ -27,7 +27,8 @@ micro-batch on the device; L layers, h hidden, i intermediate, kv = kv_heads × 
     logits       the log-prob pass's [response tokens, vocab] in fp32, its log-softmax and
                  (training) its gradient: 12 bytes per entry training, 8 forward-only; 0 on
                  the fused kernel path (rl.kernels' fused log-prob never builds them:
-                 actor.use_fused_kernels, on by default on GPU, always in megatron)
+                 actor.use_fused_kernels, on by default on GPU and on CPU from a 16K
+                 vocabulary, always in megatron)
     rollout      weights b × P ÷ TP plus the KV cache of the tokens in flight:
                  2 × L × kv ÷ TP × b × tokens (vLLM / SGLang preallocate instead:
                  gpu_memory_utilization × the device; on CPU VLLM_CPU_KVCACHE_SPACE GiB,
