@@ -3,6 +3,7 @@ sampled in the background, attributed to the trainer's phases (`TreeSampler`).""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import sys
@@ -27,10 +28,8 @@ def tree_rss_bytes(pid: int) -> int:
         return 0
     total = 0
     for process in processes:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):  # ended since the listing
             total += process.memory_info().rss
-        except psutil.NoSuchProcess:  # ended between the listing and the reading
-            pass
     return total
 
 
