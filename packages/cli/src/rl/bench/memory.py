@@ -38,7 +38,8 @@ class TreeSampler:
 
     `peak_mib` is the largest sum seen; `phase_peak_mib[name]` the largest seen while
     `phase()` returned `name` (None, between phases, is not recorded). Use as a context
-    manager; one last sample is taken on exit.
+    manager; one last sample is taken on exit. `enabled=False`: a context that samples
+    nothing (peaks stay 0).
     """
 
     def __init__(
@@ -46,7 +47,9 @@ class TreeSampler:
         phase: Callable[[], str | None] = lambda: None,
         interval_s: float = 0.05,
         pid: int | None = None,
+        enabled: bool = True,
     ) -> None:
+        self.enabled = enabled
         self.phase = phase
         self.interval_s = interval_s
         self.pid = os.getpid() if pid is None else pid
@@ -69,11 +72,14 @@ class TreeSampler:
             self.sample()
 
     def __enter__(self) -> TreeSampler:
-        self.sample()
-        self._thread.start()
+        if self.enabled:
+            self.sample()
+            self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if not self.enabled:
+            return
         self._stop.set()
         self._thread.join()
         self.sample()
