@@ -33,6 +33,12 @@ class ShapeContext:
         return statistics.fmean(self.prompt_lengths)
 
 
+def tree_peak(result: w.RunResult) -> float:
+    """The process tree's peak: the sampled sum, or the main process's own exact peak
+    (ru_maxrss) where a spike between two samples went above it."""
+    return max(result.tree_peak_rss_mib, result.peak_rss_mib)
+
+
 def label(result: w.RunResult) -> str:
     if result.side == "trl":
         return "TRL"
@@ -105,11 +111,11 @@ def report(
         runs = [r for r in results if r.variant == variant]
         trl = [r for r in runs if r.side == "trl"]
         trl_step = statistics.median(s for r in trl for s in r.step_s[warmup:]) if trl else None
-        trl_rss = statistics.median(r.tree_peak_rss_mib for r in trl) if trl else None
+        trl_rss = statistics.median(tree_peak(r) for r in trl) if trl else None
         for name in dict.fromkeys(label(r) for r in runs):
             mine = [r for r in runs if label(r) == name]
             step = statistics.median(s for r in mine for s in r.step_s[warmup:])
-            rss = statistics.median(r.tree_peak_rss_mib for r in mine)
+            rss = statistics.median(tree_peak(r) for r in mine)
             lengths = [x for r in mine for x in r.response_len[warmup:]]
             response = statistics.fmean(lengths) if lengths else 0.0
             counts = phase_flops(ctx, mine[0], response)
