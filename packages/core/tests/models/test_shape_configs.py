@@ -4,7 +4,7 @@ import pytest
 
 from rl.core.models.shapes import SHAPES, model_shape, scaled_heads, shape_config
 
-# The released config.json figures (Qwen2.5-0.5B-Instruct, Qwen3-0.6B, Llama-3.2-1B-Instruct).
+# The released config.json figures (Qwen2.5-0.5B-Instruct, Qwen2.5-1.5B-Instruct, Qwen3-0.6B, Llama-3.2-1B-Instruct).
 RELEASED = {
     "qwen2.5-0.5b": {
         "architectures": ["Qwen2ForCausalLM"],
@@ -20,6 +20,23 @@ RELEASED = {
         "rms_norm_eps": 1e-6,
         "bos_token_id": 151643,
         "eos_token_id": 151645,
+        "use_sliding_window": False,
+    },
+    "qwen2.5-1.5b": {
+        "architectures": ["Qwen2ForCausalLM"],
+        "model_type": "qwen2",
+        "hidden_size": 1536,
+        "intermediate_size": 8960,
+        "num_attention_heads": 12,
+        "num_key_value_heads": 2,
+        "vocab_size": 151936,
+        "tie_word_embeddings": True,
+        "rope_theta": 1000000.0,
+        "max_position_embeddings": 32768,
+        "rms_norm_eps": 1e-6,
+        "bos_token_id": 151643,
+        "eos_token_id": 151645,
+        "max_window_layers": 21,
         "use_sliding_window": False,
     },
     "qwen3-0.6b": {

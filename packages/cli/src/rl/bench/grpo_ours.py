@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from rl.bench import workload as w
-from rl.bench.memory import peak_rss_mib
+from rl.bench.memory import TreeSampler, peak_rss_mib
+from rl.bench.shape_workload import ShapeRun, our_overrides
 
 
 def overrides(variant: str, steps: int, output_dir: Path) -> list[str]:
@@ -45,16 +47,36 @@ def overrides(variant: str, steps: int, output_dir: Path) -> list[str]:
     return keys
 
 
-def run(variant: str, steps: int, extra: list[str] | None = None) -> w.RunResult:
+def config(
+    variant: str,
+    steps: int,
+    output_dir: Path,
+    extra: list[str] | None = None,
+    shape: ShapeRun | None = None,
+) -> Any:
+    """The run's config: the tiny workload's keys, then the real shape's, then `extra`."""
     from rl.core.config import load_config
     from rl.core.demo import DEMO_CONFIG
+
+    keys = overrides(variant, steps, output_dir)
+    if shape is not None:
+        keys += our_overrides(shape)
+    return load_config(DEMO_CONFIG, [*keys, *(extra or [])])
+
+
+def run(
+    variant: str, steps: int, extra: list[str] | None = None, shape: ShapeRun | None = None
+) -> w.RunResult:
     from rl.core.trainer.loop import run_training
+    from rl.core.trainer.timers import current_phase
 
     with tempfile.TemporaryDirectory(prefix="rl-bench-") as folder:
         output_dir = Path(folder)
-        run_training(
-            load_config(DEMO_CONFIG, [*overrides(variant, steps, output_dir), *(extra or [])])
-        )
+        # the tiny workload keeps its timings free of a sampler thread (nothing to add:
+        # no child processes there); ru_maxrss is its peak
+        sampler = TreeSampler(current_phase, enabled=shape is not None)
+        with sampler:
+            run_training(config(variant, steps, output_dir, extra, shape))
         lines = (output_dir / "metrics.jsonl").read_text().splitlines()
     rows = [row for row in map(json.loads, lines) if "timing/step" in row]
     phases: dict[str, list[float]] = {}
@@ -69,4 +91,9 @@ def run(variant: str, steps: int, extra: list[str] | None = None) -> w.RunResult
         phases,
         peak_rss_mib(),
         rows[0].get("actor/kl_loss") if variant == "kl" else None,
+        engine=shape.engine if shape else "hf",
+        fused=shape.fused if shape else "auto",
+        tree_peak_rss_mib=sampler.peak_mib,
+        phase_peak_rss_mib=sampler.phase_peak_mib,
+        response_len=[row.get("response/length_mean", 0.0) for row in rows],
     )

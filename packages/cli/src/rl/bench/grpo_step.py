@@ -7,10 +7,20 @@ left out. The report gives, per variant, the median step time of each side and t
 ours / TRL, the median peak RSS, our phase split (median seconds per phase, share of our
 median step), and the KL loss of each side's first step (a reference equal to the actor:
 exactly 0 expected).
+
+`--shape NAME --layers N` runs the real-shape workload instead (`rl.bench.shape_workload`:
+a released model's shape and tokenizer, chat-templated GSM8K prompts, 32 response tokens),
+both sides on one folder built once per benchmark run; our side once per `--engines` entry
+(hf, vllm) and per `--fused` setting (auto, on, off: actor.use_fused_kernels). There each
+run's peak is the process tree's (children included, sampled every 50 ms), ours also per
+phase; the report adds the prompt token ids' check between the sides, this machine's fp32
+matmul GFLOPS measured in the run, and each phase's model-FLOP utilisation
+(`rl.bench.flops`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.util
 import json
@@ -18,9 +28,12 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
+from rl.bench import shape_workload as sw
 from rl.bench import workload as w
 from rl.core.machine import cpu_model
 from rl.kernels.bench.harness import package_versions
@@ -28,11 +41,19 @@ from rl.kernels.bench.harness import package_versions
 RESULT_TAG = "RL_BENCH_RESULT "
 
 
-def run_child(side: str, variant: str, steps: int, threads: int, extra: list[str]) -> w.RunResult:
+def run_child(
+    side: str,
+    variant: str,
+    steps: int,
+    threads: int,
+    extra: list[str],
+    shape: sw.ShapeRun | None = None,
+) -> w.RunResult:
     """One run in a fresh process (`--child`), its result parsed from its last tagged line."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "TOKENIZERS_PARALLELISM": "false"}
     command = [sys.executable, "-m", "rl.bench", "grpo-step", "--child", f"{side}:{variant}"]
-    command += ["--steps", str(steps), "--threads", str(threads), *extra]
+    command += ["--steps", str(steps), "--threads", str(threads)]
+    command += [*(shape.args() if shape else []), *extra]
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     tagged = [line for line in done.stdout.splitlines() if line.startswith(RESULT_TAG)]
     if done.returncode != 0 or not tagged:
@@ -40,7 +61,9 @@ def run_child(side: str, variant: str, steps: int, threads: int, extra: list[str
     return w.RunResult(**json.loads(tagged[-1].removeprefix(RESULT_TAG)))
 
 
-def child(side_variant: str, steps: int, threads: int, extra: list[str]) -> None:
+def child(
+    side_variant: str, steps: int, threads: int, extra: list[str], shape: sw.ShapeRun | None
+) -> None:
     import torch
 
     torch.set_num_threads(threads)
@@ -48,11 +71,11 @@ def child(side_variant: str, steps: int, threads: int, extra: list[str]) -> None
     if side == "ours":
         from rl.bench import grpo_ours
 
-        result = grpo_ours.run(variant, steps, extra)
+        result = grpo_ours.run(variant, steps, extra, shape)
     else:
         from rl.bench import grpo_trl
 
-        result = grpo_trl.run(variant, steps)
+        result = grpo_trl.run(variant, steps, shape)
     print(RESULT_TAG + json.dumps(dataclasses.asdict(result)), flush=True)
 
 
@@ -60,8 +83,8 @@ def trl_available() -> bool:
     return importlib.util.find_spec("trl") is not None
 
 
-def versions() -> str:
-    names = ("torch", "transformers", "trl", "accelerate", "rl-core", "rl-fsdp")
+def versions(extra: tuple[str, ...] = ()) -> str:
+    names = ("torch", "transformers", "trl", "accelerate", "rl-core", "rl-fsdp", *extra)
     return ", ".join(f"{name} {version}" for name, version in package_versions(names).items())
 
 
@@ -138,6 +161,50 @@ def round_ratios(results: list[w.RunResult], warmup: int) -> list[str]:
     return lines
 
 
+def shape_setup(args: Any, folder: Path, trl: bool) -> tuple[list[sw.ShapeRun], Any]:
+    """Build the folder and the rows once, check both sides' prompt ids, measure GFLOPS."""
+    from rl.bench import grpo_ours
+    from rl.bench.matmul_rate import matmul_gflops
+    from rl.bench.shape_report import ShapeContext
+
+    data = sw.prepare(folder, args.shape, args.layers, args.steps)
+    runs = [
+        sw.ShapeRun(args.shape, args.layers, folder, engine, fused)
+        for engine in args.engines
+        for fused in args.fused
+    ]
+    config = grpo_ours.config("plain", args.steps, folder / "check", args.overrides, runs[0])
+    ours = sw.our_prompt_ids(config)
+    check = "TRL not installed: its prompt ids not compared"
+    if trl:
+        theirs = sw.trl_prompt_ids(runs[0].model, data)
+        differ = [i for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b]
+        if differ:
+            raise SystemExit(
+                f"the sides' prompt token ids differ at rows {differ[:5]}: ours "
+                f"{ours[differ[0]][:40]}..., TRL's {theirs[differ[0]][:40]}..."
+            )
+        check = f"prompt token ids identical on both sides ({len(ours)} rows)"
+    model_config = json.loads((runs[0].model / "config.json").read_text())
+    actor = config.actor
+    shared = actor.use_prefix_grouper
+    if shared is None:
+        shared = actor.use_remove_padding and actor.ulysses_sequence_parallel_size == 1
+    context = ShapeContext(
+        args.shape,
+        args.layers,
+        model_config,
+        [len(ids) for ids in ours],
+        check,
+        shared_prompts=bool(shared),
+        recompute=config.model.gradient_checkpointing,
+    )
+    context.gflops.append(
+        matmul_gflops(model_config["hidden_size"], model_config["intermediate_size"], args.threads)
+    )
+    return runs, context
+
+
 def main(argv: list[str]) -> None:
     import argparse
 
@@ -149,19 +216,46 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, help="folder for grpo_step.jsonl and report.md")
     parser.add_argument("--no-trl", action="store_true", help="our side only")
+    parser.add_argument(
+        "--shape", choices=sw.SHAPES, help="a real model shape (default: the tiny workload)"
+    )
+    parser.add_argument("--layers", type=int, help="decoder layers of --shape (default 4)")
+    parser.add_argument(
+        "--engines", help="our rollout engines with --shape: hf, vllm or both (default hf)"
+    )
+    parser.add_argument(
+        "--fused",
+        help="our actor.use_fused_kernels with --shape: auto (the config's default: off on "
+        "CPU), on, off, or a list (on,off: both, to show the fused log-prob's saving)",
+    )
+    parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--engine", help=argparse.SUPPRESS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument(
         "overrides", nargs="*", help="extra `rl train` overrides for our side (key=value)"
     )
     args = parser.parse_args(argv)
     if args.child:
-        return child(args.child, args.steps, args.threads, args.overrides)
+        shape = None
+        if args.shape:
+            shape = sw.ShapeRun(args.shape, args.layers, args.workdir, args.engine, args.fused)
+        return child(args.child, args.steps, args.threads, args.overrides, shape)
     if args.steps <= args.warmup:
         parser.error(f"--steps ({args.steps}) must exceed --warmup ({args.warmup})")
     variants = [v for v in args.variants.split(",") if v]
     unknown = set(variants) - set(w.VARIANTS)
     if unknown:
         parser.error(f"unknown --variants {sorted(unknown)}; choose from {list(w.VARIANTS)}")
+    if args.shape is None:
+        given = [f"--{n}" for n in ("layers", "engines", "fused") if getattr(args, n) is not None]
+        if given:
+            parser.error(f"{', '.join(given)} apply to a real shape only: add --shape NAME")
+    else:
+        args.layers = 4 if args.layers is None else args.layers
+        if args.layers < 1:
+            parser.error(f"--layers must be at least 1, not {args.layers}")
+        args.engines = _choices(parser, "--engines", args.engines or "hf", sw.ENGINES)
+        args.fused = _choices(parser, "--fused", args.fused or "auto", ("auto", "on", "off"))
     sides = ["ours"]
     if not args.no_trl:
         if not trl_available():
@@ -172,20 +266,50 @@ def main(argv: list[str]) -> None:
             )
         else:
             sides.append("trl")
-    results = []
-    for round_ in range(args.rounds):
-        for variant in variants:
-            for side in sides if round_ % 2 == 0 else sides[::-1]:
-                result = run_child(side, variant, args.steps, args.threads, args.overrides)
-                print(
-                    f"round {round_} {variant:>5} {side:>4}: median step "
-                    f"{statistics.median(result.step_s[args.warmup :]):.4f} s, "
-                    f"peak RSS {result.peak_rss_mib:.0f} MiB",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                results.append(result)
-    text = report(results, args.warmup, " ".join(argv), args.threads)
+    with contextlib.ExitStack() as stack:
+        runs: list[sw.ShapeRun | None] = [None]
+        context = None
+        if args.shape:
+            if args.out is not None:
+                folder = args.out / f"{args.shape}-{args.layers}l"
+            else:
+                folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="rl-bench-")))
+            # the prompt-id check is cheap (tokenizers only): wherever TRL is importable
+            shape_runs, context = shape_setup(args, folder, trl_available())
+            runs = list(shape_runs)
+        slots = [("ours", run) for run in runs]
+        if "trl" in sides:
+            slots.append(("trl", runs[0]))
+        results = []
+        for round_ in range(args.rounds):
+            for variant in variants:
+                for side, run in slots if round_ % 2 == 0 else slots[::-1]:
+                    result = run_child(side, variant, args.steps, args.threads, args.overrides, run)
+                    peak = max(result.peak_rss_mib, result.tree_peak_rss_mib)
+                    print(
+                        f"round {round_} {variant:>5} {side:>4}"
+                        f"{f' {run.engine} {run.fused}' if run and side == 'ours' else ''}: "
+                        f"median step {statistics.median(result.step_s[args.warmup :]):.4f} s, "
+                        f"peak RSS {peak:.0f} MiB",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    results.append(result)
+        if context is not None:
+            from rl.bench.matmul_rate import matmul_gflops
+
+            config = context.model_config
+            context.gflops.append(
+                matmul_gflops(config["hidden_size"], config["intermediate_size"], args.threads)
+            )
+    if context is None:
+        text = report(results, args.warmup, " ".join(argv), args.threads)
+    else:
+        from rl.bench.shape_report import report as shape_report
+
+        text = shape_report(
+            results, args.warmup, " ".join(argv), args.threads, context, versions(("vllm",))
+        )
     print(text)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
@@ -193,3 +317,15 @@ def main(argv: list[str]) -> None:
             for result in results:
                 raw.write(json.dumps(dataclasses.asdict(result)) + "\n")
         (args.out / "report.md").write_text(text)
+        if context is not None:
+            (args.out / "workload.json").write_text(
+                json.dumps(dataclasses.asdict(context), indent=1) + "\n"
+            )
+
+
+def _choices(parser: Any, flag: str, value: str, known: tuple[str, ...]) -> list[str]:
+    chosen = [v for v in value.split(",") if v]
+    unknown = sorted(set(chosen) - set(known))
+    if unknown or not chosen:
+        parser.error(f"unknown {flag} {unknown}; choose from {list(known)}")
+    return list(dict.fromkeys(chosen))

@@ -5,6 +5,9 @@ that TRL builds its reference model from it as it would from a hub name), the sa
 tokenizer, prompts and reward. TRL counts `per_device_train_batch_size` in completions;
 one generation per optimizer step (`steps_per_generation` 1, `num_iterations` 1), so its
 old log-probs are the training forward's, as ours are on-policy.
+At a real shape (`--shape`) it trains the benchmark's folder on the GSM8K rows as
+conversational prompts (`rl.bench.shape_workload`), its generation from the trainer's own
+defaults (TRL sets top-p 1, top-k off and no repetition penalty itself).
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rl.bench import shape_workload as sw
 from rl.bench import workload as w
-from rl.bench.memory import peak_rss_mib
+from rl.bench.memory import TreeSampler, peak_rss_mib
 
 
 def _save_model(folder: Path) -> Any:
@@ -46,7 +50,7 @@ def _reward(completions: list[str], answer: list[str], **_: Any) -> list[float]:
     return [arithmetic(text, truth) for text, truth in zip(completions, answer, strict=True)]
 
 
-def run(variant: str, steps: int) -> w.RunResult:
+def run(variant: str, steps: int, shape: sw.ShapeRun | None = None) -> w.RunResult:
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
@@ -63,9 +67,21 @@ def run(variant: str, steps: int) -> w.RunResult:
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **_: Any) -> None:
             logged.append(dict(logs or {}))
 
-    with tempfile.TemporaryDirectory(prefix="rl-bench-trl-") as folder:
-        model_dir, out_dir = Path(folder) / "model", Path(folder) / "out"
-        tokenizer = _save_model(model_dir)
+    sampler = TreeSampler(enabled=shape is not None)  # the tiny workload: ru_maxrss only
+    with tempfile.TemporaryDirectory(prefix="rl-bench-trl-") as folder, sampler:
+        out_dir = Path(folder) / "out"
+        if shape is None:
+            model_dir = Path(folder) / "model"
+            tokenizer = _save_model(model_dir)
+            dataset, reward, completion_tokens = _dataset(steps), _reward, w.MAX_RESPONSE_TOKENS
+        else:
+            from datasets import Dataset
+            from transformers import AutoTokenizer
+
+            model_dir = shape.model
+            tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+            dataset = Dataset.from_list(sw.trl_dataset_rows(sw.rows(steps)))
+            reward, completion_tokens = sw.gsm8k_reward, sw.MAX_RESPONSE_TOKENS
         args = GRPOConfig(
             output_dir=str(out_dir),
             use_cpu=True,
@@ -73,7 +89,7 @@ def run(variant: str, steps: int) -> w.RunResult:
             gradient_checkpointing=False,
             per_device_train_batch_size=w.COMPLETIONS,
             num_generations=w.RESPONSES_PER_PROMPT,
-            max_completion_length=w.MAX_RESPONSE_TOKENS,
+            max_completion_length=completion_tokens,
             steps_per_generation=1,
             num_iterations=1,
             temperature=1.0,
@@ -92,12 +108,23 @@ def run(variant: str, steps: int) -> w.RunResult:
         )
         trainer = GRPOTrainer(
             model=str(model_dir),
-            reward_funcs=_reward,
+            reward_funcs=reward,
             args=args,
-            train_dataset=_dataset(steps),
+            train_dataset=dataset,
             processing_class=tokenizer,
             callbacks=[StepTimer()],
         )
         trainer.train()
     first_kl = next((row["kl"] for row in logged if "kl" in row), None)
-    return w.RunResult("trl", variant, times, {}, peak_rss_mib(), first_kl)
+    lengths = [row["completions/mean_length"] for row in logged if "completions/mean_length" in row]
+    return w.RunResult(
+        "trl",
+        variant,
+        times,
+        {},
+        peak_rss_mib(),
+        first_kl,
+        engine="hf",
+        tree_peak_rss_mib=sampler.peak_mib,
+        response_len=lengths,
+    )

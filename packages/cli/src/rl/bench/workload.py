@@ -7,7 +7,7 @@ model (a frozen copy of the actor)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 PROMPTS = 8
 RESPONSES_PER_PROMPT = 4
@@ -21,7 +21,13 @@ VARIANTS = ("plain", "kl")
 
 @dataclass
 class RunResult:
-    """One child run: per-step wall times (s), per-phase times (ours), peak RSS (MiB)."""
+    """One child run: per-step wall times (s), per-phase times (ours), peak RSS (MiB).
+
+    `tree_peak_rss_mib`: the peak of the process tree's summed RSS (children included),
+    sampled every 50 ms; `phase_peak_rss_mib`: the same peak while each of our phases ran;
+    `response_len`: each step's mean response length (tokens); `engine`: our rollout
+    engine; `fused`: our actor.use_fused_kernels setting (auto, on, off).
+    """
 
     side: str
     variant: str
@@ -29,3 +35,8 @@ class RunResult:
     phases: dict[str, list[float]]
     peak_rss_mib: float
     first_step_kl: float | None = None
+    engine: str = "hf"
+    fused: str = "auto"
+    tree_peak_rss_mib: float = 0.0
+    phase_peak_rss_mib: dict[str, float] = field(default_factory=dict)
+    response_len: list[float] = field(default_factory=list)

@@ -97,6 +97,46 @@ SHAPES: dict[str, ModelShape] = {
             }
         ),
     ),
+    "qwen2.5-1.5b": ModelShape(
+        name="qwen2.5-1.5b",
+        description="Qwen2.5-1.5B-Instruct: Qwen2ForCausalLM, 1536 hidden, 12/2 heads of 128, "
+        "tied embeddings, 151,936-row vocabulary, ChatML with a default system message",
+        tokenizer_family="qwen2.5",
+        architecture="Qwen2ForCausalLM",
+        model_type="qwen2",
+        hidden_size=1536,
+        intermediate_size=8960,
+        num_attention_heads=12,
+        num_key_value_heads=2,
+        head_dim=128,  # derived (1536 / 12); the released config.json does not list it
+        released_layers=28,
+        vocab_size=151936,
+        max_position_embeddings=32768,
+        config_extras=_frozen(
+            {
+                "bos_token_id": 151643,
+                "eos_token_id": 151645,
+                "rms_norm_eps": 1e-06,
+                "rope_theta": 1000000.0,
+                "sliding_window": 32768,
+                "use_sliding_window": False,
+                "max_window_layers": 21,
+                "transformers_version": "4.43.1",
+            }
+        ),
+        generation_config=_frozen(
+            {
+                "bos_token_id": 151643,
+                "pad_token_id": 151643,
+                "do_sample": True,
+                "eos_token_id": [151645, 151643],
+                "repetition_penalty": 1.1,
+                "temperature": 0.7,
+                "top_p": 0.8,
+                "top_k": 20,
+            }
+        ),
+    ),
     "qwen3-0.6b": ModelShape(
         name="qwen3-0.6b",
         description="Qwen3-0.6B: Qwen3ForCausalLM, 1024 hidden, 16/8 heads of 128, q/k norm, "
