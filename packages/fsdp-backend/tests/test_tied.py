@@ -224,3 +224,23 @@ def test_two_gloo_ranks_keep_the_tie_through_steps_checkpoints_and_hf_export(
     assert (loaded.lm_head.weight is loaded.model.embed_tokens.weight) is tie
     for name, tensor in loaded.state_dict().items():
         assert torch.equal(tensor, first["resumed"][1][name if name in expected else EMBED])
+
+
+def test_at_a_real_vocabulary_the_lookup_gradient_is_sparse_and_the_step_the_same(monkeypatch):
+    """From 16,384 tokens the tied lookup sends its gradient as rows (no dense [V, H]
+    gradient of its own; `sparse_embedding_gradient`), added into the head's dense one:
+    the tensor's gradient stays dense and the step equals a plain-torch one."""
+    monkeypatch.setitem(ranks.SHAPE, "vocab_size", 20000)
+    engine = ranks.make_engine("qwen2", 0, {})
+    model = engine.model
+    assert model.model.embed_tokens.sparse and engine._fused()
+    batch = ranks.make_batch()
+    engine.train_step(batch, ranks.nll)
+    grad = model.model.embed_tokens.weight.grad
+    assert grad is not None and not grad.is_sparse and grad.shape == (20000, 64)
+    reference = ranks.tied_model("qwen2")
+    assert not reference.model.embed_tokens.sparse
+    exported = dict(engine.export_weights())
+    close(exported, plain_step(reference, batch), exported)
+    monkeypatch.setitem(ranks.SHAPE, "vocab_size", 96)
+    assert not ranks.make_engine("qwen2", 0, {}).model.model.embed_tokens.sparse

@@ -32,6 +32,7 @@ from rl.core.weight_sync.ties import TieCheck, Ties
 from rl.core.workers.request_batcher import RequestBatcher
 from rl.rollout.hf_routes import row_routes
 from rl.rollout.hf_sampling import sample
+from rl.rollout.narrow_linear import use_narrow_linears
 
 
 def left_pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -58,6 +59,8 @@ class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens)
         free_cache_engine: bool = False,
     ) -> None:
         self.model = model.to(device).eval()
+        if self.model.device.type == "cpu":  # decode steps' few rows: weight @ x^T on CPU
+            use_narrow_linears(self.model)
         self.free_cache_engine, self._asleep = free_cache_engine, False
         self.shared = False  # whether the weights are the trainer's own (`share_weights`)
         self._parameters: dict[str, torch.nn.Parameter] | None = None

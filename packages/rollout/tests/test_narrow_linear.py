@@ -1,0 +1,52 @@
+"""`narrow_linear`: a decode step's linear layers on CPU as weight @ x^T, equal to
+`F.linear` to float32 rounding, and only where it applies."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from rl.rollout.narrow_linear import BLOCK_ROWS, NARROW_ROWS, narrow_linear, use_narrow_linears
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("shape", [(32, 96), (4, 1, 96), (1, 96), (NARROW_ROWS, 96)])
+def test_equals_f_linear_in_float64_to_float32_rounding(shape, bias):
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(96, 2 * BLOCK_ROWS + 37, bias=bias)  # a partial last block
+    x = torch.randn(*shape)
+    with torch.inference_mode():
+        got = narrow_linear(layer, x)
+    want = F.linear(
+        x.double(), layer.weight.double(), None if layer.bias is None else layer.bias.double()
+    )
+    assert got.shape == want.shape and got.dtype == torch.float32 and got.is_contiguous()
+    assert torch.allclose(got.double(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_many_rows_and_autograd_keep_f_linear():
+    layer = torch.nn.Linear(16, 8)
+    many = torch.randn(NARROW_ROWS + 1, 16)
+    with torch.inference_mode():
+        assert torch.equal(narrow_linear(layer, many), F.linear(many, layer.weight, layer.bias))
+    few = torch.randn(2, 16, requires_grad=True)
+    out = narrow_linear(layer, few)  # grad mode: the autograd path, gradients flow
+    out.sum().backward()
+    assert torch.equal(out, F.linear(few, layer.weight, layer.bias)) and few.grad is not None
+
+
+def test_a_model_keeps_its_parameters_names_and_ties():
+    from rl.core.config import load_config
+    from rl.core.models import load_causal_lm, load_tokenizer
+
+    config = load_config()
+    tokenizer = load_tokenizer(config.model)
+    model = load_causal_lm(config.model, tokenizer, seed=0).eval()
+    before = {name: p for name, p in model.named_parameters(remove_duplicate=False)}
+    ids = torch.tensor([tokenizer("12+7=").input_ids] * 3)
+    with torch.inference_mode():
+        want = model(input_ids=ids).logits[:, -1]
+        assert use_narrow_linears(model) == sum(type(m) is torch.nn.Linear for m in model.modules())
+        full = model(input_ids=ids).logits[:, -1]  # 3 x 5 rows: the narrow path
+    after = {name: p for name, p in model.named_parameters(remove_duplicate=False)}
+    assert before.keys() == after.keys() and all(before[k] is after[k] for k in before)
+    assert torch.allclose(full, want, atol=1e-5)
