@@ -225,8 +225,9 @@ def main(argv: list[str]) -> None:
     )
     parser.add_argument(
         "--fused",
-        help="our actor.use_fused_kernels with --shape: auto (the config's default: off on "
-        "CPU), on, off, or a list (on,off: both, to show the fused log-prob's saving)",
+        help="our actor.use_fused_kernels with --shape: auto (the config's default: on for "
+        "these vocabularies), on, off, or a list (on,off: both, to show the fused log-prob's "
+        "saving)",
     )
     parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--engine", help=argparse.SUPPRESS)
