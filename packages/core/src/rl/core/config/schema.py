@@ -508,6 +508,10 @@ class TrainerConfig:
     # SIGTERM/SIGINT: finish the step and checkpoint within this many seconds, else
     # abandon the step (rl.core.trainer.stop)
     stop_grace_s: float = 300.0
+    # the dense peak of one device for model.dtype, in TFLOPS: `perf/mfu/actor` is the
+    # update's model FLOPs per second per device over it (rl.core.trainer.perf); null = the
+    # known GPUs' bf16/fp16 tensor-core peak on CUDA, none on CPU (`perf/tflops/actor` only)
+    device_peak_tflops: float | None = None
     logger: tuple[str, ...] = ("console", "jsonl")
     log_val_generations: int = 4
     progress_bar: bool = True
@@ -545,6 +549,7 @@ class TrainerConfig:
             log_val_generations=NON_NEGATIVE,
             worker_timeout_s=POSITIVE,
             stop_grace_s=POSITIVE,
+            device_peak_tflops=optional(POSITIVE),
             max_staleness=NON_NEGATIVE,
             sync_every=POSITIVE_INT,
             partial_rollout_chunk=POSITIVE_INT,

@@ -17,6 +17,7 @@ from rl.core.errors import TrainingError
 from rl.core.rng import prompt_seeds
 from rl.core.trainer import agentic, algorithm_setup, distillation
 from rl.core.trainer.old_logprobs import from_update
+from rl.core.trainer.perf import actor_perf_metrics
 from rl.core.trainer.rollout_batch import build_batch, scores_to_token_level
 from rl.core.trainer.scoring import score_rollouts, score_rows
 from rl.core.trainer.timers import PhaseTimer
@@ -138,6 +139,7 @@ def learn(
             metrics.update(ctx.critic.train_step(batch, algorithm_setup.critic_loss_fn(config)))
     with timer.phase("update_actor"):
         metrics.update(ctx.actor.train_step(batch, algorithm_setup.actor_loss_fn(config)))
+    metrics.update(actor_perf_metrics(config, batch, timer.seconds["update_actor"]))
     return metrics
 
 
