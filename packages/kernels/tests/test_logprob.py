@@ -158,3 +158,16 @@ def test_gpu_prefers_triton_and_cpu_the_cpp_epilogue(monkeypatch):
     monkeypatch.setenv("RL_KERNELS_IMPL", "cuda")
     with pytest.raises(RuntimeError, match="RL_KERNELS_IMPL=cuda but logprob has no usable cuda"):
         logprob_op.chosen_impl("cpu")
+
+
+def test_no_tokens_give_zero_gradients():
+    """No rows: the weight's gradient is zeros (its slices are written where they end up,
+    so none may be left unwritten)."""
+    weight = torch.randn(40, 8, requires_grad=True)
+    hidden = torch.randn(0, 8, requires_grad=True)
+    logprob, entropy = fused_logprob_entropy(
+        hidden, weight, torch.zeros(0, dtype=torch.long), vocab_chunk=16
+    )
+    (logprob.sum() + entropy.sum()).backward()
+    assert torch.equal(weight.grad, torch.zeros_like(weight))
+    assert hidden.grad.shape == (0, 8)
