@@ -181,6 +181,8 @@ def test_load_format_dummy_reads_no_weights_and_the_first_sync_fills_them(tmp_pa
             load_config(overrides=[*folder, "rollout.load_format=auto"]), tokenizer
         )
     engine = HFRolloutEngine.from_config(load_config(overrides=folder), tokenizer)
+    with pytest.raises(RuntimeError, match="rollout.load_format=auto"):
+        engine.generate([tokenizer("1+1=").input_ids], SamplingParams(max_new_tokens=2))
 
     def tied(model):
         return model.get_output_embeddings().weight is model.get_input_embeddings().weight

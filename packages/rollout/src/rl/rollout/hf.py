@@ -63,6 +63,8 @@ class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens)
             use_narrow_linears(self.model)
         self.free_cache_engine, self._asleep = free_cache_engine, False
         self.shared = False  # whether the weights are the trainer's own (`share_weights`)
+        # rollout.load_format=dummy: no weights until the first update_weights / share_weights
+        self.weights_pending = False
         self._parameters: dict[str, torch.nn.Parameter] | None = None
         self._ties = TieCheck(Ties.of(self.model))  # tie_word_embeddings: one tensor
         self.tokenizer, self.device = tokenizer, torch.device(device)
@@ -85,12 +87,22 @@ class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens)
             model = model.to(getattr(torch, config.rollout.dtype))
         if dummy:
             model = allocate_unread(model, config.trainer.device)
-        return cls(
+        engine = cls(
             model,
             tokenizer,
             device=config.trainer.device,
             free_cache_engine=config.rollout.free_cache_engine,
         )
+        engine.weights_pending = dummy
+        return engine
+
+    def _check_weights(self) -> None:
+        if self.weights_pending:
+            raise RuntimeError(
+                "the HF rollout engine has no weights yet: with rollout.load_format=dummy they "
+                "come from the trainer's first sync (update_weights / share_weights); set "
+                "rollout.load_format=auto to read them from model.path"
+            )
 
     def record_routes(self, on: bool) -> None:
         """Record the experts each token is routed to (routing replay R3); an MoE model only."""
@@ -101,6 +113,7 @@ class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens)
     @torch.inference_mode()  # no autograd bookkeeping at all: cheaper per op than no_grad
     def generate(self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams) -> Rollouts:
         """`sampling.n` responses per prompt, grouped: rows i*n .. i*n+n-1 belong to prompt i."""
+        self._check_weights()
         if sampling.seed is None:
             return self._generate(prompt_ids, sampling)
         with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
@@ -175,6 +188,7 @@ class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens)
     def score(self, token_ids: Sequence[int]) -> list[float]:
         """log p(token_ids[i] | token_ids[:i]) for i >= 1, at temperature 1 (the weight-sync
         probe's question: what these weights give now)."""
+        self._check_weights()
         ids = torch.tensor([list(token_ids)], device=self.device)
         logits = self.model(input_ids=ids, use_cache=False).logits[0, :-1].float()
         logprobs = torch.log_softmax(logits, -1).gather(-1, ids[0, 1:, None])[:, 0]
@@ -193,6 +207,7 @@ class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens)
             if name not in params:
                 raise KeyError(f"rollout model has no weight named {name!r}")
             params[name].copy_(tensor)
+        self.weights_pending = False
 
     @torch.no_grad()
     def share_weights(self, named_tensors: Sequence[tuple[str, torch.Tensor]]) -> bool:
@@ -226,6 +241,7 @@ class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens)
             if param.data_ptr() != offered[name].data_ptr():
                 param.data = offered[name]
         self.shared = True
+        self.weights_pending = False
         return True
 
     def _named_parameters(self) -> dict[str, torch.nn.Parameter]:
