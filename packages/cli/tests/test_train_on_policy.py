@@ -75,6 +75,7 @@ def build_worker(tiny_run, tmp_path, *overrides):
     config = load_config(DEMO_CONFIG, [*tiny_run, f"trainer.output_dir={tmp_path}", *overrides])
     worker = RoleWorker()
     worker.build(config, ["actor", "rollout"], total_steps=3)
+    worker.sync_weights(0)  # as the trainer does before anything is generated
     return worker
 
 
