@@ -63,6 +63,7 @@ def test_teacher_logprobs_are_the_teacher_folder_s_on_the_student_samples(teache
     config = load_config(DEMO_CONFIG, [*TINY, f"trainer.output_dir={tmp_path}", *distill(teacher)])
     ctx = build_context(config, tmp_path)
     try:
+        ctx.sync_weights(0)  # as the trainer does before anything is generated
         items = [ctx.train_data[i] for i in range(4)]
         collected = score(ctx, generate(ctx, items, 0))
         batch = collected.batch

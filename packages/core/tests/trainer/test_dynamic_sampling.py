@@ -79,6 +79,7 @@ def test_collect_fills_the_batch_with_informative_groups_only(tmp_path):
     config = _config(tmp_path, "collect", *FILTER, "trainer.total_training_steps=1")
     ctx = build_context(config, tmp_path / "collect")
     try:
+        ctx.sync_weights(0)  # as the trainer does before anything is generated
         collected = collect(ctx, 0)
         metrics = collected.metrics
         drawn = int(metrics["train/num_gen_batches"])
@@ -102,11 +103,13 @@ def test_collect_fills_the_batch_with_informative_groups_only(tmp_path):
             config.algorithm, filter_groups=FilterGroupsConfig(True, "score", max_num_gen_batches=1)
         )
         ctx.config = replace(config, algorithm=capped)
+        ctx.sync_weights(1)  # step k generates with the weights of k updates
         with pytest.raises(TrainingError, match="max_num_gen_batches = 1"):
             collect(ctx, 1)
         ctx.config = replace(
             config, algorithm=replace(capped, filter_groups=FilterGroupsConfig(True, "acc"))
         )
+        ctx.sync_weights(2)
         with pytest.raises(TrainingError, match="filter_groups.metric = acc"):
             collect(ctx, 2)  # a plain-number reward under the naive manager records no acc
     finally:
