@@ -52,7 +52,7 @@ from rl.core.optim import make_lr_scheduler, resume_schedule
 from rl.core.sharded_io import load_sharded, save_sharded
 from rl.core.updates import TOKENS, mini_batch_updates
 from rl.core.updates import step_metrics as step_metrics_of
-from rl.core.weight_sync.ties import tied_aliases, with_aliases, without_aliases
+from rl.core.weight_sync.ties import retie, tied_aliases, with_aliases, without_aliases
 from rl.core.workers.dispatch import data_parallel_rows
 from rl.fsdp.config import FSDPConfig
 from rl.fsdp.distributed import ensure_process_group, fsdp_mesh
@@ -644,13 +644,6 @@ def sparse_embedding_gradient(model: torch.nn.Module, vocab_size: int) -> bool:
         return False
     embedding.sparse = True
     return True
-
-
-def retie(model: torch.nn.Module, aliases: dict[str, str]) -> None:
-    """Make each alias name the same parameter as its first name again (`tied_aliases`)."""
-    for alias, name in aliases.items():
-        owner, _, leaf = alias.rpartition(".")
-        setattr(model.get_submodule(owner), leaf, model.get_parameter(name))
 
 
 def adamw_implementation(

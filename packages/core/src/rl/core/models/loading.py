@@ -221,15 +221,12 @@ def allocate_unread(model: torch.nn.Module, device: str | torch.device) -> torch
     first weight sync fills (`rollout.load_format=dummy`) costs no copy of them read from
     disk, and on CPU no resident memory until they are written (or replaced by the
     trainer's own tensors). Tied parameters stay one; rotary frequencies are computed."""
-    first: dict[int, str] = {}
-    aliases: dict[str, str] = {}
-    for name, param in model.named_parameters(remove_duplicate=False):
-        aliases.update({name: first[id(param)]} if id(param) in first else {})
-        first.setdefault(id(param), name)
+    # imported here: weight_sync (its transports, buckets) is not needed to load a model
+    from rl.core.weight_sync.ties import retie, tied_aliases
+
+    aliases = tied_aliases(model)
     model = model.to_empty(device=device)
-    for alias, name in aliases.items():
-        owner, _, leaf = alias.rpartition(".")
-        setattr(model.get_submodule(owner), leaf, model.get_parameter(name))
+    retie(model, aliases)
     reset_rotary_buffers(model)
     return model
 

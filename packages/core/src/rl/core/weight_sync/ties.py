@@ -40,6 +40,14 @@ def tied_aliases(model: torch.nn.Module) -> dict[str, str]:
     return aliases
 
 
+def retie(model: torch.nn.Module, aliases: Mapping[str, str]) -> None:
+    """Make each alias name the same parameter as its first name again (`tied_aliases`):
+    `to_empty` on a plain module gives each name a tensor of its own."""
+    for alias, name in aliases.items():
+        owner, _, leaf = alias.rpartition(".")
+        setattr(model.get_submodule(owner), leaf, model.get_parameter(name))
+
+
 def without_aliases(
     named_tensors: Iterable[NamedTensor], aliases: Mapping[str, str]
 ) -> Iterator[NamedTensor]:
