@@ -27,7 +27,7 @@ from torch.distributed.checkpoint.state_dict import (
 from rl.core.batch import select, to_device
 from rl.core.checkpoint_io import load_state, save_state
 from rl.core.config import Config, OptimConfig
-from rl.core.config.schema import FUSED_VOCAB_ON_CPU
+from rl.core.config.schema import FUSED_VOCAB_ON_CPU, fused_log_probs
 from rl.core.engines import (
     ExportsHF,
     ExportsViews,
@@ -295,9 +295,7 @@ class FSDPTrainEngine(
         """One log-prob path for every pass (old, reference, training), whatever the grad
         mode: a frozen copy of the actor then gives exactly the training log-probs (zero
         KL), which two paths, equal only to rounding, do not."""
-        if self.use_fused_kernels is not None:
-            return self.use_fused_kernels
-        return self.device.type == "cuda" or self.vocab_size >= FUSED_VOCAB_ON_CPU
+        return fused_log_probs(self.use_fused_kernels, self.device.type, self.vocab_size)
 
     def replays_routes(self) -> bool:
         return self.router_replay != "disabled"

@@ -62,6 +62,15 @@ FREQUENCY = off_or_at_least_one((-1, 0))
 FUSED_VOCAB_ON_CPU = 16384
 
 
+def fused_log_probs(setting: bool | None, device_type: str, vocab_size: int) -> bool:
+    """Whether the log-prob passes take the fused path: `actor.use_fused_kernels`, or for
+    null, on GPU and at a vocabulary of `FUSED_VOCAB_ON_CPU` tokens or more (the engine's
+    choice and `rl plan`'s count of it)."""
+    if setting is not None:
+        return setting
+    return device_type == "cuda" or vocab_size >= FUSED_VOCAB_ON_CPU
+
+
 @dataclass(frozen=True)
 class TinyModelConfig:
     """A small Qwen2-architecture model built from a config with random weights."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rl.core.config import Config
-from rl.core.config.schema import FUSED_VOCAB_ON_CPU
+from rl.core.config.schema import fused_log_probs
 from rl.core.plan.batches import (
     RolloutBatches,
     TrainBatches,
@@ -206,10 +206,7 @@ def _offload_policy(config: Config, role: str) -> bool:
 def _fused(config: Config, vocab: int) -> bool:
     if config.actor.strategy == "megatron":
         return True
-    fused = config.actor.use_fused_kernels
-    if fused is not None:
-        return fused
-    return config.trainer.device == "cuda" or vocab >= FUSED_VOCAB_ON_CPU
+    return fused_log_probs(config.actor.use_fused_kernels, config.trainer.device, vocab)
 
 
 def _train_memory(
