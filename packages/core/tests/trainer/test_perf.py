@@ -62,14 +62,16 @@ def test_a_shared_prompt_is_counted_once():
 
 def test_mfu_against_the_configured_peak_and_none_on_cpu_without_one():
     config = load_config()  # the built-in tiny model on CPU
-    plain = actor_perf_metrics(config, batch(), 0.5)
+    plain = actor_perf_metrics(config, batch(), 0.5, True)
     assert set(plain) == {"perf/tflops/actor"} and plain["perf/tflops/actor"] > 0
     peaked = actor_perf_metrics(
-        load_config(overrides=["trainer.device_peak_tflops=0.001"]), batch(), 0.5
+        load_config(overrides=["trainer.device_peak_tflops=0.001"]), batch(), 0.5, True
     )
     assert peaked["perf/mfu/actor"] == pytest.approx(peaked["perf/tflops/actor"] / 0.001)
     assert peaked["perf/tflops/actor"] == plain["perf/tflops/actor"]
-    assert actor_perf_metrics(config, batch(), 0.25)["perf/tflops/actor"] == pytest.approx(
+    unshared = actor_perf_metrics(config, batch(), 0.5, False)  # the engine packed every row
+    assert unshared["perf/tflops/actor"] > plain["perf/tflops/actor"]
+    assert actor_perf_metrics(config, batch(), 0.25, True)["perf/tflops/actor"] == pytest.approx(
         2 * plain["perf/tflops/actor"]
     )
     with pytest.raises(Exception, match="device_peak_tflops"):

@@ -4,8 +4,9 @@ device, and their share of the device's peak (verl's `perf/mfu/actor`).
 The FLOPs are counted (`rl.core.plan.flops`) from the model's dims and the batch's real
 token counts: a forward and its backward (3 forwards; 4 with activation recomputation) per
 PPO epoch, over prompt + response rows with the LM head on the response positions only,
-each prompt counted once for the rows that share it when the engine packs shared prompts
-(the work it does; not the work a padded batch would do). The peak is
+each prompt counted once for the rows that share it when the engine says it shared them
+(`actor/prompt_tokens_shared` in its update's metrics): the work it did, not the work a
+padded batch would do. The peak is
 `trainer.device_peak_tflops`, else the dense bf16/fp16 tensor-core figure of a known GPU;
 on CPU there is none unless set (the bench measures this machine's matmul rate instead).
 """
@@ -13,11 +14,12 @@ on CPU there is none unless set (the bench measures this machine's matmul rate i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import replace
+from functools import lru_cache
 
 import torch
 
-from rl.core.config import Config
+from rl.core.config import Config, ModelConfig
 from rl.core.plan import flops
 from rl.core.plan.model_dims import ModelDims, model_dims
 
@@ -63,9 +65,11 @@ def update_flops(
     return (4 if recompute else 3) * epochs * total
 
 
-def _dims(config: Config) -> ModelDims | None:
+@lru_cache(maxsize=4)
+def _dims(model: ModelConfig) -> ModelDims | None:
+    """The model's dims, read once per model (not every step)."""
     try:
-        return model_dims(config)
+        return model_dims(replace(Config(), model=model))
     except Exception:  # a model without a readable config.json: no perf metrics
         return None
 
@@ -80,16 +84,15 @@ def actor_devices(config: Config) -> int:
 
 
 def actor_perf_metrics(
-    config: Config, batch: Mapping[str, torch.Tensor], seconds: float
+    config: Config, batch: Mapping[str, torch.Tensor], seconds: float, shared_prompts: bool
 ) -> dict[str, float]:
-    """`perf/tflops/actor` (and `perf/mfu/actor` where a peak is known) of one update."""
-    dims = _dims(config)
+    """`perf/tflops/actor` (and `perf/mfu/actor` where a peak is known) of one update;
+    `shared_prompts`: the engine packed each prompt once for its rows."""
+    dims = _dims(config.model)
     if dims is None or seconds <= 0:
         return {}
-    actor: Any = config.actor
-    shared = bool(actor.use_remove_padding) and actor.use_prefix_grouper is not False
-    shared = shared and actor.ulysses_sequence_parallel_size == 1
-    done = update_flops(dims, batch, shared, config.model.gradient_checkpointing, actor.ppo_epochs)
+    recompute, epochs = config.model.gradient_checkpointing, config.actor.ppo_epochs
+    done = update_flops(dims, batch, shared_prompts, recompute, epochs)
     tflops = done / seconds / actor_devices(config) / 1e12
     metrics = {"perf/tflops/actor": tflops}
     peak = device_peak_tflops(config)

@@ -138,8 +138,10 @@ def learn(
         with timer.phase("update_critic"):
             metrics.update(ctx.critic.train_step(batch, algorithm_setup.critic_loss_fn(config)))
     with timer.phase("update_actor"):
-        metrics.update(ctx.actor.train_step(batch, algorithm_setup.actor_loss_fn(config)))
-    metrics.update(actor_perf_metrics(config, batch, timer.seconds["update_actor"]))
+        update = ctx.actor.train_step(batch, algorithm_setup.actor_loss_fn(config))
+    metrics.update(update)
+    shared = "actor/prompt_tokens_shared" in update  # the engine packed prompts once
+    metrics.update(actor_perf_metrics(config, batch, timer.seconds["update_actor"], shared))
     return metrics
 
 
