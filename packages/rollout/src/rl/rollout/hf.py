@@ -57,6 +57,7 @@ class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens)
         device: str = "cpu",
         max_batch_size: int = 256,
         free_cache_engine: bool = False,
+        weights_pending: bool = False,
     ) -> None:
         self.model = model.to(device).eval()
         if self.model.device.type == "cpu":  # decode steps' few rows: weight @ x^T on CPU
@@ -64,7 +65,7 @@ class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens)
         self.free_cache_engine, self._asleep = free_cache_engine, False
         self.shared = False  # whether the weights are the trainer's own (`share_weights`)
         # rollout.load_format=dummy: no weights until the first update_weights / share_weights
-        self.weights_pending = False
+        self.weights_pending = weights_pending
         self._parameters: dict[str, torch.nn.Parameter] | None = None
         self._ties = TieCheck(Ties.of(self.model))  # tie_word_embeddings: one tensor
         self.tokenizer, self.device = tokenizer, torch.device(device)
@@ -87,14 +88,13 @@ class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens)
             model = model.to(getattr(torch, config.rollout.dtype))
         if dummy:
             model = allocate_unread(model, config.trainer.device)
-        engine = cls(
+        return cls(
             model,
             tokenizer,
             device=config.trainer.device,
             free_cache_engine=config.rollout.free_cache_engine,
+            weights_pending=dummy,
         )
-        engine.weights_pending = dummy
-        return engine
 
     def _check_weights(self) -> None:
         if self.weights_pending:

@@ -27,9 +27,8 @@ def narrow_linear(module: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
     """`module(x)`, as weight @ x^T when x has few rows, on CPU and without autograd."""
     rows = x.numel() // x.shape[-1] if x.shape[-1] else 0
     weight = module.weight
-    if not 0 < rows <= NARROW_ROWS or x.device.type != "cpu" or torch.is_grad_enabled():
-        return F.linear(x, weight, module.bias)
-    if x.dtype != weight.dtype:
+    narrow = 0 < rows <= NARROW_ROWS and x.device.type == "cpu" and x.dtype == weight.dtype
+    if not narrow or torch.is_grad_enabled():
         return F.linear(x, weight, module.bias)
     inputs = x.reshape(rows, x.shape[-1]).t().contiguous()
     out = torch.empty(weight.shape[0], rows, dtype=x.dtype)
