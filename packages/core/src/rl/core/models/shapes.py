@@ -56,6 +56,33 @@ def _frozen(mapping: dict[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(mapping)
 
 
+# What the released Qwen2.5 Instruct configs (0.5B, 1.5B) share beyond their sizes.
+QWEN2_5_EXTRAS = _frozen(
+    {
+        "bos_token_id": 151643,
+        "eos_token_id": 151645,
+        "rms_norm_eps": 1e-06,
+        "rope_theta": 1000000.0,
+        "sliding_window": 32768,
+        "use_sliding_window": False,
+        "max_window_layers": 21,
+        "transformers_version": "4.43.1",
+    }
+)
+QWEN2_5_GENERATION = _frozen(
+    {
+        "bos_token_id": 151643,
+        "pad_token_id": 151643,
+        "do_sample": True,
+        "eos_token_id": [151645, 151643],
+        "repetition_penalty": 1.1,
+        "temperature": 0.7,
+        "top_p": 0.8,
+        "top_k": 20,
+    }
+)
+
+
 SHAPES: dict[str, ModelShape] = {
     "qwen2.5-0.5b": ModelShape(
         name="qwen2.5-0.5b",
@@ -72,30 +99,8 @@ SHAPES: dict[str, ModelShape] = {
         released_layers=24,
         vocab_size=151936,
         max_position_embeddings=32768,
-        config_extras=_frozen(
-            {
-                "bos_token_id": 151643,
-                "eos_token_id": 151645,
-                "rms_norm_eps": 1e-06,
-                "rope_theta": 1000000.0,
-                "sliding_window": 32768,
-                "use_sliding_window": False,
-                "max_window_layers": 21,
-                "transformers_version": "4.43.1",
-            }
-        ),
-        generation_config=_frozen(
-            {
-                "bos_token_id": 151643,
-                "pad_token_id": 151643,
-                "do_sample": True,
-                "eos_token_id": [151645, 151643],
-                "repetition_penalty": 1.1,
-                "temperature": 0.7,
-                "top_p": 0.8,
-                "top_k": 20,
-            }
-        ),
+        config_extras=QWEN2_5_EXTRAS,
+        generation_config=QWEN2_5_GENERATION,
     ),
     "qwen2.5-1.5b": ModelShape(
         name="qwen2.5-1.5b",
@@ -112,30 +117,8 @@ SHAPES: dict[str, ModelShape] = {
         released_layers=28,
         vocab_size=151936,
         max_position_embeddings=32768,
-        config_extras=_frozen(
-            {
-                "bos_token_id": 151643,
-                "eos_token_id": 151645,
-                "rms_norm_eps": 1e-06,
-                "rope_theta": 1000000.0,
-                "sliding_window": 32768,
-                "use_sliding_window": False,
-                "max_window_layers": 21,
-                "transformers_version": "4.43.1",
-            }
-        ),
-        generation_config=_frozen(
-            {
-                "bos_token_id": 151643,
-                "pad_token_id": 151643,
-                "do_sample": True,
-                "eos_token_id": [151645, 151643],
-                "repetition_penalty": 1.1,
-                "temperature": 0.7,
-                "top_p": 0.8,
-                "top_k": 20,
-            }
-        ),
+        config_extras=QWEN2_5_EXTRAS,
+        generation_config=QWEN2_5_GENERATION,
     ),
     "qwen3-0.6b": ModelShape(
         name="qwen3-0.6b",
