@@ -60,6 +60,18 @@ class RunContext:
     def critic(self) -> TrainRole | None:
         return self.launched.critic
 
+    def close(self) -> None:
+        """End what the run started: the roles' workers, then the reward's scoring processes
+        (left to the interpreter's exit, CPython 3.11's hooks race the pool's manager thread
+        and can print a Bad-file-descriptor traceback after the run's own last words)."""
+        try:
+            if self.roles is not None:
+                self.roles.shutdown()
+        finally:
+            close = getattr(self.reward, "close", None)
+            if close is not None:
+                close()
+
     def sync_weights(self, version: int) -> dict[str, float]:
         """The actor's weights into the rollout engine(s) -> metrics; `version` is the
         number of updates they hold (the samples they generate record it)."""

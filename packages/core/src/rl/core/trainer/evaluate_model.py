@@ -95,7 +95,7 @@ def run_online_eval(
             ctx.sync_weights(0)
             items, scores, texts = generate_scored(ctx, sampling)
         finally:
-            ctx.launched.shutdown()
+            ctx.close()
     if generations is not None:
         with generations.open("w") as handle:
             for row, (score, text) in enumerate(zip(scores, texts, strict=True)):

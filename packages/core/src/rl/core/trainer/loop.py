@@ -158,7 +158,7 @@ def run_training(config: Config) -> dict[str, float]:
             with stop_on_signals(config.trainer.stop_grace_s) as stop:
                 return _train(ctx, resume, stop)
         finally:
-            ctx.launched.shutdown()
+            ctx.close()
 
 
 def resume_point(config: Config, output_dir: Path) -> ResumePoint | None:
@@ -287,11 +287,14 @@ def run_sft(config: Config) -> list[float]:
     with hold(output_dir):
         refuse_overwrite(output_dir, overwrite)  # an SFT run has no checkpoints to resume
         ctx = build_context(config, output_dir, with_rl_roles=False)
-        run_folder.clear(output_dir)  # what is left of an earlier run (checked above)
-        write_run_config(output_dir, config)
-        engine = build_sft_engine(config, ctx.tokenizer)
-        tracker = make_tracker(config, output_dir, config.sft.steps)
-        result = run_sft_steps(engine, ctx.train_data, ctx.tokenizer, config, log=tracker.log)
-        export_hf(ctx, engine)
-        tracker.close()
-        return result
+        try:
+            run_folder.clear(output_dir)  # what is left of an earlier run (checked above)
+            write_run_config(output_dir, config)
+            engine = build_sft_engine(config, ctx.tokenizer)
+            tracker = make_tracker(config, output_dir, config.sft.steps)
+            result = run_sft_steps(engine, ctx.train_data, ctx.tokenizer, config, log=tracker.log)
+            export_hf(ctx, engine)
+            tracker.close()
+            return result
+        finally:
+            ctx.close()
