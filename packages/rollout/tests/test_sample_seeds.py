@@ -8,7 +8,7 @@ from rl.core.config import load_config
 from rl.core.engines import SamplingParams
 from rl.core.models import load_tokenizer
 from rl.rollout.hf import HFRolloutEngine
-from rl.rollout.hf_sampling import RowDraws
+from rl.rollout.hf_sampling import RowDraws, inverse_cdf
 
 
 @pytest.fixture(scope="module")
@@ -67,3 +67,43 @@ def test_row_draws_sample_the_distribution():
     again = RowDraws(list(range(rows))).sample(probs.expand(rows, -1))
     assert torch.equal(tokens, again)
     assert RowDraws([7]).sample(probs[None]).item() == tokens[7].item()
+
+
+def _inverse_cdf_float64(probs, uniform):
+    """The definition, in one level: the float64 running sum over the whole vocabulary."""
+    cumulative = probs.double().cumsum(-1)
+    threshold = uniform * cumulative[:, -1]
+    token = torch.searchsorted(cumulative, threshold[:, None], right=True).squeeze(1)
+    return token.clamp_(max=probs.shape[-1] - 1)
+
+
+@pytest.mark.parametrize("vocab", [5, 1024, 3000, 151_936])
+def test_the_two_level_search_draws_the_one_level_tokens(vocab):
+    """Block totals, then a running sum inside one block (`inverse_cdf`), pick the token
+    the float64 running sum over the whole vocabulary picks, zero-probability tokens
+    (a top-k or top-p cut) included, never one of them. (The block totals are float32
+    sums: u within float32 rounding of 1 may pick the last token of non-zero probability
+    in another block's place, a difference of float32 rounding in the distribution.)"""
+    generator = torch.Generator().manual_seed(vocab)
+    for sharpness in (1.0, 4.0, 16.0):
+        logits = torch.randn(32, vocab, generator=generator) * sharpness
+        logits[::2, ::7] = -float("inf")
+        probs = torch.softmax(logits, -1)
+        uniform = torch.rand(32, generator=generator, dtype=torch.float64) * (1 - 1e-6)
+        uniform[0] = 0.0
+        tokens = inverse_cdf(probs, uniform)
+        assert torch.equal(tokens, _inverse_cdf_float64(probs, uniform))
+        assert (probs.gather(1, tokens[:, None]) > 0).all()
+        last = inverse_cdf(probs, torch.full((32,), 1.0 - 2**-53, dtype=torch.float64))
+        assert (probs.gather(1, last[:, None]) > 0).all()
+
+
+def test_where_the_levels_round_apart_a_token_of_the_block_is_taken():
+    """A threshold the block totals place in a block whose own running sum never passes
+    it (the two summation orders rounded apart): its last token of non-zero probability."""
+    probs = torch.tensor([[0.25, 0.25, 0.5, 0.0]])
+    # the whole total is 1: u just below 1 falls in the second block ([0.5, 0.0]) by the
+    # totals; inside it the running sum reaches 1.0 exactly, which passes any u < 1
+    assert inverse_cdf(probs, torch.tensor([1.0 - 2**-53]), block=2).item() == 2
+    # a threshold past every running sum (as rounding could make it) keeps to the block
+    assert inverse_cdf(probs, torch.tensor([1.0]), block=2).item() == 2
