@@ -169,7 +169,7 @@ class FSDPTrainEngine(
         output = model.get_output_embeddings() if role != "critic" else None
         self.vocab_size = 0 if output is None else int(output.weight.shape[0])
         if role == "actor" and self._plain and self.tied:
-            sparse_embedding_gradient(self.model, self.vocab_size)
+            tied_lookup_gradient(self.model, self.vocab_size)
         self.optim_config = optim
         self.optimizer: torch.optim.Optimizer | None = None
         self.lr_scheduler: torch.optim.lr_scheduler.LambdaLR | None = None
@@ -630,18 +630,14 @@ class FSDPTrainEngine(
                         state[key] = value.to(device, non_blocking=True)
 
 
-def sparse_embedding_gradient(model: torch.nn.Module, vocab_size: int) -> bool:
-    """A tied embedding's lookup sends its gradient as rows (sparse), added into the output
-    layer's dense one in place: the lookup's own dense [vocab, hidden] gradient (545 MB at
-    Qwen2.5's 151,936 x 896 in fp32) is never built. Only for plain (unsharded) parameters
-    and a real vocabulary (from `FUSED_VOCAB_ON_CPU` tokens); returns whether it applies.
-    The output layer's gradient comes first in backward, so the sum stays dense (AdamW
-    takes no sparse gradient); the values are the same, summed in another order."""
-    embedding = model.get_input_embeddings()
-    if vocab_size < FUSED_VOCAB_ON_CPU or not isinstance(embedding, torch.nn.Embedding):
-        return False
-    embedding.sparse = True
-    return True
+def tied_lookup_gradient(model: torch.nn.Module, vocab_size: int) -> bool:
+    """At a real vocabulary (from `FUSED_VOCAB_ON_CPU` tokens) a tied embedding's lookup
+    adds its gradient rows into the shared weight's `.grad` in place
+    (`rl.fsdp.tied_lookup`): no second or third [vocab, hidden] tensor in backward. Only
+    for plain (unsharded) parameters; returns whether it applies."""
+    from rl.fsdp.tied_lookup import rows_into_gradient
+
+    return vocab_size >= FUSED_VOCAB_ON_CPU and rows_into_gradient(model)
 
 
 def adamw_implementation(

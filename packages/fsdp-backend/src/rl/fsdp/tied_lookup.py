@@ -1,0 +1,68 @@
+"""A tied embedding's lookup at a real vocabulary: its gradient rows go straight into the
+shared weight's `.grad`, in place.
+
+The weight [V, H] is used twice, by the lookup at the bottom of the model and by the LM
+head at the top. Left to autograd, the two gradients meet in the leaf's input buffer:
+a dense lookup gradient is a second [V, H] tensor (545 MB at Qwen2.5's 151,936 x 896 in
+fp32), and a sparse one (`nn.Embedding(sparse=True)`) is added to the head's dense one
+out of place, a third [V, H] tensor at the backward's peak. Here the lookup's backward adds
+its rows (`index_add_`) into `weight.grad`, which holds the head's gradient by then (the
+head's backward runs first, and autograd accumulates a leaf's gradient as soon as it is
+ready); the sum is the same in either order. Only for plain (unsharded) parameters, which
+are the only ones autograd accumulates into `.grad` directly.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+
+class _RowsIntoGrad(torch.autograd.Function):
+    @staticmethod
+    def forward(
+        ctx: Any, ids: torch.Tensor, weight: torch.Tensor, padding_idx: int | None
+    ) -> torch.Tensor:
+        ctx.save_for_backward(ids)
+        ctx.weight, ctx.padding_idx = weight, padding_idx
+        return F.embedding(ids, weight, padding_idx)
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[None, None, None]:
+        (ids,) = ctx.saved_tensors
+        weight, flat = ctx.weight, ids.reshape(-1)
+        rows = grad_out.reshape(-1, grad_out.shape[-1]).to(weight.dtype)
+        if ctx.padding_idx is not None:  # the padding row gets no gradient (as F.embedding)
+            rows = rows.masked_fill((flat == ctx.padding_idx)[:, None], 0.0)
+        if weight.grad is None:  # the head's gradient comes later (or never): start at zero
+            weight.grad = torch.zeros_like(weight)
+        weight.grad.index_add_(0, flat, rows)
+        return None, None, None
+
+
+def _lookup(embedding: torch.nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
+    weight = embedding.weight
+    if not (torch.is_grad_enabled() and weight.requires_grad):
+        return F.embedding(ids, weight, embedding.padding_idx)
+    return _RowsIntoGrad.apply(ids, weight, embedding.padding_idx)
+
+
+def rows_into_gradient(model: torch.nn.Module) -> bool:
+    """Make `model`'s input embedding add its gradient rows into its weight's `.grad` in
+    place; False (nothing changed) where it cannot: not an `nn.Embedding`, or one with
+    max_norm, frequency scaling or sparse gradients of its own."""
+    embedding = model.get_input_embeddings()
+    if type(embedding) is not torch.nn.Embedding:
+        return False
+    if (
+        embedding.max_norm is not None
+        or embedding.scale_grad_by_freq
+        or embedding.sparse
+        or type(embedding.weight) is not torch.nn.Parameter
+    ):
+        return False
+    embedding.forward = functools.partial(_lookup, embedding)  # type: ignore[method-assign]
+    return True
