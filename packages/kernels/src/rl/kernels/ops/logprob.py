@@ -47,6 +47,8 @@ def default_chunks(device: torch.device) -> tuple[int, int]:
     if device.type == "cpu":
         return CPU_TOKEN_CHUNK, CPU_VOCAB_CHUNK
     return DEFAULT_TOKEN_CHUNK, DEFAULT_VOCAB_CHUNK
+
+
 # On GPU the fused Triton kernels come first: their logic is the only GPU code
 # exercised off-GPU (TRITON_INTERPRET=1 in the tests); the GPU benchmark may
 # reorder this once it has measured both designs.
