@@ -108,8 +108,18 @@ def assert_close_weights(a, b, name):
     diff = (a - b).abs()
     assert float(diff.mean()) <= 1e-3 * LR, (name, float(diff.mean()))
     beyond = int((diff > 1e-3 * LR).sum())
-    assert beyond <= max(2, 1e-3 * diff.numel()), (name, beyond, "too many differ")
+    if not name.endswith(NOISE_GRADIENTS):
+        assert beyond <= max(2, 1e-3 * diff.numel()), (name, beyond, "too many differ")
     assert float(diff.max()) <= 0.1 * LR, (name, float(diff.max()))
+
+
+# A key bias shifts every score of a query by the same amount, which softmax ignores: its
+# gradient is zero in exact arithmetic and rounding noise in fp32. How many of its 64
+# elements Adam moves apart depends on the summation order, so on the CPU: 3 on a 2-core
+# Intel Xeon (AVX-512), before and after the tile change of issue 36, at most 1 on the
+# AMD EPYC (AVX2) these bounds were measured on. Its mean and largest differences are
+# still checked.
+NOISE_GRADIENTS = ("self_attn.k_proj.bias",)
 
 
 @pytest.fixture(scope="module")
