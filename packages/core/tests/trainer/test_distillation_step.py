@@ -21,20 +21,6 @@ from rl.core.trainer.build import build_context
 from rl.core.trainer.step import _prepare, generate, score
 from rl.core.trainer.timers import PhaseTimer
 
-TINY = [
-    "data.builtin_train_size=16",
-    "data.builtin_val_size=4",
-    "data.train_batch_size=4",
-    "data.max_response_length=3",
-    "actor.ppo_mini_batch_size=4",
-    "rollout.n=2",
-    "trainer.total_training_steps=1",
-    "trainer.val_before_train=false",
-    "trainer.test_freq=-1",
-    "trainer.progress_bar=false",
-    "sft.steps=0",
-]
-
 
 def save_teacher(folder, seed=7, tokenizer=None):
     """A tiny Qwen2 of another shape and init than the student, with the char tokenizer."""
@@ -59,8 +45,12 @@ def distill(teacher, *overrides):
     ]
 
 
-def test_teacher_logprobs_are_the_teacher_folder_s_on_the_student_samples(teacher, tmp_path):
-    config = load_config(DEMO_CONFIG, [*TINY, f"trainer.output_dir={tmp_path}", *distill(teacher)])
+def test_teacher_logprobs_are_the_teacher_folder_s_on_the_student_samples(
+    teacher, tmp_path, one_tiny_step
+):
+    config = load_config(
+        DEMO_CONFIG, [*one_tiny_step, f"trainer.output_dir={tmp_path}", *distill(teacher)]
+    )
     ctx = build_context(config, tmp_path)
     try:
         ctx.sync_weights(0)  # as the trainer does before anything is generated
@@ -215,10 +205,10 @@ def permuted_char_tokenizer():
     )
 
 
-def test_a_teacher_with_another_vocabulary_is_refused(tmp_path):
+def test_a_teacher_with_another_vocabulary_is_refused(tmp_path, one_tiny_step):
     folder = save_teacher(tmp_path / "teacher", tokenizer=permuted_char_tokenizer())
     config = load_config(
-        DEMO_CONFIG, [*TINY, f"trainer.output_dir={tmp_path / 'out'}", *distill(folder)]
+        DEMO_CONFIG, [*one_tiny_step, f"trainer.output_dir={tmp_path / 'out'}", *distill(folder)]
     )
     with pytest.raises(ConfigError, match="distillation.teacher_model.model_path") as error:
         run_training(config)
@@ -226,24 +216,30 @@ def test_a_teacher_with_another_vocabulary_is_refused(tmp_path):
     assert "2 of the student's" in str(error.value)
 
 
-def _last_row(tmp_path, name, *overrides):
+def _last_row(tiny, tmp_path, name, *overrides):
     out = tmp_path / name
-    config = load_config(DEMO_CONFIG, [*TINY, f"trainer.output_dir={out}", *overrides])
+    config = load_config(DEMO_CONFIG, [*tiny, f"trainer.output_dir={out}", *overrides])
     run_training(config)
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     return rows[-1]
 
 
-def test_flipping_enabled_changes_the_run(teacher, tmp_path):
-    off = _last_row(tmp_path, "off", f"distillation.teacher_model.model_path={teacher}")
+def test_flipping_enabled_changes_the_run(teacher, tmp_path, one_tiny_step):
+    off = _last_row(
+        one_tiny_step, tmp_path, "off", f"distillation.teacher_model.model_path={teacher}"
+    )
     on = _last_row(
-        tmp_path, "on", *distill(teacher, "distillation.distillation_loss.use_task_rewards=false")
+        one_tiny_step,
+        tmp_path,
+        "on",
+        *distill(teacher, "distillation.distillation_loss.use_task_rewards=false"),
     )
     assert "distillation/reverse_kl" not in off
     assert on["reward/mean"] == pytest.approx(off["reward/mean"])  # same samples
     assert on["actor/loss"] != pytest.approx(off["actor/loss"], abs=1e-6)
     assert on["actor/loss"] == pytest.approx(on["actor/distillation_loss"], rel=1e-6)
     pure = _last_row(
+        one_tiny_step,
         tmp_path,
         "roll",
         *distill(

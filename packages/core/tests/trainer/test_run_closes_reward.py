@@ -14,28 +14,13 @@ from rl.core.demo import DEMO_CONFIG
 from rl.core.errors import RewardError
 from rl.core.trainer import run_training
 
-TINY = [
-    "data.builtin_train_size=16",
-    "data.builtin_val_size=4",
-    "data.train_batch_size=4",
-    "data.max_response_length=3",
-    "actor.ppo_mini_batch_size=4",
-    "rollout.n=2",
-    "trainer.total_training_steps=1",
-    "trainer.val_before_train=false",
-    "trainer.test_freq=-1",
-    "trainer.progress_bar=false",
-    "sft.steps=0",
-    "reward.num_workers=1",
-]
-
 
 def _reward_workers() -> list[multiprocessing.process.BaseProcess]:
     return [p for p in multiprocessing.active_children() if p.is_alive()]
 
 
 @pytest.mark.parametrize("body", ["return 1.0", "raise ValueError('boom')"])
-def test_the_run_ends_its_reward_workers(tmp_path, body):
+def test_the_run_ends_its_reward_workers(tmp_path, one_tiny_step, body):
     scorer = tmp_path / "scorer.py"
     scorer.write_text(
         "def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
@@ -44,7 +29,8 @@ def test_the_run_ends_its_reward_workers(tmp_path, body):
     config = load_config(
         DEMO_CONFIG,
         [
-            *TINY,
+            *one_tiny_step,
+            "reward.num_workers=1",
             f"reward.custom_reward_function.path={scorer}",
             f"trainer.output_dir={tmp_path / 'out'}",
         ],

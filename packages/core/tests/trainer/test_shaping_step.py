@@ -11,40 +11,25 @@ from rl.core.config import load_config
 from rl.core.demo import DEMO_CONFIG
 from rl.core.trainer import run_training
 
-TINY = [
-    "data.builtin_train_size=16",
-    "data.builtin_val_size=4",
-    "data.train_batch_size=4",
-    "data.max_response_length=3",
-    "actor.ppo_mini_batch_size=4",
-    "rollout.n=2",
-    "trainer.total_training_steps=1",
-    "trainer.val_before_train=false",
-    "trainer.test_freq=-1",
-    "trainer.progress_bar=false",
-    "sft.steps=0",
-]
-
-
 SCORER = """
 def compute_score(data_source, solution_str, ground_truth, extra_info=None):
     return 3.0 * len(solution_str) - 4.0  # spread scores, some beyond any clip bound
 """
 
 
-def _step(tmp_path, name, *overrides):
+def _step(tiny, tmp_path, name, *overrides):
     out = tmp_path / name
     scorer = tmp_path / "scorer.py"
     scorer.write_text(SCORER)
     reward = [f"reward.custom_reward_function.path={scorer}"]
-    config = load_config(DEMO_CONFIG, [*TINY, *reward, f"trainer.output_dir={out}", *overrides])
+    config = load_config(DEMO_CONFIG, [*tiny, *reward, f"trainer.output_dir={out}", *overrides])
     run_training(config)
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     return rows[-1]
 
 
-def test_flipping_each_shaping_key_changes_the_step(tmp_path):
-    base = _step(tmp_path, "base", "algorithm.adv_estimator=reinforce")
+def test_flipping_each_shaping_key_changes_the_step(one_tiny_step, tmp_path):
+    base = _step(one_tiny_step, tmp_path, "base", "algorithm.adv_estimator=reinforce")
     assert "algorithm/advantage_clip_frac" not in base
     runs = {
         "whiten": ("algorithm.whiten_advantages=true",),
@@ -53,7 +38,7 @@ def test_flipping_each_shaping_key_changes_the_step(tmp_path):
         "whiten_rewards": ("algorithm.whiten_rewards=true",),
     }
     for name, overrides in runs.items():
-        row = _step(tmp_path, name, "algorithm.adv_estimator=reinforce", *overrides)
+        row = _step(one_tiny_step, tmp_path, name, "algorithm.adv_estimator=reinforce", *overrides)
         changed = {
             key
             for key in ("advantages/mean", "advantages/max", "actor/pg_loss")
@@ -67,8 +52,8 @@ def test_flipping_each_shaping_key_changes_the_step(tmp_path):
             assert "algorithm/reward_clip_frac" in row
 
 
-def test_reinforce_does_not_train_as_grpo(tmp_path):
-    reinforce = _step(tmp_path, "reinforce", "algorithm.adv_estimator=reinforce")
-    grpo = _step(tmp_path, "grpo", "algorithm.adv_estimator=grpo")
+def test_reinforce_does_not_train_as_grpo(one_tiny_step, tmp_path):
+    reinforce = _step(one_tiny_step, tmp_path, "reinforce", "algorithm.adv_estimator=reinforce")
+    grpo = _step(one_tiny_step, tmp_path, "grpo", "algorithm.adv_estimator=grpo")
     assert reinforce["reward/mean"] == pytest.approx(grpo["reward/mean"])  # same rollouts
     assert reinforce["advantages/mean"] != pytest.approx(grpo["advantages/mean"], abs=1e-6)
