@@ -65,6 +65,7 @@ from rl.fsdp.routing_replay import (
     replay_session,
     routing_pass,
 )
+from rl.fsdp.tied_lookup import rows_into_gradient
 from rl.fsdp.ulysses import SequenceParallel, check_heads, sequence_parallel_group
 from rl.fsdp.ulysses import register as register_ulysses
 from rl.fsdp.wrap import shard_model
@@ -635,8 +636,6 @@ def tied_lookup_gradient(model: torch.nn.Module, vocab_size: int) -> bool:
     adds its gradient rows into the shared weight's `.grad` in place
     (`rl.fsdp.tied_lookup`): no second or third [vocab, hidden] tensor in backward. Only
     for plain (unsharded) parameters; returns whether it applies."""
-    from rl.fsdp.tied_lookup import rows_into_gradient
-
     return vocab_size >= FUSED_VOCAB_ON_CPU and rows_into_gradient(model)
 
 
