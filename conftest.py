@@ -27,6 +27,10 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).parent
+# the suite's time budget (durations per test and worker, files handed out longest first):
+# every option of it is off unless given, as `nox -s tests` gives them
+sys.path.insert(0, str(ROOT / "scripts"))
+pytest_plugins = ["suite_budget"]
 
 
 def threads_per_worker(environ: Mapping[str, str], cores: int) -> int | None:

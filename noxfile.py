@@ -25,6 +25,8 @@ PURE_PACKAGES = [p for p in PACKAGES if p != "kernels"]
 # files naming the gpu/multigpu mark), so a GPU box without vLLM, Ray or megatron-core
 # never imports the CPU stack's tests.
 GPU_MARKS = "gpu or multigpu"
+# every test's time in the last full CPU run on a 2-core machine (scripts/suite_budget.py)
+DURATIONS = "benchmarks/ci/durations.txt"
 
 nox.options.sessions = ["tests", "lint"]
 nox.options.reuse_existing_virtualenvs = True
@@ -41,10 +43,13 @@ def tests(session: nox.Session) -> None:
     environment it runs in as it is (the README's: install-dev.sh already ran there)."""
     if session.venv_backend != "none":
         session.run("bash", "scripts/install-dev.sh", external=True)
-    # Two pytest workers, one test file each at a time (module fixtures are built once):
-    # much of the suite waits on subprocesses, Ray and vLLM start-up, so on the 2-core CI
-    # machine this took the suite from ~72 to ~61 min. The slowest tests are listed at the end.
-    # Each worker and the processes it starts use cores // workers threads (conftest.py).
+    # Two pytest workers, one test file at a time (module fixtures are built once): much of
+    # the suite waits on subprocesses, Ray and vLLM start-up, so on the 2-core CI machine this
+    # took the suite from ~72 to ~61 min. Each worker and the processes it starts use
+    # cores // workers threads (conftest.py). Files are handed out longest first, as the
+    # committed durations of a full run measured them (scripts/suite_budget.py), so that no
+    # long file starts last; every test's time goes to .test-durations.txt and the slowest,
+    # the slowest files and each worker's finish are printed at the end (docs/testing.md).
     _pytest(
         session,
         "-m",
@@ -53,7 +58,10 @@ def tests(session: nox.Session) -> None:
         "2",
         "--dist",
         "loadfile",
-        "--durations=30",
+        "--no-loadscope-reorder",
+        f"--budget-order={DURATIONS}",
+        "--budget-durations=.test-durations.txt",
+        "--budget-report=25",
         "packages",
     )
 
