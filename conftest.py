@@ -5,6 +5,10 @@ installs it, fetched by scripts/fetch-upstream.sh (run by scripts/install-dev.sh
 read its config files as a verl user's run reads them, and load its reward functions as
 the oracle of rl's verl-compatible scorers. Nothing of verl is imported by rl itself.
 
+`warm_ranks(script, argvs, preload=...)`: the ranks of a multi-process scenario, forked from
+a server that imported torch, transformers (and megatron-core, ...) once per session
+(scripts/warm_ranks.py): a rank's 3-7 s of imports are paid once, not per rank and test.
+
 `model_folder(shape, **kwargs)`: a Hugging Face folder shaped like a released model
 (`rl.core.models.shapes`: "qwen2.5-0.5b", "qwen3-0.6b", "llama-3.2-1b"; full-size
 tokenizer, chat template, random weights), built once per distinct arguments per session.
@@ -30,7 +34,7 @@ ROOT = Path(__file__).parent
 # the suite's time budget (durations per test and worker, files handed out longest first):
 # every option of it is off unless given, as `nox -s tests` gives them
 sys.path.insert(0, str(ROOT / "scripts"))
-pytest_plugins = ["suite_budget"]
+pytest_plugins = ["suite_budget", "pytester"]  # pytester: the tools' own tests
 
 
 def threads_per_worker(environ: Mapping[str, str], cores: int) -> int | None:
@@ -119,6 +123,34 @@ def verl_quickstart():
 def verl_release():
     """`verl_release(version)` -> the folder that holds verl's package of that release."""
     return verl_release_path
+
+
+@pytest.fixture(scope="session")
+def warm_ranks():
+    """`warm_ranks(script, argvs, preload=(), timeout=600)`: run `python script *argv` for
+    every argv at once, forked from a warm server (one per script and preload, kept for the
+    session) with OMP_NUM_THREADS=1; fails naming each rank that did not exit 0, with the end
+    of its output; else returns every rank's output."""
+    from warm_ranks import WarmRanks
+
+    servers: dict[tuple[str, tuple[str, ...]], WarmRanks] = {}
+
+    def run(script, argvs, preload=(), timeout=600):
+        key = (str(script), tuple(preload))
+        if key not in servers:
+            servers[key] = WarmRanks(preload, scripts=[str(script)])
+        results = servers[key].run(script, argvs, timeout=timeout)
+        failed = [
+            f"rank {rank} failed ({code}):\n{output[-3000:]}"
+            for rank, (code, output) in enumerate(results)
+            if code != 0
+        ]
+        assert not failed, "\n".join(failed)
+        return [output for _, output in results]
+
+    yield run
+    for server in servers.values():
+        server.close()
 
 
 @pytest.fixture(scope="session")

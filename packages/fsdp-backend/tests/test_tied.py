@@ -9,9 +9,6 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -118,40 +115,28 @@ def test_fsdp2_at_one_rank_keeps_the_tie_as_the_plain_model_does(monkeypatch):
     close(ours, theirs, ours)
 
 
-def run_ranks(tmp_path: Path, world: int, **options) -> list[dict]:
+# what a rank imports beyond _tied_ranks.py's top, loaded once in the warm-ranks server
+PRELOAD = (
+    "transformers.models.auto.modeling_auto",
+    "transformers.models.qwen2.modeling_qwen2",
+    "transformers.models.qwen3.modeling_qwen3",
+    "transformers.models.llama.modeling_llama",
+    "rl.fsdp.engine",
+)
+
+
+def run_ranks(warm_ranks, tmp_path: Path, world: int, **options) -> list[dict]:
     out = tmp_path / f"ranks-{world}"
     out.mkdir()
-    port, env = str(free_port()), {**os.environ, "OMP_NUM_THREADS": "1"}
-    script = str(HERE / "_tied_ranks.py")
-    processes = [
-        subprocess.Popen(
-            [sys.executable, script, str(rank), str(world), port, str(out), json.dumps(options)],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for rank in range(world)
-    ]
-    outputs = []
-    try:
-        for process in processes:
-            outputs.append(process.communicate(timeout=600)[0])
-    finally:
-        for process in processes:
-            process.kill()
-    failed = [
-        f"rank {rank} failed:\n{output[-3000:]}"
-        for rank, (process, output) in enumerate(zip(processes, outputs, strict=True))
-        if process.returncode != 0
-    ]
-    assert not failed, "\n".join(failed)
+    port = str(free_port())
+    argvs = [[rank, world, port, out, json.dumps(options)] for rank in range(world)]
+    warm_ranks(HERE / "_tied_ranks.py", argvs, preload=PRELOAD)
     return [torch.load(out / f"{rank}.pt", weights_only=False) for rank in range(world)]
 
 
-def test_one_rank_resumes_bit_identically_and_writes_the_tensor_once(tmp_path):
+def test_one_rank_resumes_bit_identically_and_writes_the_tensor_once(tmp_path, warm_ranks):
     """The plain model's checkpoint (DCP, each tied parameter once) and HF folder."""
-    (result,) = run_ranks(tmp_path, 1, family="llama")
+    (result,) = run_ranks(warm_ranks, tmp_path, 1, family="llama")
     assert result["tied_at_start"] and result["tied_after_step"] and result["tied_after_resume"]
     assert HEAD not in result["stepped"]
     for name, tensor in result["stepped"].items():
@@ -190,13 +175,13 @@ def _dcp_keys(folder: Path) -> list[str]:
     ids=["qwen2", "qwen3-meta_init-fused", "llama-rope_scaling", "qwen2-untied-fused"],
 )
 def test_two_gloo_ranks_keep_the_tie_through_steps_checkpoints_and_hf_export(
-    tmp_path, family, options
+    tmp_path, warm_ranks, family, options
 ):
     """Also the fused log-prob path, which reads the output layer's weight itself: each
     rank's gradient of it comes from its own rows and must be averaged over the ranks as
     FSDP2 averages the others (it was each rank's own, for tied and untied heads alike)."""
     tie = options.get("tie", True)
-    first, second = run_ranks(tmp_path, 2, family=family, **options)
+    first, second = run_ranks(warm_ranks, tmp_path, 2, family=family, **options)
     one = ranks.make_engine(family, 0, {"fused": options.get("fused"), "tie": tie})
     assert first["model_params"] == first["optimizer_params"] == len(one._trained_parameters())
     batch = ranks.make_batch()

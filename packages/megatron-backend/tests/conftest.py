@@ -1,4 +1,6 @@
-"""Engine scenarios on 1, 2 or 4 CPU processes (gloo), each rank in its own interpreter.
+"""Engine scenarios on 1, 2 or 4 CPU processes (gloo), each rank in its own process
+(forked from a server that imported torch, transformers and megatron-core once: the root
+conftest's `warm_ranks`).
 
 megatron-core runs there in rl-megatron's CPU debug mode (`rl.megatron.cpu_mode`), which
 each engine built on the CPU installs in its own process, as in a run; the pytest
@@ -8,8 +10,6 @@ process never installs it.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,39 +23,37 @@ from rl.core.distributed import free_port
 RANKS = Path(__file__).parent / "_ranks.py"
 
 
-def _run(tmp_path: Path, scenario: str, world: int, layout: dict[str, Any]) -> list[Any]:
+# what a rank imports, loaded once in the warm-ranks server (beside _ranks.py's own imports)
+PRELOAD = (
+    "megatron.core",
+    "transformers.models.auto.modeling_auto",
+    "transformers.models.qwen2.modeling_qwen2",
+    "transformers.models.qwen3.modeling_qwen3",
+    "transformers.models.qwen3_moe.modeling_qwen3_moe",
+    "transformers.models.llama.modeling_llama",
+    "rl.megatron.engine",
+)
+
+
+def _run(
+    warm_ranks: Callable[..., list[str]],
+    tmp_path: Path,
+    scenario: str,
+    world: int,
+    layout: dict[str, Any],
+) -> list[Any]:
     out = tmp_path / f"{scenario}-{world}-{abs(hash(json.dumps(layout, sort_keys=True)))}"
     out.mkdir()
     port = str(free_port())
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    ranks = [
-        subprocess.Popen(
-            [sys.executable, RANKS, scenario, str(rank), str(world), port, out, json.dumps(layout)],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for rank in range(world)
-    ]
-    outputs = []
-    try:
-        for process in ranks:
-            outputs.append(process.communicate(timeout=600)[0])
-    finally:
-        for process in ranks:
-            process.kill()
-    failed = [
-        f"rank {rank} failed:\n{output[-3000:]}"
-        for rank, (process, output) in enumerate(zip(ranks, outputs, strict=True))
-        if process.returncode != 0
-    ]
-    assert not failed, "\n".join(failed)
+    argvs = [[scenario, rank, world, port, out, json.dumps(layout)] for rank in range(world)]
+    warm_ranks(RANKS, argvs, preload=PRELOAD)
     return [torch.load(out / f"{rank}.pt", weights_only=False) for rank in range(world)]
 
 
 @pytest.fixture(scope="module")
-def resume_runs(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., list[Any]]:
+def resume_runs(
+    tmp_path_factory: pytest.TempPathFactory, warm_ranks: Callable[..., list[str]]
+) -> Callable[..., list[Any]]:
     """`resume_runs(**layout)`: the 2-rank `resume` scenario at `layout`, run once per
     layout per test module (its checkpoint stays for the module's other tests to read)."""
     pytest.importorskip("megatron.core", reason="megatron-core is not installed")
@@ -64,7 +62,7 @@ def resume_runs(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., list[
     def run(**layout: Any) -> list[Any]:
         key = json.dumps(layout, sort_keys=True)
         if key not in done:
-            done[key] = _run(tmp_path_factory.mktemp("resume"), "resume", 2, layout)
+            done[key] = _run(warm_ranks, tmp_path_factory.mktemp("resume"), "resume", 2, layout)
         return done[key]
 
     return run
@@ -83,11 +81,11 @@ def rl_executable() -> str:
 
 
 @pytest.fixture
-def run_ranks(tmp_path: Path) -> Callable[..., list[Any]]:
+def run_ranks(tmp_path: Path, warm_ranks: Callable[..., list[str]]) -> Callable[..., list[Any]]:
     """`run_ranks(scenario, world, **layout)`: each rank's result of `_ranks.scenario_<name>`."""
     pytest.importorskip("megatron.core", reason="megatron-core is not installed")
 
     def run(scenario: str, world: int = 1, **layout: Any) -> list[Any]:
-        return _run(tmp_path, scenario, world, layout)
+        return _run(warm_ranks, tmp_path, scenario, world, layout)
 
     return run

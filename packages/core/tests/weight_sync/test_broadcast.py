@@ -1,8 +1,5 @@
 """Broadcast transport, for real: 2 processes on gloo, a tiny HF model on each side."""
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,33 +10,14 @@ from rl.core.distributed import free_port
 WORKER = Path(__file__).parent / "_broadcast_worker.py"
 
 
-def run_ranks(tmp_path: Path) -> None:
+def run_ranks(warm_ranks, tmp_path: Path) -> None:
     port = free_port()
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    ranks = [
-        subprocess.Popen(
-            [sys.executable, str(WORKER), str(rank), str(port), str(tmp_path)],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for rank in (0, 1)
-    ]
-    outputs = []
-    try:
-        for process in ranks:
-            outputs.append(process.communicate(timeout=180)[0])
-    finally:
-        for process in ranks:
-            process.kill()
-    for rank, (process, output) in enumerate(zip(ranks, outputs, strict=True)):
-        assert process.returncode == 0, f"rank {rank} failed:\n{output[-3000:]}"
+    warm_ranks(WORKER, [[rank, port, tmp_path] for rank in (0, 1)], timeout=180)
 
 
-@pytest.mark.slow  # two processes each import transformers: ~20-35 s on 2 shared cores
-def test_receiver_rank_ends_with_the_sender_weights_bit_for_bit(tmp_path):
-    run_ranks(tmp_path)
+@pytest.mark.slow  # two processes on gloo (forked from a server that imported transformers)
+def test_receiver_rank_ends_with_the_sender_weights_bit_for_bit(tmp_path, warm_ranks):
+    run_ranks(warm_ranks, tmp_path)
     sent = torch.load(tmp_path / "0.pt", weights_only=True)
     got = torch.load(tmp_path / "1.pt", weights_only=True)
     assert got["calls"] == 2  # one update_weights per sync
