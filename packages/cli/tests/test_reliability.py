@@ -7,6 +7,7 @@ import os
 import pickle
 import random
 import resource
+import shutil
 import signal
 import subprocess
 import time
@@ -64,6 +65,26 @@ def final_weights(output_dir):
     return load_file(str(Path(output_dir) / "hf" / "model.safetensors"))
 
 
+@pytest.fixture(scope="module")
+def finished_runs(tmp_path_factory, rl_executable, tiny_run):
+    """`finished_runs(steps, out)`: `out` becomes a copy of a finished tiny run of `steps`
+    steps with a checkpoint at every step, the run made once for the module (the cases
+    here damage or resume it; a resumed copy names its own folder as trainer.output_dir)."""
+    made: dict[int, Path] = {}
+
+    def copy(steps, out):
+        if steps not in made:
+            folder = tmp_path_factory.mktemp(f"finished-{steps}") / "out"
+            completed(
+                rl_train(rl_executable, tiny_run, folder, f"trainer.total_training_steps={steps}")
+            )
+            made[steps] = folder
+        shutil.copytree(made[steps], out, symlinks=True)
+        return out
+
+    return copy
+
+
 # --- checkpoints -------------------------------------------------------------------------
 
 
@@ -88,10 +109,9 @@ def test_a_fresh_run_never_prunes_nor_resumes_an_earlier_runs_checkpoints(
 
 
 def test_a_corrupt_newest_checkpoint_falls_back_to_the_newest_good_one(
-    tmp_path, rl_executable, tiny_run, metrics_rows
+    tmp_path, rl_executable, tiny_run, metrics_rows, finished_runs
 ):
-    out = tmp_path / "out"
-    completed(rl_train(rl_executable, tiny_run, out, "trainer.total_training_steps=2"))
+    out = finished_runs(2, tmp_path / "out")
     assert steps(out) == [1, 2]
     weights = out / "checkpoints" / "global_step_2" / "actor" / "dcp" / "__0_0.distcp"
     weights.write_bytes(weights.read_bytes()[:-100])  # truncated
@@ -106,9 +126,10 @@ def test_a_corrupt_newest_checkpoint_falls_back_to_the_newest_good_one(
     assert len(set(per_step.values())) == 1, per_step
 
 
-def test_resume_from_a_bad_path_is_one_line_naming_the_file(tmp_path, rl_executable, tiny_run):
-    out = tmp_path / "out"
-    completed(rl_train(rl_executable, tiny_run, out, "trainer.total_training_steps=1"))
+def test_resume_from_a_bad_path_is_one_line_naming_the_file(
+    tmp_path, rl_executable, tiny_run, finished_runs
+):
+    out = finished_runs(1, tmp_path / "out")
     state = out / "checkpoints" / "global_step_1" / "trainer_state.pt"
     state.write_bytes(b"garbage")
     result = rl_train(
@@ -130,11 +151,10 @@ class _Payload:
         return (exec, (f"open({self.marker!r}, 'w').write('pwned')",))
 
 
-def test_a_crafted_checkpoint_cannot_run_code(tmp_path, rl_executable, tiny_run):
+def test_a_crafted_checkpoint_cannot_run_code(tmp_path, rl_executable, tiny_run, finished_runs):
     """trainer_state.pt replaced by a pickle that runs code when unpickled, with a manifest
     rewritten to match (whoever can write the file can write the manifest)."""
-    out = tmp_path / "out"
-    completed(rl_train(rl_executable, tiny_run, out, "trainer.total_training_steps=1"))
+    out = finished_runs(1, tmp_path / "out")
     folder = out / "checkpoints" / "global_step_1"
     marker = tmp_path / "pwned"
     torch.save({"step": 1, "payload": _Payload(marker)}, folder / "trainer_state.pt")
@@ -163,10 +183,9 @@ def _small_file_limit():
 
 
 def test_a_failed_checkpoint_write_stops_the_run_clearly_and_keeps_what_was_there(
-    tmp_path, rl_executable, tiny_run
+    tmp_path, rl_executable, tiny_run, finished_runs
 ):
-    out = tmp_path / "out"
-    completed(rl_train(rl_executable, tiny_run, out, "trainer.total_training_steps=1"))
+    out = finished_runs(1, tmp_path / "out")
     before = verify_checkpoint(out / "checkpoints" / "global_step_1")
     result = rl_train(rl_executable, tiny_run, out, preexec_fn=_small_file_limit)
     message = user_error(result)
@@ -179,9 +198,10 @@ def test_a_failed_checkpoint_write_stops_the_run_clearly_and_keeps_what_was_ther
     assert steps(out) == [2, 3]
 
 
-def test_a_torn_metrics_row_does_not_block_resume(tmp_path, rl_executable, tiny_run, metrics_rows):
-    out = tmp_path / "out"
-    completed(rl_train(rl_executable, tiny_run, out, "trainer.total_training_steps=2"))
+def test_a_torn_metrics_row_does_not_block_resume(
+    tmp_path, rl_executable, tiny_run, metrics_rows, finished_runs
+):
+    out = finished_runs(2, tmp_path / "out")
     with (out / "metrics.jsonl").open("a") as handle:
         handle.write('{"step": 3, "reward/me')
     result = completed(rl_train(rl_executable, tiny_run, out))
@@ -590,12 +610,9 @@ def test_a_changed_learning_rate_is_refused_on_resume_unless_allowed_and_then_us
 
 
 def test_a_full_disk_at_the_export_keeps_the_previous_model_and_says_so(
-    tmp_path, rl_executable, tiny_run
+    tmp_path, rl_executable, tiny_run, finished_runs
 ):
-    out = tmp_path / "out"
-    completed(
-        _run(rl_executable, tiny_run, out, "trainer.total_training_steps=1", "trainer.save_freq=1")
-    )
+    out = finished_runs(1, tmp_path / "out")
     model = (out / "hf" / "model.safetensors").read_bytes()
     result = _run(
         rl_executable,
