@@ -51,6 +51,31 @@ def test_step_metrics_are_the_whole_mini_batchs_whatever_the_micro_batches_and_r
     assert step_metrics({}, "critic") == {}
 
 
+def test_the_kl_loss_metric_is_the_mini_batchs_mean_kl_per_token_however_it_is_split():
+    """`kl_loss` reports each micro-batch's mean KL per token: the step's metric is the whole
+    mini-batch's however the micro-batches split it (it was summed as a loss share, so it
+    grew with the micro-batches a rank ran: a 2-rank run reported another value)."""
+    from rl.core.algorithms.kl import kl_loss
+
+    generator = torch.Generator().manual_seed(1)
+    logprobs = -torch.rand(8, 5, dtype=torch.float64, generator=generator)
+    ref = -torch.rand(8, 5, dtype=torch.float64, generator=generator)
+    mask = torch.rand(8, 5, generator=generator) > 0.3
+
+    def split(rows):
+        values: dict[str, list[float]] = {"actor/kl_loss": [], TOKENS: []}
+        for part in torch.split(torch.arange(8), rows):
+            _, metrics = kl_loss(logprobs[part], ref[part], mask[part], "low_var_kl")
+            values["actor/kl_loss"].append(metrics["actor/kl_loss"])
+            values[TOKENS].append(float(mask[part].sum()))
+        return values
+
+    (whole,) = split(8)["actor/kl_loss"]
+    assert reduce_kind("actor/kl_loss") == "mean"  # over ranks too: the test above
+    for rows in (2, [1, 3, 4]):
+        assert step_metrics(split(rows), "actor")["actor/kl_loss"] == pytest.approx(whole)
+
+
 def test_each_metric_combines_by_its_kind():
     assert [reduce_kind(k) for k in ("actor/pg_loss", "critic/vf_loss", "actor/ratio_min")] == [
         "sum",

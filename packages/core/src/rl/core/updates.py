@@ -20,10 +20,11 @@ Mini = TypeVar("Mini")
 
 # Shares of the mini-batch loss (each micro-batch's is normalised by the whole mini-batch):
 # they add up over micro-batches and data-parallel ranks; `<role>/loss` is the whole loss.
+# (`actor/kl_loss` is not one: `algorithms.kl.kl_loss` reports the mean KL per token, which
+# is averaged over tokens like entropy; summed, it grew with the micro-batches per rank.)
 LOSS_SHARES = frozenset(
     {
         "actor/pg_loss",
-        "actor/kl_loss",
         "critic/vf_loss",
         "actor/loss",
         "critic/loss",
