@@ -81,6 +81,9 @@ def _cpu_run(config: dict, data: Path, out: Path) -> dict:
         "data.prompt_key": "prompt",
         "data.answer_key": "answer",
         "trainer.device": "cpu",
+        # one local process: the converted Ray launcher would spend ~15 s starting Ray and a
+        # worker for a 2-step run (2 Ray ranks are test_train_placements.py's)
+        "trainer.launcher": "local",
         "trainer.output_dir": str(out),
         "trainer.total_training_steps": 2,
         "trainer.logger": ["console", "jsonl"],
