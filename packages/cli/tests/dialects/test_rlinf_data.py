@@ -16,7 +16,6 @@ import pytest
 from rl.cli.dialects import convert
 from rl.core.config import config_from_mapping
 from rl.core.data import read_rows
-from rl.core.models.shapes import build_model_folder
 from rl.core.rewards import RewardManager, RewardRequest
 from rl.core.trainer.build import build_dataset
 
@@ -26,10 +25,9 @@ QUESTIONS = ["What is 1+1?", "Compute $\\frac{3}{4}+\\frac{1}{4}$. " * 3, "Say 7
 
 
 @pytest.fixture(scope="module")
-def tokenizer_folder(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("qwen")
-    build_model_folder("qwen2.5-0.5b", folder, num_layers=1)
-    return folder
+def tokenizer_folder(model_folder):
+    """The session's Qwen2.5-0.5B folder (the journeys' own: built once per test worker)."""
+    return model_folder("qwen2.5-0.5b", num_layers=2)
 
 
 @pytest.fixture(scope="module")
