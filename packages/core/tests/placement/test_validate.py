@@ -3,6 +3,7 @@
 import pytest
 
 from rl.core.placement import PlacementError, build_placement, parse_cpu, parse_own
+from rl.core.placement.colocation import parse_verl_hybrid
 
 
 def test_own_form_mixes_values():
@@ -40,11 +41,27 @@ def test_errors_name_roles_and_devices(devices, message):
 
 @pytest.mark.parametrize(
     ("nnodes", "n_gpus", "message"),
-    [(0, 8, "nnodes = 0"), (1, -1, "n_gpus_per_node = -1"), (1, 0, "use num_cpus")],
+    [
+        (0, 8, "nnodes = 0"),
+        (1, -1, "n_gpus_per_node = -1"),
+        (1, 0, "use num_cpus"),
+        (1257366017, 1, "= 1257366017 devices is not allowed: at most 1048576"),
+        (131073, 8, "131073 × 8 = 1048584 devices"),
+    ],
 )
 def test_bad_cluster_shape(nnodes, n_gpus, message):
     with pytest.raises(PlacementError, match=message):
         build_placement({"actor": [0]}, nnodes=nnodes, n_gpus_per_node=n_gpus)
+
+
+def test_the_largest_cluster_allowed_validates_its_devices_once_each():
+    """verl's hybrid engine on 131,072 nodes of 8: every role on all 1,048,576 devices (a
+    duplicate check per device by list.count was quadratic; the fuzz's nnodes=1257366017
+    ran out of memory listing them)."""
+    placement = parse_verl_hybrid(True, nnodes=131072, n_gpus_per_node=8)
+    assert len(placement.devices["actor"]) == 1 << 20
+    with pytest.raises(PlacementError, match=r"lists devices \[0, 7\] more than once"):
+        build_placement({"actor": [*range(8), 0, 7]}, nnodes=1, n_gpus_per_node=8)
 
 
 def test_disjoint_roles_are_not_colocated():
