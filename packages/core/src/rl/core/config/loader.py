@@ -36,11 +36,9 @@ def _register_resolvers() -> None:
 def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> Config:
     """The resolved, validated config from an optional YAML file and `key.sub=value` overrides."""
     _register_resolvers()
-    merged = OmegaConf.create(to_dict(Config()))
-    if path is not None:
-        merged = _merge(merged, _load_file(Path(path)), f"config file {path}")
-    for override in overrides:
-        merged = _merge(merged, _parse_override(override), f"override {override!r}")
+    layers = [] if path is None else [(_load_file(Path(path)), f"config file {path}")]
+    layers += [(_parse_override(o), f"override {o!r}") for o in overrides]
+    merged = _merge(OmegaConf.create(to_dict(Config())), layers)
     try:
         plain: Any = OmegaConf.to_container(merged, resolve=True)
     except OmegaConfBaseException as error:
@@ -55,9 +53,9 @@ def config_from_mapping(
     dialect importer produces), then `key.sub=value` overrides; errors say it came from
     `source`."""
     _register_resolvers()
-    merged = _merge(OmegaConf.create(to_dict(Config())), OmegaConf.create(values), source)
-    for override in overrides:
-        merged = _merge(merged, _parse_override(override), f"override {override!r}")
+    layers = [(OmegaConf.create(values), source)]
+    layers += [(_parse_override(o), f"override {o!r}") for o in overrides]
+    merged = _merge(OmegaConf.create(to_dict(Config())), layers)
     try:
         plain: Any = OmegaConf.to_container(merged, resolve=True)
         return from_dict(Config, plain)
@@ -109,10 +107,23 @@ def _parse_override(override: str) -> Any:
         raise ConfigError(f"override {override!r} could not be read: {_one_line(error)}") from None
 
 
-def _merge(base: Any, layer: Any, source: str) -> Any:
+def _merge(base: Any, layers: Sequence[tuple[Any, str]]) -> Any:
+    """Each layer over `base`, in order, as one merge (OmegaConf copies the whole base for
+    every merge: one per override made a 40-override command spend 0.4 s here); when it
+    fails, the layers are merged one by one to name the one that failed (its source)."""
+    for layer, source in layers:
+        if not isinstance(layer, DictConfig):
+            raise ConfigError(f"{source} must be a mapping of sections, got {_plain(layer)!r}")
+    try:
+        return OmegaConf.merge(base, *(layer for layer, _ in layers))
+    except (OmegaConfBaseException, TypeError, ValueError) as error:
+        for layer, source in layers:
+            base = _merge_one(base, layer, source)  # raises, naming the layer
+        raise ConfigError(f"the config could not be merged: {_one_line(error)}") from None
+
+
+def _merge_one(base: Any, layer: Any, source: str) -> Any:
     """`layer` over `base`; a list where a section is (or the reverse) names the key."""
-    if not isinstance(layer, DictConfig):
-        raise ConfigError(f"{source} must be a mapping of sections, got {_plain(layer)!r}")
     try:
         return OmegaConf.merge(base, layer)
     except (OmegaConfBaseException, TypeError, ValueError) as error:
