@@ -62,7 +62,8 @@ def worker_threads() -> tuple[int | None, Callable[..., int | None]]:
 
 
 UPSTREAM = ROOT / ".upstream"
-VERL_RELEASES = ("0.6.1", "0.7.1", "0.9.1")  # keep in step with scripts/fetch-upstream.sh
+# every verl release from 0.4.1 on; keep in step with scripts/fetch-upstream.sh
+VERL_RELEASES = ("0.4.1", "0.5.0", "0.6.0", "0.6.1", "0.7.0", "0.7.1", "0.8.0", "0.9.0", "0.9.1")
 
 
 def verl_release_path(version: str) -> Path:

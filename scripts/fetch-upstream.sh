@@ -6,7 +6,8 @@
 # dependencies are not installed. Run by scripts/install-dev.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-VERL_VERSIONS=(0.6.1 0.7.1 0.9.1)
+# every release a user may be on, 0.4.1 to the newest (tests/dialects/test_verl_releases.py)
+VERL_VERSIONS=(0.4.1 0.5.0 0.6.0 0.6.1 0.7.0 0.7.1 0.8.0 0.9.0 0.9.1)
 for version in "${VERL_VERSIONS[@]}"; do
   target=".upstream/verl-$version"
   if [ -f "$target/verl/trainer/config/ppo_trainer.yaml" ]; then

@@ -59,6 +59,42 @@ applies. A value that cannot be known is reported by name with the override to p
 """
 
 
+# the released versions the tests convert (scripts/fetch-upstream.sh installs them with
+# --no-deps; packages/cli/tests/dialects/test_verl_release_defaults.py checks this table)
+VERL_RELEASES = ("0.4.1", "0.5.0", "0.6.0", "0.6.1", "0.7.0", "0.7.1", "0.8.0", "0.9.0", "0.9.1")
+TESTED = [
+    (
+        "verl",
+        ", ".join(VERL_RELEASES),
+        "each wheel's `ppo_trainer.yaml` and `ppo_megatron_trainer.yaml` with the GSM8K "
+        "quickstart's overrides: 0 refused",
+    ),
+    (
+        "ChatLearn",
+        "1.2.0 (`pai-chatlearn`); the repository's examples",
+        "the wheel holds no config files: its rule reward is the oracle of ours; the "
+        "committed upstream example configs and scripts convert",
+    ),
+    (
+        "RLinf",
+        "0.3.0; the repository's examples",
+        "the wheel holds no training configs: its math verifier is the oracle of ours; the "
+        "committed upstream example configs convert",
+    ),
+    ("ROLL", "the repository's examples", "ROLL publishes no wheel; committed example configs"),
+]
+
+
+def _tested() -> list[str]:
+    lines = [
+        "\n## Versions tested\n",
+        "| system | versions | what is converted |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {system} | {versions} | {what} |" for system, versions, what in TESTED]
+    return lines
+
+
 def _rows(rules: list[Rule]) -> list[str]:
     lines = ["| upstream key | rl key | note |", "|---|---|---|"]
     for rule in rules:
@@ -104,7 +140,7 @@ def _switches(switches: list[Any]) -> list[str]:
 
 
 def render() -> str:
-    lines = [HEADER.format(no_setting=NO_SETTING)]
+    lines = [HEADER.format(no_setting=NO_SETTING), *_tested()]
     for dialect in coverage.TABLES:
         importer = coverage.tables(dialect)
         title = "verl's SFT trainer" if dialect == "verl_sft" else dialect

@@ -64,6 +64,27 @@ def _warmup_style(value: Any) -> Any:
     return {"constant": "constant", "cosine": "cosine", "linear": "linear"}.get(value, value)
 
 
+def _min_lr_ratio(flat: Mapping[str, Any], optim: str) -> Any:
+    """megatron's `min_lr` (the floor the schedule decays to, absolute) as rl's
+    `min_lr_ratio` of `lr`; the megatron engine decays to min_lr_ratio * lr."""
+    floor, lr = flat.get(optim + "min_lr"), flat.get(optim + "lr")
+    if floor is None:
+        return None
+    if not lr:
+        return Unsupported(f"min_lr = {floor} with lr = {lr}: no ratio to express it")
+    ratio = floor / lr
+    if not 0.0 <= ratio <= 1.0:
+        return Unsupported(f"min_lr = {floor} above lr = {lr}: the schedule would rise")
+    return ratio
+
+
+def _load_format(value: Any) -> Any:
+    """verl <= 0.5's `dummy_dtensor` / `dummy_hf` / `dummy_megatron`: random rollout weights
+    until the trainer's first sync fills them (how the sync ships them is the backend's),
+    which is rl's `dummy`."""
+    return "dummy" if isinstance(value, str) and value.startswith("dummy") else value
+
+
 def _fsdp2(value: Any) -> Any:
     """verl's `fsdp2` strategy (FSDP2's fully_shard) is rl's `fsdp` engine, which is FSDP2."""
     return "fsdp" if value == "fsdp2" else value
@@ -89,6 +110,10 @@ def _reward_manager(value: Any) -> Any:
     )
 
 
+_CUSTOM_MANAGER = (
+    "a reward-manager class loaded from a file (source: importlib) is not loaded: rl's "
+    "managers are verl's naive and dapo (reward.reward_manager)"
+)
 _AGENT = "an option of verl's agent loop that rl's (rollout.multi_turn) does not have"
 _REF_LAYOUT = "the reference model runs with the actor's layout in rl"
 _SANDBOX_FUSION = (
@@ -215,6 +240,17 @@ RULES: list[Rule] = [
     Rule("critic.optim.lr_warmup_steps_ratio", "critic.optim.lr_warmup_ratio"),
     Rule("critic.optim.warmup_style", "critic.optim.lr_scheduler", convert=_warmup_style),
     Rule("critic.optim.lr_scheduler_type", "critic.optim.lr_scheduler", convert=_warmup_style),
+    Rule("critic.optim.lr_decay_style", "critic.optim.lr_scheduler", convert=_warmup_style),
+    Rule(
+        "actor_rollout_ref.actor.optim.min_lr",
+        "actor.optim.min_lr_ratio",
+        derive=lambda flat: _min_lr_ratio(flat, "actor_rollout_ref.actor.optim."),
+    ),
+    Rule(
+        "critic.optim.min_lr",
+        "critic.optim.min_lr_ratio",
+        derive=lambda flat: _min_lr_ratio(flat, "critic.optim."),
+    ),
     Rule(
         "critic.model.lora.rank",
         reason="a LoRA critic is not in rl (model.lora_rank is the actor's)",
@@ -236,6 +272,7 @@ RULES: list[Rule] = [
         status="ignored",
     ),
     Rule("actor_rollout_ref.rollout.tensor_model_parallel_size", "rollout.tensor_parallel_size"),
+    Rule("actor_rollout_ref.rollout.load_format", "rollout.load_format", convert=_load_format),
     Rule("actor_rollout_ref.model.enable_gradient_checkpointing", "model.gradient_checkpointing"),
     Rule("actor_rollout_ref.model.use_fused_kernels", "actor.use_fused_kernels"),
     Rule("actor_rollout_ref.model.use_remove_padding", "actor.use_remove_padding"),
@@ -283,6 +320,10 @@ RULES: list[Rule] = [
         status="ignored",
     ),
     Rule("reward_model.sandbox_fusion.", reason=_SANDBOX_FUSION),
+    # the DAPO manager's options in verl <= 0.7.0's reward_model section (read whether or
+    # not a reward model scores: verl_sections)
+    Rule("reward_model.reward_kwargs.overlong_buffer_cfg.", "reward.overlong_buffer."),
+    Rule("reward_model.reward_kwargs.max_resp_len", "reward.overlong_buffer.max_resp_len"),
     Rule(
         "reward_model.",
         reason="rl's reward model is one HF sequence classifier "
@@ -310,20 +351,14 @@ RULES: list[Rule] = [
     Rule("reward.reward_manager.name", "reward.reward_manager", convert=_reward_manager),
     Rule(
         "reward.reward_manager.source",
-        reason="rl's reward manager is built in; a custom one is not loaded",
+        reason=_CUSTOM_MANAGER,
         convert=lambda value: None if value in (None, "register") else value,
     ),
-    Rule(
-        "reward.reward_manager.module.",
-        reason="rl's reward manager is built in; a custom one is not loaded",
-        convert=lambda value: None if value in (None, "custom_reward_manager") else value,
-    ),
+    Rule("reward.reward_manager.module.", reason=_CUSTOM_MANAGER),
     Rule("reward.sandbox_fusion.", reason=_SANDBOX_FUSION),
     # the DAPO manager's options, as verl's DAPO scripts pass them (+reward_kwargs.*)
     Rule("reward.reward_kwargs.overlong_buffer_cfg.", "reward.overlong_buffer."),
     Rule("reward.reward_kwargs.max_resp_len", "reward.overlong_buffer.max_resp_len"),
-    Rule("reward_model.reward_kwargs.overlong_buffer_cfg.", "reward.overlong_buffer."),
-    Rule("reward_model.reward_kwargs.max_resp_len", "reward.overlong_buffer.max_resp_len"),
     Rule("reward.reward_kwargs.", reason="reward-manager options of verl's dapo/prime managers"),
     Rule("data.gen_batch_size", "data.gen_batch_size", derive=lambda flat: _gen_batch_size(flat)),
     Rule(
@@ -331,6 +366,14 @@ RULES: list[Rule] = [
         reason="verl 0.9's concurrency of dynamic-sampling batches; rl generates them one at "
         "a time",
         status="ignored",
+    ),
+    # verl 0.7.0's top-level reward_manager section (0.7.1 moved it to reward.reward_manager):
+    # a registered manager by name, or a class loaded from module.path (importlib)
+    Rule("reward_manager.name", "reward.reward_manager", convert=_reward_manager),
+    Rule(
+        "reward_manager.source",
+        reason=_CUSTOM_MANAGER,
+        convert=lambda value: None if value in (None, "register") else value,
     ),
     Rule(
         "reward_manager.",

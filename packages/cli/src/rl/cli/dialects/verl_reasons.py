@@ -22,6 +22,7 @@ from rl.cli.dialects.vocabulary import (
     MEGATRON_LORA_SECTION,
     MODEL_FROM_DISK,
     MTP,
+    PROFILING,
     ROLLOUT_ROUTES,
     ROUTE_FILES,
     ROUTER_REPLAY,
@@ -31,6 +32,10 @@ from rl.cli.dialects.vocabulary import (
 _FSDP = (
     "an FSDP2 detail rl sets itself (wrapping per decoder layer, prefetch, dtypes from "
     "fsdp_config.mixed_precision)"
+)
+_PADDING = (
+    "how verl's megatron engine pads or packs rows; padding is masked out, so it changes "
+    "memory and speed, not the result (rl packs rows as actor.use_remove_padding says)"
 )
 _MULTI_MODAL = "multi-modal data is not in rl yet (an image/video/audio column is not read)"
 
@@ -77,6 +82,11 @@ REASONS: list[Rule] = [
         convert=_equal_to(True),
     ),
     Rule(
+        "**.optim.*_dtype",
+        reason="rl keeps the optimizer's moments and main gradients in fp32",
+        convert=_equal_to("fp32", "float32", "torch.float32"),
+    ),
+    Rule(
         "actor_rollout_ref.actor.optim.",
         reason="rl's optimizer is torch AdamW with the schedule keys of actor.optim",
     ),
@@ -121,9 +131,37 @@ REASONS: list[Rule] = [
     ),
     Rule("**.megatron.use_mbridge", reason=MBRIDGE, status="ignored"),
     Rule("**.megatron.vanilla_mbridge", reason=MBRIDGE, status="ignored"),
-    Rule("*.*.megatron.use_remove_padding", reason="set actor.use_remove_padding"),
-    Rule("critic.megatron.use_remove_padding", reason="set critic.use_remove_padding"),
-    Rule("**.load_weight", reason="rl always starts from model.path's weights"),
+    Rule("**.megatron.use_remove_padding", reason=_PADDING, status="ignored"),
+    Rule("**.megatron.pad_bshd_to_minibatch_max", reason=_PADDING, status="ignored"),
+    Rule("**.megatron.pad_to_length", reason=_PADDING, status="ignored"),
+    Rule("**.megatron.pad_to_length_bucket", reason=_PADDING, status="ignored"),
+    Rule(
+        "**.megatron.entropy_from_logits_*",
+        reason="rl's fused log-prob/entropy kernel never materialises the full softmax",
+        status="ignored",
+    ),
+    Rule(
+        "**.megatron.dist_ckpt_optim_fully_reshardable",
+        reason="a layout option of megatron's distributed optimizer checkpoint; rl writes its "
+        "own checkpoint format",
+        status="ignored",
+    ),
+    Rule(
+        "**.megatron.distrib_optim_fully_reshardable_mem_efficient",
+        reason="a layout option of megatron's distributed optimizer checkpoint; rl writes its "
+        "own checkpoint format",
+        status="ignored",
+    ),
+    Rule(
+        "critic.**.router_replay.mode",
+        reason=ROUTER_REPLAY,
+        convert=_equal_to(None, "disabled"),
+    ),
+    Rule(
+        "**.load_weight",
+        reason="rl always starts from model.path's weights (verl's load_weight: true)",
+        convert=_equal_to(True),
+    ),
     Rule("critic.nccl_timeout", reason=ENGINE_INTERNAL, status="ignored"),
     # verl >= 0.9's `model.lora.` section (its megatron engine's LoRA; `merge` also its
     # engine workers' sync): rl's LoRA is lora_rank / lora_alpha / target_modules
@@ -198,6 +236,12 @@ REASONS: list[Rule] = [
         status="ignored",
     ),
     Rule("data.dataloader_num_workers", reason="rl tokenizes the data once", status="ignored"),
+    Rule(
+        "data.continuous_token.",
+        reason="rl never re-tokenises a trajectory (token in / token out): what verl's "
+        "continuous token turns on",
+        status="ignored",
+    ),
     Rule("data.", reason="a data-loading option rl does not have (see data.* in rl config show)"),
     Rule(
         "trainer.critic_warmup",
@@ -279,6 +323,12 @@ REASONS: list[Rule] = [
         status="ignored",
     ),
     Rule("actor_rollout_ref.model.use_shm", reason=MODEL_FROM_DISK, status="ignored"),
+    Rule(
+        "critic.kl_ctrl.",
+        reason="verl 0.4/0.5's megatron critic carries a kl_ctrl block it never reads (the KL "
+        "controller is algorithm.kl_ctrl)",
+        status="ignored",
+    ),
     Rule("critic.enable", reason="rl runs a critic when algorithm.adv_estimator needs one (gae)"),
     Rule("critic.shuffle", reason="rl's critic takes the actor's mini-batch order"),
     Rule(
@@ -303,6 +353,11 @@ REASONS: list[Rule] = [
     ),
     Rule("trainer.ray_wait_register_center_timeout", reason=ENGINE_INTERNAL, status="ignored"),
     Rule("trainer.use_legacy_worker_impl", reason=ENGINE_INTERNAL, status="ignored"),
+    Rule("trainer.profile_steps", reason=PROFILING, status="ignored"),
+    Rule("trainer.profile_continuous_steps", reason=PROFILING, status="ignored"),
+    Rule("trainer.*_nsight_options.", reason=PROFILING, status="ignored"),
+    Rule("trainer.npu_profile.", reason=PROFILING, status="ignored"),
+    Rule("**.profile.", reason=PROFILING, status="ignored"),
     Rule("trainer.", reason="a verl trainer/driver option with no counterpart in rl"),
     Rule("algorithm.", reason="an algorithm variant rl does not implement"),
 ]

@@ -144,6 +144,41 @@ SWITCHES: list[Switch] = [
         "algorithm.rollout_correction.bypass_mode",
         flag("algorithm.rollout_correction.bypass_mode"),
     ),
+    # verl 0.6.0's rollout importance sampling: rollout_is_threshold null turns it off
+    Switch(
+        tuple(
+            f"algorithm.rollout_is{key}"
+            for key in ("", "_threshold_lower", "_level", "_mode", "_veto_threshold")
+        ),
+        "algorithm.rollout_is_threshold (verl 0.6.0)",
+        lambda values, _section: value_at(values, "algorithm.rollout_is_threshold") is not None,
+    ),
+    Switch(
+        ("data.continuous_token.",), "data.continuous_token.enable", own_flag("enable"), ("enable",)
+    ),
+    # a reward-manager class from a file: verl reads module.* only for source=importlib
+    Switch(
+        ("reward_manager.module.", "reward.reward_manager.module."),
+        "reward_manager.source=importlib",
+        lambda values, section: (
+            value_at(values, section[: -len("module.")] + "source") == "importlib"
+        ),
+    ),
+    # megatron's optimizer: the muon_* keys are read only when the optimizer is muon
+    Switch(
+        ("**.optim.muon_*",),
+        "optim.optimizer=muon",
+        lambda values, section: (
+            "muon" in str(value_at(values, section.rsplit(".", 1)[0] + ".optimizer") or "").lower()
+        ),
+    ),
+    Switch(
+        ("**.megatron.pad_to_length_bucket",),
+        "megatron.pad_to_length",
+        lambda values, section: truthy(
+            value_at(values, section.rsplit(".", 1)[0] + ".pad_to_length")
+        ),
+    ),
     Switch(("**.sandbox_fusion.",), "each sandbox_fusion.url", _sandbox_url, ("url",)),
     Switch(
         ("trainer.v1.colocate_async.",),
@@ -160,6 +195,18 @@ SWITCHES: list[Switch] = [
         "verl's v1 trainer loop (trainer.use_v1)",
         lambda values, _section: False,  # rl's own loop samples; see trainer.v1.trainer_mode
     ),
+    # verl <= 0.5's profilers: nsight and NPU options are read for trainer.profile_steps,
+    # megatron's per-role profile section for its use_profile
+    Switch(
+        (
+            "trainer.controller_nsight_options.",
+            "trainer.worker_nsight_options.",
+            "trainer.npu_profile.",
+        ),
+        "trainer.profile_steps",
+        flag("trainer.profile_steps"),
+    ),
+    Switch(("**.profile.",), "each profile.use_profile", own_flag("use_profile"), ("use_profile",)),
     Switch(("global_profiler.",), "global_profiler.tool", _global_profiler_on, ("tool",)),
     Switch(("**.profiler.",), "each profiler's enable", own_flag("enable"), ("enable",)),
     Switch(("**.qat.",), "each qat.enable", own_flag("enable"), ("enable",)),
