@@ -349,3 +349,23 @@ def test_forward_only_passes_record_no_graph(tokenizer, monkeypatch, sharded):
     output = engine.compute_logprobs(make_batch(tokenizer))
     assert modes and set(modes) == {(False, not sharded)}
     assert not output.logprobs.requires_grad and not output.entropy.requires_grad
+
+
+def test_adams_eps_and_betas_come_from_the_config_and_change_the_update(tokenizer):
+    """optim.eps / betas / weight_decay reach torch's AdamW; eps large against the gradient
+    scale shrinks Adam's first step (lr * m / (sqrt(v) + eps)), so it changes the weights."""
+    batch = make_batch(tokenizer)
+
+    def after_one_step(**optim):
+        engine = FSDPTrainEngine(
+            make_model(tokenizer), "actor", optim=OptimConfig(lr=1e-2, **optim), mini_batch_size=6
+        )
+        group = engine.optimizer.param_groups[0]
+        engine.train_step(batch, nll)
+        return (group["eps"], group["betas"], group["weight_decay"]), dict(engine.export_weights())
+
+    (eps, betas, decay), default = after_one_step()
+    assert (eps, betas, decay) == (1e-8, (0.9, 0.999), 0.0)
+    settings, large = after_one_step(eps=1.0, betas=(0.8, 0.99), weight_decay=0.1)
+    assert settings == (1.0, (0.8, 0.99), 0.1)
+    assert any(not torch.equal(default[name], large[name]) for name in default)

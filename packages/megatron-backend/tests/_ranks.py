@@ -92,6 +92,11 @@ def reference(model_type: str) -> tuple[torch.nn.Module, dict[str, torch.Tensor]
     return HF[model_type]
 
 
+# Adam's eps at the scale of the gradients: an engine that dropped it (megatron's adam_eps,
+# torch's eps) would move weights by a good part of a step, far past the comparisons' bounds
+ACTOR_OPTIM = OptimConfig(lr=1e-2, grad_clip=1.0, eps=1e-3)
+
+
 def engine(model_type: str, layout: dict, role: str = "ref", packed: bool = True, **kwargs):
     from rl.megatron.engine import MegatronTrainEngine
 
@@ -102,7 +107,7 @@ def engine(model_type: str, layout: dict, role: str = "ref", packed: bool = True
             lambda: iter(tensors.items()),
             role,
             megatron=MegatronConfig(**layout),
-            optim=None if role == "ref" else OptimConfig(lr=1e-2, grad_clip=1.0),
+            optim=None if role == "ref" else ACTOR_OPTIM,
             mini_batch_size=8,
             use_remove_padding=packed,
             train_batching=MicroBatching(rows=3),
@@ -164,7 +169,7 @@ def scenario_train(layout: dict, model_type: str = "qwen2", steps: int = 2) -> d
         fsdp = FSDPTrainEngine(
             copy.deepcopy(reference(model_type)[0]),
             "actor",
-            optim=OptimConfig(lr=1e-2, grad_clip=1.0),
+            optim=ACTOR_OPTIM,
             mini_batch_size=8,
             train_batching=MicroBatching(rows=3),
         )

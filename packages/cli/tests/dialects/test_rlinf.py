@@ -104,7 +104,12 @@ def test_reinforce_plus_plus_takes_its_kl_in_the_reward():
     conversion = convert(
         "rlinf",
         HERE / "grpo_fsdp_disaggregated.yaml",
-        ["algorithm.use_reinpp_baseline=false", "+algorithm.normalize_advantages=true"],
+        # one mini-batch: this disaggregated FSDP actor would whiten each one apart
+        [
+            "algorithm.use_reinpp_baseline=false",
+            "+algorithm.normalize_advantages=true",
+            "algorithm.n_minibatches=1",
+        ],
     )
     config = config_from_mapping(conversion.config, "converted")
     assert not conversion.report.refused()

@@ -16,8 +16,6 @@ MEGATRON = MATH / "qwen2.5-1.5b-grpo-megatron.yaml"
 FSDP = MATH / "qwen2.5-1.5b-grpo-fsdp.yaml"
 # what the megatron file is refused over, set as rl does it, so that a flip shows alone
 CLEAN = [
-    "algorithm.normalize_advantages=false",
-    "actor.optim.adam_eps=1e-8",
     "actor.optim.fp16=false",
     "actor.optim.bf16=true",
     "actor.model.precision=bf16",
@@ -50,11 +48,27 @@ def test_adv_type():
 
 
 def test_normalize_advantages():
-    _, refused = run("algorithm.normalize_advantages=true")
-    assert "whitens the advantages" in refused["algorithm.normalize_advantages"]
-    # reinpp's advantages are whitened already, in RLinf and in rl
+    """RLinf whitens the step's advantages after any estimator (population std + 1e-5):
+    rl's whiten_advantages in RLinf's style, also after reinpp's own whitening, as RLinf."""
+    config, refused = run("algorithm.normalize_advantages=true")
+    assert not refused and config.algorithm.adv_estimator == "grpo"
+    assert config.algorithm.whiten_advantages and config.algorithm.whiten_style == "rlinf"
     config, refused = run("algorithm.normalize_advantages=true", "algorithm.adv_type=reinpp")
     assert not refused and config.algorithm.adv_estimator == "reinforce_plus_plus"
+    assert config.algorithm.whiten_advantages
+    off, _ = run("algorithm.normalize_advantages=false")
+    assert not off.algorithm.whiten_advantages and off.algorithm.whiten_style == "roll"
+    # the FSDP actor on devices of its own whitens each mini-batch apart: refused past one
+    pipelined = [
+        "~cluster.component_placement",
+        "+cluster.component_placement.rollout=0-3",
+        "+cluster.component_placement.actor=4-7",
+        "algorithm.normalize_advantages=true",
+    ]
+    _, refused = run(*pipelined, "algorithm.n_minibatches=2", path=FSDP)
+    assert "each mini-batch apart" in refused["algorithm.normalize_advantages"]
+    _, refused = run(*pipelined, "algorithm.n_minibatches=1", path=FSDP)
+    assert "algorithm.normalize_advantages" not in refused
 
 
 def test_loss_type_and_aggregation():
@@ -175,3 +189,12 @@ def test_lr_schedule(overrides, expected):
     assert config.actor.optim.lr == 2e-5
     for key, value in expected.items():
         assert getattr(config.actor.optim, key) == value, key
+
+
+def test_adams_eps_reaches_our_optimizer():
+    """RLinf's `optim.adam_eps` is the eps of its Adam (torch AdamW on FSDP, megatron's
+    adam_eps): ours is `optim.eps`, which both engines pass to theirs."""
+    config, refused = run()
+    assert not refused and config.actor.optim.eps == 1e-5  # the file's value
+    config, _ = run("actor.optim.adam_eps=1e-6")
+    assert config.actor.optim.eps == 1e-6

@@ -22,48 +22,32 @@ REFUSED = {
         "actor.fsdp_config.amp_autocast.enabled",
         "actor.fsdp_config.amp_autocast.precision",
         "actor.fsdp_config.grad_scaler.enabled",
-        "actor.optim.adam_eps",
-        "algorithm.normalize_advantages",
     },
-    "qwen2.5-1.5b-grpo-fsdp-pipeline": {
-        "actor.fsdp_config.grad_scaler.enabled",
-        "actor.optim.adam_eps",
-    },
+    "qwen2.5-1.5b-grpo-fsdp-pipeline": {"actor.fsdp_config.grad_scaler.enabled"},
     "qwen2.5-1.5b-grpo-megatron": {
-        "algorithm.normalize_advantages",
-        "actor.optim.adam_eps",
         "actor.optim.loss_scale",
     },
-    "qwen2.5-1.5b-grpo-megatron-pipeline": {"actor.optim.adam_eps", "actor.optim.loss_scale"},
+    "qwen2.5-1.5b-grpo-megatron-pipeline": {"actor.optim.loss_scale"},
     "qwen2.5-1.5b-grpo-megatron-dynamic": {
         "cluster.auto_scheduler",
-        "actor.optim.adam_eps",
         "actor.optim.loss_scale",
     },
     "qwen2.5-1.5b-ppo-megatron": {
         "algorithm.adv_type",
-        "algorithm.normalize_advantages",
         "algorithm.loss_agg_func",
     },
-    "qwen2.5-1.5b-reinpp-megatron": {"actor.optim.adam_eps", "actor.optim.loss_scale"},
+    "qwen2.5-1.5b-reinpp-megatron": {"actor.optim.loss_scale"},
     "qwen2.5-1.5b-single-gpu": {
-        "algorithm.normalize_advantages",
-        "actor.optim.adam_eps",
         "actor.optim.loss_scale",
     },
     "qwen2.5-7b-grpo-megatron": {
-        "algorithm.normalize_advantages",
-        "actor.optim.adam_eps",
         "actor.optim.loss_scale_window",
     },
     "qwen2.5-32b-grpo-megatron": {
-        "algorithm.normalize_advantages",
-        "actor.optim.adam_eps",
         "actor.optim.loss_scale_window",
     },
-    "qwen3-30b-grpo-megatron": {"algorithm.normalize_advantages", "actor.optim.adam_eps"},
+    "qwen3-30b-grpo-megatron": set(),
     "moonlight-16b-grpo-megatron": {
-        "algorithm.normalize_advantages",
         "algorithm.loss_agg_func",
         "actor.optim.use_precision_aware_optimizer",
         "actor.optim.bf16",  # false against precision bf16: no fp32 master weights
@@ -119,9 +103,7 @@ def test_the_importance_sampling_file_converts_once_its_broken_path_is_given():
         ["actor.megatron.ckpt_convertor.hf_model_path=/models/qwen"],
     )
     assert keys == {
-        "actor.optim.adam_eps",
         "actor.optim.loss_scale",
-        "algorithm.normalize_advantages",
     }
     refusal.settle(conversion.report, sorted(keys))
     config = config_from_mapping(conversion.config, "is")

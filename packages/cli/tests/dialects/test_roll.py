@@ -167,3 +167,14 @@ def test_an_agentic_file_brings_its_turn_budgets_and_names_what_it_leaves():
         assert "rollout.multi_turn.environment" in by_key[key].reason
     assert "set rollout.n to it" in by_key["train_env_manager.group_size"].reason
     assert not unexplained(conversion.report)
+
+
+def test_the_adam_epsilon_of_roll_s_training_args_is_our_eps():
+    """ROLL's training_args are Hugging Face's: adam_epsilon (default 1e-8) is Adam's eps."""
+    plain = config_from_mapping(convert("roll", HERE / "rlvr_megatron.yaml").config, "plain")
+    assert plain.actor.optim.eps == 1e-8
+    conversion = convert(
+        "roll", HERE / "rlvr_megatron.yaml", ["+actor_train.training_args.adam_epsilon=1e-6"]
+    )
+    assert not any("adam_epsilon" in entry.source for entry in conversion.report.refused())
+    assert config_from_mapping(conversion.config, "eps").actor.optim.eps == 1e-6

@@ -102,3 +102,44 @@ def test_rolls_advantage_order_whiten_then_clip():
     shaped, _ = alg.clip_values(alg.whiten(advantages, torch.tensor(mask)), 0.5)
     expected = np.clip(_roll_whiten(_roll_return(rewards, 1.0) * mask, mask), -0.5, 0.5)
     np.testing.assert_allclose(shaped.numpy(), expected, rtol=0, atol=1e-12)
+
+
+def _rlinf_masked_normalization():
+    """RLinf's own `masked_normalization` (rlinf/utils/distributed.py of the 0.3.0 wheel,
+    fetched by scripts/fetch-upstream.sh), its source executed alone: the module imports
+    RLinf's scheduler (Ray and more), the function itself needs numpy and torch; its
+    `.cuda()` moves are the identity here (a test-only oracle, never imported by rl)."""
+    import ast
+    from pathlib import Path
+    from typing import Optional
+
+    source = (
+        Path(__file__).resolve().parents[4] / ".upstream/rlinf-0.3.0/rlinf/utils/distributed.py"
+    )
+    if not source.is_file():
+        pytest.fail(f"{source} is missing: run scripts/fetch-upstream.sh")
+    tree = ast.parse(source.read_text())
+    (function,) = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name == "masked_normalization"
+    ]
+    namespace = {"np": np, "torch": torch, "Optional": Optional, "ProcessGroup": object}
+    exec(compile(ast.Module([function], []), str(source), "exec"), namespace)
+    return namespace["masked_normalization"]
+
+
+def test_rlinfs_whitening_is_rlinfs_own_masked_normalization(monkeypatch):
+    monkeypatch.setattr(torch.Tensor, "cuda", lambda self, *a, **k: self)
+    oracle = _rlinf_masked_normalization()
+    values, mask = _batch(3)
+    ours = alg.whiten(torch.tensor(values, dtype=torch.float32), torch.tensor(mask), "rlinf")
+    theirs = oracle(torch.tensor(values, dtype=torch.float32), torch.tensor(mask).bool())
+    valid = torch.tensor(mask).bool()
+    assert torch.allclose(ours[valid], theirs[valid], rtol=0, atol=1e-6)
+    assert (ours[~valid] == 0).all()  # RLinf leaves (0 - mean) / std there; both unread
+    # not the ROLL style: population std + 1e-5 against sample variance + 1e-8
+    roll = alg.whiten(torch.tensor(values, dtype=torch.float32), torch.tensor(mask), "roll")
+    assert (roll[valid] - ours[valid]).abs().max() > 1e-3
+    with pytest.raises(ValueError, match="whiten style 'verl'"):
+        alg.whiten(torch.tensor(values), torch.tensor(mask), "verl")

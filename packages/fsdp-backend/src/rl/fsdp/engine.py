@@ -184,6 +184,7 @@ class FSDPTrainEngine(
                 trained,
                 lr=optim.lr,
                 betas=tuple(optim.betas),  # type: ignore[arg-type]
+                eps=optim.eps,
                 weight_decay=optim.weight_decay,
                 **adamw_implementation(self.model, trained),
             )

@@ -74,6 +74,7 @@ def megatron_optimizer(
             weight_decay=optim.weight_decay,
             adam_beta1=beta1,
             adam_beta2=beta2,
+            adam_eps=optim.eps,
             clip_grad=optim.grad_clip,
             bf16=dtype == torch.bfloat16,
             fp16=dtype == torch.float16,

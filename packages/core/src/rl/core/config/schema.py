@@ -204,6 +204,7 @@ class OptimConfig:
     lr: float = 1e-5
     weight_decay: float = 0.0
     betas: tuple[float, ...] = (0.9, 0.999)
+    eps: float = 1e-8  # Adam's denominator term (verl's `eps`; RLinf adam_eps, ROLL adam_epsilon)
     lr_scheduler: Literal["constant", "cosine", "linear", "wsd"] = "constant"
     lr_warmup_steps: int = 0
     lr_warmup_ratio: float = 0.0
@@ -228,6 +229,7 @@ class OptimConfig:
             lr=POSITIVE,
             weight_decay=NON_NEGATIVE,
             betas=BETAS,
+            eps=POSITIVE,
             lr_warmup_steps=NON_NEGATIVE,
             lr_warmup_ratio=FRACTION,
             min_lr_ratio=PROBABILITY,
@@ -455,6 +457,9 @@ class AlgorithmConfig:
     reward_clip: float | None = None
     whiten_rewards: bool = False
     whiten_advantages: bool = False
+    # how both whiten: roll, (x - mean) / sqrt(var_sample + 1e-8); rlinf, (x - mean) /
+    # (std_population + 1e-5) (RLinf's normalize_advantages)
+    whiten_style: Literal["roll", "rlinf"] = "roll"
     advantage_clip: float | None = None
     # IS weights / rejection sampling / veto against the rollout engine's log-probs
     rollout_correction: RolloutCorrectionConfig = field(default_factory=RolloutCorrectionConfig)

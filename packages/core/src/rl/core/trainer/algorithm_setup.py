@@ -186,7 +186,7 @@ def assign_advantages(
     metrics = alg.score_statistics(scores, groups)
     rewards = batch["token_level_rewards"]
     if algorithm.whiten_rewards:
-        rewards = alg.whiten(rewards, mask)
+        rewards = alg.whiten(rewards, mask, algorithm.whiten_style)
     advantages, returns = alg.compute_advantages(
         algorithm.adv_estimator,
         rewards,
@@ -202,7 +202,7 @@ def assign_advantages(
     )
     advantages = distillation.shape_advantages(config, batch, advantages)
     if algorithm.whiten_advantages:
-        advantages = alg.whiten(advantages, mask)
+        advantages = alg.whiten(advantages, mask, algorithm.whiten_style)
     if algorithm.advantage_clip is not None:
         advantages, share = alg.clip_values(advantages, algorithm.advantage_clip, mask)
         metrics["algorithm/advantage_clip_frac"] = share

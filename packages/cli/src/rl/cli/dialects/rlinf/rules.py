@@ -96,6 +96,7 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
         Rule(optim + "weight_decay", f"{ours}.optim.weight_decay"),
         Rule(optim + "adam_beta1", f"{ours}.optim.betas", derive=values.betas(section)),
         Rule(optim + "adam_beta2", f"{ours}.optim.betas", derive=values.betas(section)),
+        Rule(optim + "adam_eps", f"{ours}.optim.eps"),
         Rule(optim + "clip_grad", f"{ours}.optim.grad_clip"),
         Rule(optim + "min_lr", f"{ours}.optim.min_lr_ratio", derive=values.min_lr_ratio(section)),
         Rule(
@@ -119,7 +120,6 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
             "loss scaling",
         ),
         Rule(optim + "loss_scale*", reason="rl's fp16 loss scaling is megatron's own"),
-        Rule(optim + "adam_eps", reason="rl's AdamW uses eps 1e-8", convert=values.adam_eps),
         Rule(
             optim + "optimizer_cpu_offload",
             reason="megatron's CPU optimizer runs the same Adam on the host; rl keeps it on "
@@ -338,8 +338,9 @@ RULES: list[Rule] = [
     ),
     Rule(
         "algorithm.normalize_advantages",
-        "algorithm.adv_estimator",
-        derive=values.whitened_estimator,
+        "algorithm.whiten_advantages",
+        derive=values.whiten_advantages,
+        also=(("algorithm.whiten_style", values.whiten_style),),
     ),
     Rule("algorithm.early_stop_imp_ratio", "actor.early_stop_imp_ratio"),
     Rule("algorithm.use_valid_token_scale", "actor.use_valid_token_scale"),

@@ -71,20 +71,39 @@ def estimator(flat: Mapping[str, Any]) -> Any:
     return Unsupported(f"adv_type {kind!r}: rl has RLinf's grpo and reinpp")
 
 
-def whitened_estimator(flat: Mapping[str, Any]) -> Any:
-    """RLinf's normalize_advantages whitens the advantages over the whole batch (masked,
-    biased std + 1e-5) after the estimator. reinpp's are whitened already, as rl's
-    reinforce_plus_plus(_baseline) are: whitening twice is the same up to the epsilon.
-    grpo's are not, and rl has no whitening after grpo."""
+def whiten_advantages(flat: Mapping[str, Any]) -> Any:
+    """RLinf's normalize_advantages: after the estimator, the advantages of the step's whole
+    batch (every data-parallel rank) become (x - mean) / (population std + 1e-5), in float64
+    (rlinf.utils.distributed.masked_normalization), which is rl's whiten_advantages with
+    whiten_style rlinf (`whiten_style` below). Its FSDP actor in a disaggregated placement
+    (run_training_pipeline) whitens each mini-batch apart instead: that differs from the
+    whole batch once there are several."""
     if not flat.get("algorithm.normalize_advantages"):
         return None
-    if flat.get("algorithm.adv_type") == "reinpp":
-        return estimator(flat)
-    return Unsupported(
-        f"normalize_advantages after adv_type {flat.get('algorithm.adv_type')!r}: RLinf "
-        "whitens the advantages over the batch after computing them; rl whitens only "
-        "reinforce_plus_plus and its baseline variant (set normalize_advantages: false)"
-    )
+    minibatches = int(flat.get("algorithm.n_minibatches") or 1)
+    if flat.get("actor.training_backend") == "fsdp" and _pipelined(flat) and minibatches > 1:
+        return Unsupported(
+            f"normalize_advantages with the FSDP actor in a disaggregated placement and "
+            f"n_minibatches {minibatches}: RLinf whitens each mini-batch apart there; rl "
+            "whitens the step's batch (set n_minibatches: 1, or place actor and rollout "
+            "together)"
+        )
+    return True
+
+
+def whiten_style(flat: Mapping[str, Any]) -> Any:
+    return "rlinf" if flat.get("algorithm.normalize_advantages") else None
+
+
+def _pipelined(flat: Mapping[str, Any]) -> bool:
+    """Whether the actor has devices of its own (RLinf's is_disaggregated placement)."""
+    prefix = "cluster.component_placement."
+    for key in flat:
+        if key.startswith(prefix):
+            names = [name.strip() for name in key[len(prefix) :].split(",")]
+            if "actor" in names:
+                return "rollout" not in names
+    return False
 
 
 _SWAPPED_KL = ("kl", "k1", "low_var_kl", "k3")
@@ -142,10 +161,6 @@ def one_is_off(value: Any) -> Any:
 
 def weight_reload(value: Any) -> Any:
     return None if value == "sync" else value
-
-
-def adam_eps(value: Any) -> Any:
-    return None if value is None or float(value) == 1e-8 else value
 
 
 def constant_weight_decay(section: str) -> Any:

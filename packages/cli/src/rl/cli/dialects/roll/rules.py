@@ -258,6 +258,7 @@ def _training_rules(role: str, ours: str) -> list[Rule]:
         Rule(args + "weight_decay", f"{ours}.optim.weight_decay"),
         Rule(args + "adam_beta1", f"{ours}.optim.betas", derive=values.betas(role)),
         Rule(args + "adam_beta2", f"{ours}.optim.betas", derive=values.betas(role)),
+        Rule(args + "adam_epsilon", f"{ours}.optim.eps"),
         Rule(args + "lr_scheduler_type", f"{ours}.optim.lr_scheduler", convert=values.scheduler),
         Rule(args + "warmup_steps", f"{ours}.optim.lr_warmup_steps"),
         Rule(args + "warmup_ratio", f"{ours}.optim.lr_warmup_ratio"),
