@@ -7,7 +7,9 @@ reward (±reward_scale 5).
 
 Nothing in these files is refused (their adam_eps 1e-5 is our optim.eps, their
 normalize_advantages our whitening in RLinf's style) and nothing is allowed; the files'
-fp16 / offload settings are switched off with RLinf's keys (a CPU run), and `rollout.rollout_backend=null` leaves
+offload settings are switched off with RLinf's keys (a CPU run); the FSDP file's fp16
+autocast and gradient scaler train as RLinf runs them, with its FSDP mixed precision set
+to null, which RLinf itself requires beside autocast (it refuses the file as shipped), and `rollout.rollout_backend=null` leaves
 rl's HF engine (RLinf's engines, vLLM and SGLang, need a GPU). The megatron run needs
 megatron's CPU mode (branch megatron-cpu-mode) until it is merged; with the test-only CPU
 shims before it, it trained in two of four tries with the same config; the others stopped
@@ -65,8 +67,7 @@ FSDP_CPU = [
     "actor.enable_offload=False",
     "actor.fsdp_config.mixed_precision.param_dtype=null",
     "actor.fsdp_config.mixed_precision.reduce_dtype=null",
-    "actor.fsdp_config.amp_autocast.enabled=False",
-    "actor.fsdp_config.grad_scaler.enabled=False",
+    # the file's fp16 autocast and gradient scaler stay on (torch autocasts fp16 on CPU)
 ]
 MEGATRON_CPU = [
     "actor.megatron.ckpt_convertor.hf_model_path={model}",
@@ -117,3 +118,5 @@ def test_rlinfs_math_example_trains(
     # RLinf's math reward: +-reward_scale (5) per response
     assert all(-5.0 <= r["reward/mean"] <= 5.0 and r["reward/errors"] == 0 for r in rows)
     assert "running WITHOUT" not in result.stderr  # nothing dropped
+    if name.endswith("fsdp"):  # the loss scaled by the file's grad_scaler, every step
+        assert all(r["actor/grad_scale"] >= 1.0 for r in rows)

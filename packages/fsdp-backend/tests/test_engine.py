@@ -319,7 +319,9 @@ def test_fsdp2_dtensors_step_with_foreach_adamw_as_the_single_tensor_loop_does(
     assert all(hasattr(p, "full_tensor") for p in foreach.model.parameters())
     assert foreach.optimizer.defaults["foreach"] is True
     monkeypatch.setattr(
-        rl.fsdp.engine, "adamw_implementation", lambda model, trained=None: {"foreach": False}
+        rl.fsdp.engine,
+        "adamw_implementation",
+        lambda model, trained=None, scaled=False: {"foreach": False},
     )
     single, single_weights = two_steps()
     assert single.optimizer.defaults["foreach"] is False

@@ -138,9 +138,37 @@ def test_precision():
     assert "loss scaling" in refused["actor.optim.loss_scale"]
     _, refused = run("actor.model.precision=fp32", "actor.optim.bf16=true")
     assert "against model.precision" in refused["actor.optim.bf16"]
+    # FSDP: autocast beside FSDP's own fp16 mixed precision is refused, as RLinf does
     _, refused = run(path=FSDP)
-    assert "gradient scaler" in refused["actor.fsdp_config.grad_scaler.enabled"]
-    assert "autocast" in refused["actor.fsdp_config.amp_autocast.enabled"]
+    assert set(refused) == {"actor.fsdp_config.amp_autocast.enabled"}
+    assert "RLinf refuses the pair" in refused["actor.fsdp_config.amp_autocast.enabled"]
+
+
+def test_fp16_autocast_and_the_gradient_scaler_map_to_the_fsdp_engines():
+    no_mixed = [
+        f"actor.fsdp_config.mixed_precision.{key}=null"
+        for key in ("param_dtype", "reduce_dtype", "buffer_dtype")
+    ]
+    config, refused = run(
+        *no_mixed,
+        "+actor.fsdp_config.grad_scaler.init_scale=1024",
+        "+actor.fsdp_config.grad_scaler.growth_interval=50",
+        path=FSDP,
+    )
+    assert not refused
+    fsdp = config.actor.fsdp_config
+    assert fsdp.amp_autocast.enabled and fsdp.amp_autocast.precision == "float16"
+    assert fsdp.grad_scaler.enabled and fsdp.grad_scaler.init_scale == 1024
+    assert fsdp.grad_scaler.growth_interval == 50
+    assert fsdp.mixed_precision.param_dtype == "float32"
+    off, _ = run(
+        *no_mixed,
+        "actor.fsdp_config.amp_autocast.enabled=false",
+        "actor.fsdp_config.grad_scaler.enabled=false",
+        path=FSDP,
+    )
+    assert not off.actor.fsdp_config.amp_autocast.enabled
+    assert not off.actor.fsdp_config.grad_scaler.enabled
 
 
 def test_lora_is_refused():

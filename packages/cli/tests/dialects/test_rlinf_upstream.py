@@ -18,12 +18,10 @@ RSTAR2 = UPSTREAM / "agent" / "rstar2" / "config"
 
 # file -> the keys refused as the file stands (empty: it converts)
 REFUSED = {
-    "qwen2.5-1.5b-grpo-fsdp": {
-        "actor.fsdp_config.amp_autocast.enabled",
-        "actor.fsdp_config.amp_autocast.precision",
-        "actor.fsdp_config.grad_scaler.enabled",
-    },
-    "qwen2.5-1.5b-grpo-fsdp-pipeline": {"actor.fsdp_config.grad_scaler.enabled"},
+    # fp16 autocast beside FSDP's fp16 mixed precision: RLinf refuses the pair itself
+    "qwen2.5-1.5b-grpo-fsdp": {"actor.fsdp_config.amp_autocast.enabled"},
+    # FSDP's fp16 mixed precision with the gradient scaler: both rl's
+    "qwen2.5-1.5b-grpo-fsdp-pipeline": set(),
     "qwen2.5-1.5b-grpo-megatron": {
         "actor.optim.loss_scale",
     },

@@ -28,6 +28,41 @@ class MixedPrecisionConfig:
 
 
 @dataclass(frozen=True)
+class AutocastConfig:
+    """torch.autocast around every forward of the model (RLinf's `fsdp_config.amp_autocast`):
+    matmuls in `precision`, the master weights in the model's dtype. Not with FSDP's
+    mixed precision (RLinf refuses the pair too)."""
+
+    enabled: bool = False
+    precision: DType = "bfloat16"
+
+
+@dataclass(frozen=True)
+class GradScalerConfig:
+    """Dynamic loss scaling (RLinf's `fsdp_config.grad_scaler`, torch's ShardedGradScaler):
+    the loss is multiplied by the scale before backward and the gradients divided by it
+    before clipping; a step whose gradients overflow is skipped (counted in
+    `<role>/skipped_steps`) and the scale multiplied by `backoff_factor`; after
+    `growth_interval` clean steps it grows by `growth_factor`. The scale is checkpointed."""
+
+    enabled: bool = False
+    init_scale: float = 65536.0
+    growth_factor: float = 2.0
+    backoff_factor: float = 0.5
+    growth_interval: int = 2000
+
+    def __post_init__(self) -> None:
+        for name, ok, allowed in (
+            ("init_scale", self.init_scale > 0, "> 0"),
+            ("growth_factor", self.growth_factor > 1, "> 1"),
+            ("backoff_factor", 0 < self.backoff_factor < 1, "in (0, 1)"),
+            ("growth_interval", self.growth_interval >= 1, ">= 1"),
+        ):
+            if not ok:
+                raise FieldError(name, getattr(self, name), allowed)
+
+
+@dataclass(frozen=True)
 class FSDPConfig:
     # ranks one model is sharded over; the world is fsdp_size × replicas (HSDP) when smaller
     fsdp_size: int = -1
@@ -42,9 +77,23 @@ class FSDPConfig:
     # fit one host's memory once per rank
     meta_init: bool = False
     mixed_precision: MixedPrecisionConfig = field(default_factory=MixedPrecisionConfig)
+    amp_autocast: AutocastConfig = field(default_factory=AutocastConfig)
+    grad_scaler: GradScalerConfig = field(default_factory=GradScalerConfig)
 
     def __post_init__(self) -> None:
         check(self, fsdp_size=FSDP_SIZE)
+        mixed = self.mixed_precision
+        if self.amp_autocast.enabled and (mixed.param_dtype, mixed.reduce_dtype) != (
+            "float32",
+            "float32",
+        ):
+            raise FieldError(
+                "amp_autocast.enabled",
+                True,
+                "false while mixed_precision is not float32 (autocast and FSDP's mixed "
+                "precision both cast the compute; RLinf refuses the pair too): set "
+                "mixed_precision.param_dtype/reduce_dtype to float32, or turn autocast off",
+            )
         if self.offload_policy and (self.param_offload or self.optimizer_offload):
             raise FieldError(
                 "offload_policy",

@@ -58,6 +58,7 @@ from rl.fsdp.config import FSDPConfig
 from rl.fsdp.distributed import ensure_process_group, fsdp_mesh
 from rl.fsdp.forward import fused_logprobs_and_entropy, response_logprobs, response_values
 from rl.fsdp.packing import prefix_grouping, shared_prompt_fraction
+from rl.fsdp.precision import autocast, grad_scaler
 from rl.fsdp.routing_replay import (
     Phase,
     RecordedRoutes,
@@ -173,6 +174,10 @@ class FSDPTrainEngine(
             tied_lookup_gradient(self.model, self.vocab_size)
         self.optim_config = optim
         self.optimizer: torch.optim.Optimizer | None = None
+        self.grad_scaler: Any = None  # fsdp_config.grad_scaler (a trained role's)
+        # fsdp_config.amp_autocast: every forward of the model in its precision
+        autocast = self.fsdp.amp_autocast
+        self.autocast_dtype = getattr(torch, autocast.precision) if autocast.enabled else None
         self.lr_scheduler: torch.optim.lr_scheduler.LambdaLR | None = None
         if role == "ref":
             self.model.requires_grad_(False)
@@ -186,9 +191,10 @@ class FSDPTrainEngine(
                 betas=tuple(optim.betas),  # type: ignore[arg-type]
                 eps=optim.eps,
                 weight_decay=optim.weight_decay,
-                **adamw_implementation(self.model, trained),
+                **adamw_implementation(self.model, trained, self.fsdp.grad_scaler.enabled),
             )
             self.lr_scheduler = make_lr_scheduler(self.optimizer, optim, total_steps)
+            self.grad_scaler = grad_scaler(self.fsdp.grad_scaler, self.device)
             # as built from the config: a resumed run keeps these, not the checkpoint's
             self._hyperparameters = [
                 {k: v for k, v in group.items() if k != "params"}
@@ -307,14 +313,21 @@ class FSDPTrainEngine(
     ) -> Any:
         packing = {"packed": self.packed, "sp": self.sp, "share_prompts": self.share_prompts}
         if self.role == "critic":
-            return response_values(self.model, micro, **packing)
+            with self._autocast():
+                return response_values(self.model, micro, **packing)
         compute = fused_logprobs_and_entropy if self._fused() else response_logprobs
         routing = routing_pass(self.router_replay, micro, phase)
-        output = LogprobOutput(
-            *compute(self.model, micro, self.temperature, with_entropy, **packing, routing=routing)
-        )
+        with self._autocast():
+            output = LogprobOutput(
+                *compute(
+                    self.model, micro, self.temperature, with_entropy, **packing, routing=routing
+                )
+            )
         output.routed_experts = None if routing is None else routing.recorded
         return output
+
+    def _autocast(self) -> Any:
+        return autocast(self.autocast_dtype, self.device)
 
     def _set_training(self, training: bool) -> None:
         """`model.train(training)`, skipped when already so (it walks every module)."""
@@ -429,11 +442,14 @@ class FSDPTrainEngine(
             loss, metrics = loss_fn(self._forward(micro, True), micro, mini)
             # FSDP averages over all ranks; each rank's loss is its share (a sequence-parallel
             # group's ranks each backpropagate their slice of the same share)
-            (loss * self.loss_scale).backward()
+            shared = loss * self.loss_scale
+            (shared if self.grad_scaler is None else self.grad_scaler.scale(shared)).backward()
             # the mini-batch loss: micro-batch shares add up, over ranks too
             step_metrics[f"{prefix}/loss"].append(float(loss.detach()))
             for key, value in metrics.items():
                 step_metrics[key].append(float(value))
+        if self.grad_scaler is not None:  # the true gradients, before clipping
+            self.grad_scaler.unscale_(self.optimizer)
         grad_norm = torch.nn.utils.clip_grad_norm_(
             self._trained_parameters(), self.optim_config.grad_clip
         )
@@ -441,7 +457,12 @@ class FSDPTrainEngine(
             grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm
         )
         if math.isfinite(grad_norm):
-            self.optimizer.step()
+            if self.grad_scaler is None:
+                self.optimizer.step()
+            else:
+                self.grad_scaler.step(self.optimizer)
+        if self.grad_scaler is not None:  # back off after an overflow, grow after a run
+            self.grad_scaler.update()
         # the whole mini-batch's metrics, over micro-batches and ranks (`step_metrics`);
         # loss functions may already name them ("actor/pg_loss"), others get the role
         averaged = step_metrics_of(
@@ -452,6 +473,8 @@ class FSDPTrainEngine(
         )
         averaged[f"{prefix}/grad_norm"] = grad_norm
         averaged[f"{prefix}/skipped_steps"] = float(not math.isfinite(grad_norm))
+        if self.grad_scaler is not None:
+            averaged[f"{prefix}/grad_scale"] = float(self.grad_scaler.get_scale())
         return averaged
 
     # --- weights and checkpoints --------------------------------------------------
@@ -507,10 +530,16 @@ class FSDPTrainEngine(
         tensors: dict[str, Any] = {"model": self._model_state()}
         state: dict[str, Any] = {"generator": self.generator.get_state()}
         if self.optimizer is not None and self.lr_scheduler is not None:
+            # gradients left by a skipped step (a non-finite norm) would keep torch from
+            # building the Adam state a run that never stepped still has to write: the
+            # next step zeroes them first anyway
+            self.optimizer.zero_grad(set_to_none=True)
             optim = get_optimizer_state_dict(self.model, self.optimizer)
             tensors["optimizer"] = optim["state"]
             state["param_groups"] = optim["param_groups"]
             state["lr_scheduler"] = self.lr_scheduler.state_dict()
+        if self.grad_scaler is not None:
+            state["grad_scaler"] = self.grad_scaler.state_dict()
         save_sharded(tensors, folder / "dcp")
         if self.rank == 0:
             save_state(state, folder / "state.pt")
@@ -535,6 +564,8 @@ class FSDPTrainEngine(
             resume_schedule(
                 self.optimizer, self.lr_scheduler, state["lr_scheduler"], self._hyperparameters
             )
+        if self.grad_scaler is not None and "grad_scaler" in state:
+            self.grad_scaler.load_state_dict(state["grad_scaler"])
 
     def _model_state(self) -> dict[str, Any]:
         """The (sharded) model state dict with each tied parameter once: checkpoints hold
@@ -641,16 +672,18 @@ def tied_lookup_gradient(model: torch.nn.Module, vocab_size: int) -> bool:
 
 
 def adamw_implementation(
-    model: torch.nn.Module, trained: list[torch.Tensor] | None = None
+    model: torch.nn.Module, trained: list[torch.Tensor] | None = None, scaled: bool = False
 ) -> dict[str, bool]:
     """torch's fused AdamW where every parameter is a plain floating tensor (one kernel
     over all of them instead of a Python loop per parameter), the foreach one for FSDP2's
     DTensors (torch picks it by itself on GPU only; on CPU it would loop per parameter,
-    each op through DTensor's dispatch). Same update within fp32 rounding (tested)."""
+    each op through DTensor's dispatch). Same update within fp32 rounding (tested). With a
+    gradient scaler (`scaled`) foreach too: the fused kernel takes the scaler's overflow
+    flag as a 0-d tensor, ShardedGradScaler's is [1]."""
     params = list(model.parameters()) if trained is None else trained
     floating = all(p.dtype in (torch.float32, torch.float16, torch.bfloat16) for p in params)
     if floating and all(type(p) is torch.nn.Parameter for p in params):
-        return {"fused": True}
+        return {"foreach": True} if scaled else {"fused": True}
     if floating and all(hasattr(p, "full_tensor") for p in params):
         return {"foreach": True}
     return {}

@@ -134,7 +134,8 @@ def _bucketed_sdpa(
         attended = F.scaled_dot_product_attention(  # [G, H, W, D]
             q, k, v, is_causal=True, scale=scaling, enable_gqa=q.shape[1] != k.shape[1]
         )
-        out[0][:, bucket.to] = attended.transpose(0, 1)[:, bucket.kept]
+        # (under autocast SDPA answers in its dtype, the buffer is the inputs')
+        out[0][:, bucket.to] = attended.transpose(0, 1)[:, bucket.kept].to(out.dtype)
     return out.transpose(1, 2).contiguous()
 
 

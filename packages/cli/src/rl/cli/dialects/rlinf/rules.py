@@ -212,14 +212,18 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
                 "offload_pin_memory",
             )
         ],
+        # RLinf's names: torch.autocast around the forwards, ShardedGradScaler (rl.fsdp)
         Rule(
-            f"{section}.fsdp_config.amp_autocast.",
-            reason="rl has no autocast: FSDP computes in fsdp_config.mixed_precision.param_dtype",
+            f"{section}.fsdp_config.amp_autocast.enabled",
+            f"{ours}.fsdp_config.amp_autocast.enabled",
+            derive=values.amp_autocast(section),
         ),
         Rule(
-            f"{section}.fsdp_config.grad_scaler.",
-            reason="rl's FSDP has no gradient scaler (fp16 without loss scaling)",
+            f"{section}.fsdp_config.amp_autocast.precision",
+            f"{ours}.fsdp_config.amp_autocast.precision",
+            convert=values.dtype,
         ),
+        Rule(f"{section}.fsdp_config.grad_scaler.", f"{ours}.fsdp_config.grad_scaler."),
         Rule(f"{section}.fsdp_config.", reason="an FSDP detail rl sets itself"),
         Rule(f"{section}.tokenizer.trust_remote_code", "model.trust_remote_code"),
         Rule(

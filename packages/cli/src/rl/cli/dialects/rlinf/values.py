@@ -22,6 +22,27 @@ def mixed_precision(value: Any) -> Any:
     return "float32" if value is None else dtype(value)  # RLinf's null: no mixed precision
 
 
+def amp_autocast(section: str) -> Any:
+    """RLinf's autocast switch; RLinf itself refuses it beside FSDP mixed precision (its
+    validate_fsdp_cfg: any of param/reduce/buffer dtype set and not all fp32)."""
+
+    def derive(flat: Mapping[str, Any]) -> Any:
+        enabled = bool(flat.get(f"{section}.fsdp_config.amp_autocast.enabled"))
+        mixed = [
+            flat.get(f"{section}.fsdp_config.mixed_precision.{key}")
+            for key in ("param_dtype", "reduce_dtype", "buffer_dtype")
+        ]
+        if enabled and not (all(d is None for d in mixed) or all(d == "fp32" for d in mixed)):
+            return Unsupported(
+                f"amp_autocast beside FSDP mixed_precision {mixed}: RLinf refuses the pair "
+                "itself (validate_fsdp_cfg); set fsdp_config.mixed_precision.* to null for "
+                "autocast, or allow this key to train with the mixed precision alone"
+            )
+        return enabled
+
+    return derive
+
+
 def mini_batch(flat: Mapping[str, Any]) -> Any:
     """Ours in prompts: RLinf's rollout_batch_size × group_size / n_minibatches sequences
     per optimizer step are rollout_batch_size / n_minibatches prompts."""
