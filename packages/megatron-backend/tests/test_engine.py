@@ -141,6 +141,22 @@ def test_bf16_training_tracks_fp32(run_ranks, reference_runs):
     assert all(tensor.dtype == torch.bfloat16 for tensor in bf16["weights"].values())
 
 
+def test_fp16_scales_the_loss_dynamically_or_as_override_optimizer_config_says(run_ranks):
+    """`megatron.dtype: float16`: megatron's fp16 optimizer with dynamic loss scaling takes
+    its steps; a static `loss_scale` (override_optimizer_config, RLinf's optim.loss_scale)
+    too large for fp16 gradients overflows on every step, and every step is skipped."""
+    (dynamic,) = run_ranks(
+        "train", 1, dtype="float16", override_optimizer_config={"initial_loss_scale": 1024.0}
+    )
+    assert [m["actor/skipped_steps"] for m in dynamic["metrics"]] == [0.0, 0.0]
+    assert dynamic["metrics"][0]["actor/grad_scale"] == 1024.0
+    (static,) = run_ranks(
+        "train", 1, dtype="float16", override_optimizer_config={"loss_scale": 2.0**40}
+    )
+    assert [m["actor/skipped_steps"] for m in static["metrics"]] == [1.0, 1.0]
+    assert all(m["actor/grad_scale"] == 2.0**40 for m in static["metrics"])
+
+
 def test_the_single_rank_step_equals_the_fsdp_engines(run_ranks, reference_runs):
     """An independent reference: the FSDP engine (HF model, torch AdamW) on the same batch,
     loss and optimizer settings reports the same loss and gradient norm and ends with the
@@ -342,3 +358,24 @@ def test_hf_to_megatron_checkpoint_loads_at_tp2_and_a_tp2_checkpoint_converts_to
     assert set(exported) == set(trained["saved"])
     for name, tensor in trained["saved"].items():
         assert torch.equal(exported[name], tensor), name
+
+
+def test_override_optimizer_config_names_what_it_cannot_take():
+    from rl.core.config import ConfigError, OptimConfig
+    from rl.megatron.config import MegatronConfig
+    from rl.megatron.optimizer import optimizer_config
+
+    def built(**override):
+        m = MegatronConfig(override_optimizer_config=override)
+        return optimizer_config(m, OptimConfig(lr=1e-3, eps=1e-6), torch.float16, "critic")
+
+    config = built(loss_scale=128.0, hysteresis=3)
+    assert (config.loss_scale, config.hysteresis, config.adam_eps) == (128.0, 3, 1e-6)
+    with pytest.raises(
+        ConfigError,
+        match=r"critic.megatron.override_optimizer_config.lr: rl "
+        r"sets it from critic.optim.lr",
+    ):
+        built(lr=0.5)
+    with pytest.raises(ConfigError, match="loss_scael is not OptimizerConfig field"):
+        built(loss_scael=2.0)

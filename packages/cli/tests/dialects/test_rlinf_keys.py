@@ -131,11 +131,12 @@ def test_precision():
     assert config.model.dtype == "float16" and config.rollout.dtype == "float16"
     config, _ = run("actor.model.precision=fp32")
     assert config.model.dtype == "float32"
-    # megatron's static loss scale under fp16: rl scales dynamically
-    _, refused = run(
+    # megatron's static loss scale under fp16: megatron's own OptimizerConfig field
+    config, refused = run(
         "actor.model.precision=fp16", "actor.optim.fp16=true", "actor.optim.bf16=false"
     )
-    assert "loss scaling" in refused["actor.optim.loss_scale"]
+    assert not refused and config.model.dtype == "float16"
+    assert config.actor.megatron.override_optimizer_config == {"loss_scale": 65536}
     _, refused = run("actor.model.precision=fp32", "actor.optim.bf16=true")
     assert "against model.precision" in refused["actor.optim.bf16"]
     # FSDP: autocast beside FSDP's own fp16 mixed precision is refused, as RLinf does

@@ -22,28 +22,17 @@ REFUSED = {
     "qwen2.5-1.5b-grpo-fsdp": {"actor.fsdp_config.amp_autocast.enabled"},
     # FSDP's fp16 mixed precision with the gradient scaler: both rl's
     "qwen2.5-1.5b-grpo-fsdp-pipeline": set(),
-    "qwen2.5-1.5b-grpo-megatron": {
-        "actor.optim.loss_scale",
-    },
-    "qwen2.5-1.5b-grpo-megatron-pipeline": {"actor.optim.loss_scale"},
-    "qwen2.5-1.5b-grpo-megatron-dynamic": {
-        "cluster.auto_scheduler",
-        "actor.optim.loss_scale",
-    },
+    "qwen2.5-1.5b-grpo-megatron": set(),
+    "qwen2.5-1.5b-grpo-megatron-pipeline": set(),
+    "qwen2.5-1.5b-grpo-megatron-dynamic": {"cluster.auto_scheduler"},
     "qwen2.5-1.5b-ppo-megatron": {
         "algorithm.adv_type",
         "algorithm.loss_agg_func",
     },
-    "qwen2.5-1.5b-reinpp-megatron": {"actor.optim.loss_scale"},
-    "qwen2.5-1.5b-single-gpu": {
-        "actor.optim.loss_scale",
-    },
-    "qwen2.5-7b-grpo-megatron": {
-        "actor.optim.loss_scale_window",
-    },
-    "qwen2.5-32b-grpo-megatron": {
-        "actor.optim.loss_scale_window",
-    },
+    "qwen2.5-1.5b-reinpp-megatron": set(),
+    "qwen2.5-1.5b-single-gpu": set(),
+    "qwen2.5-7b-grpo-megatron": set(),
+    "qwen2.5-32b-grpo-megatron": set(),
     "qwen3-30b-grpo-megatron": set(),
     "moonlight-16b-grpo-megatron": {
         "algorithm.loss_agg_func",
@@ -100,9 +89,7 @@ def test_the_importance_sampling_file_converts_once_its_broken_path_is_given():
         MATH / "qwen2.5-1.5b-is-megatron.yaml",
         ["actor.megatron.ckpt_convertor.hf_model_path=/models/qwen"],
     )
-    assert keys == {
-        "actor.optim.loss_scale",
-    }
+    assert keys == set()
     refusal.settle(conversion.report, sorted(keys))
     config = config_from_mapping(conversion.config, "is")
     # RLinf: advantages × min(exp(recomputed - rollout log-probs), importance_sampling_clip)

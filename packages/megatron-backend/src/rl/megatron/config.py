@@ -48,6 +48,11 @@ class MegatronConfig:
     # megatron-core DistributedDataParallelConfig fields: overlap_grad_reduce,
     # overlap_param_gather, bucket_size, ...
     override_ddp_config: dict[str, Any] = field(default_factory=dict)
+    # megatron-core OptimizerConfig fields, applied last (verl's optim.override_optimizer_config):
+    # fp16 loss scaling (`loss_scale` static, else dynamic from `initial_loss_scale` with
+    # `min_loss_scale`, `loss_scale_window`, `hysteresis`), ... ; the fields rl sets from its
+    # own keys (lr, betas, eps, weight decay, clipping, dtypes) are refused here
+    override_optimizer_config: dict[str, Any] = field(default_factory=dict)
     # start from a megatron distributed checkpoint (`rl convert-ckpt --to megatron` writes
     # one; a training checkpoint's actor folder is one) instead of model.path's HF weights
     use_dist_checkpointing: bool = False

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from rl.core.config import OptimConfig
+from rl.core.config import ConfigError, OptimConfig
 from rl.core.optim import warmup_steps
 from rl.megatron.build import known_fields
 from rl.megatron.config import MegatronConfig
@@ -48,7 +48,7 @@ def make_training(
         DistributedDataParallel(tf_config, ddp_config, chunk, disable_bucketing=i > 0)
         for i, chunk in enumerate(chunks)
     ]
-    optimizer = megatron_optimizer(chunks, m, optim, dtype)
+    optimizer = megatron_optimizer(chunks, m, optim, dtype, section)
     tf_config.finalize_model_grads_func = finalize_model_grads
     tf_config.grad_scale_func = optimizer.scale_loss
     no_sync = [chunk.no_sync for chunk in chunks]
@@ -59,30 +59,67 @@ def make_training(
     return chunks, optimizer, lr_scheduler(optimizer, optim, total_steps)
 
 
+# OptimizerConfig fields rl sets from its own keys: not overridable
+OWN_FIELDS = {
+    "optimizer": "rl's optimizer is Adam",
+    "lr": "actor.optim.lr",
+    "min_lr": "actor.optim.min_lr_ratio",
+    "weight_decay": "actor.optim.weight_decay",
+    "adam_beta1": "actor.optim.betas",
+    "adam_beta2": "actor.optim.betas",
+    "adam_eps": "actor.optim.eps",
+    "clip_grad": "actor.optim.grad_clip",
+    "bf16": "megatron.dtype (or model.dtype)",
+    "fp16": "megatron.dtype (or model.dtype)",
+    "params_dtype": "megatron.dtype (or model.dtype)",
+    "use_distributed_optimizer": "megatron.use_distributed_optimizer",
+}
+
+
+def optimizer_config(
+    m: MegatronConfig, optim: OptimConfig, dtype: torch.dtype, section: str
+) -> Any:
+    """megatron-core's OptimizerConfig from `optim` and `m`, `override_optimizer_config`
+    last (an unknown field, or one rl sets from its own keys, is an error naming it)."""
+    from megatron.core.optimizer import OptimizerConfig
+
+    key = f"{section}.megatron.override_optimizer_config"
+    overrides = known_fields(OptimizerConfig, m.override_optimizer_config, key)
+    owned = sorted(set(overrides) & set(OWN_FIELDS))
+    if owned:
+        raise ConfigError(
+            f"{key}.{owned[0]}: rl sets it from {OWN_FIELDS[owned[0]].replace('actor.', section + '.')}"
+            " (set that key instead)"
+        )
+    beta1, beta2 = optim.betas
+    return OptimizerConfig(
+        optimizer="adam",
+        lr=optim.lr,
+        min_lr=optim.min_lr_ratio * optim.lr,
+        weight_decay=optim.weight_decay,
+        adam_beta1=beta1,
+        adam_beta2=beta2,
+        adam_eps=optim.eps,
+        clip_grad=optim.grad_clip,
+        bf16=dtype == torch.bfloat16,
+        fp16=dtype == torch.float16,
+        params_dtype=dtype,
+        use_distributed_optimizer=m.use_distributed_optimizer,
+        **overrides,
+    )
+
+
 def megatron_optimizer(
-    chunks: list[torch.nn.Module], m: MegatronConfig, optim: OptimConfig, dtype: torch.dtype
+    chunks: list[torch.nn.Module],
+    m: MegatronConfig,
+    optim: OptimConfig,
+    dtype: torch.dtype,
+    section: str = "actor",
 ) -> Any:
     """megatron-core's Adam over the DDP-wrapped `chunks`, as `optim` and `m` say."""
-    from megatron.core.optimizer import OptimizerConfig, get_megatron_optimizer
+    from megatron.core.optimizer import get_megatron_optimizer
 
-    beta1, beta2 = optim.betas
-    return get_megatron_optimizer(
-        OptimizerConfig(
-            optimizer="adam",
-            lr=optim.lr,
-            min_lr=optim.min_lr_ratio * optim.lr,
-            weight_decay=optim.weight_decay,
-            adam_beta1=beta1,
-            adam_beta2=beta2,
-            adam_eps=optim.eps,
-            clip_grad=optim.grad_clip,
-            bf16=dtype == torch.bfloat16,
-            fp16=dtype == torch.float16,
-            params_dtype=dtype,
-            use_distributed_optimizer=m.use_distributed_optimizer,
-        ),
-        chunks,
-    )
+    return get_megatron_optimizer(optimizer_config(m, optim, dtype, section), chunks)
 
 
 def lr_scheduler(optimizer: Any, optim: OptimConfig, total_steps: int) -> Any:

@@ -83,6 +83,8 @@ class TrainSteps:
         averaged = self.metrics(results)
         averaged[f"{self.section}/grad_norm"] = grad_norm
         averaged[f"{self.section}/skipped_steps"] = float(skipped)
+        if getattr(getattr(self.optimizer, "config", None), "fp16", False):  # loss scaling
+            averaged[f"{self.section}/grad_scale"] = float(self.optimizer.get_loss_scale())
         return averaged
 
     def metrics(self, results: list[dict[str, float]]) -> dict[str, float]:

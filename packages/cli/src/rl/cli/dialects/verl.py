@@ -241,6 +241,12 @@ RULES: list[Rule] = [
     Rule("critic.optim.warmup_style", "critic.optim.lr_scheduler", convert=_warmup_style),
     Rule("critic.optim.lr_scheduler_type", "critic.optim.lr_scheduler", convert=_warmup_style),
     Rule("critic.optim.lr_decay_style", "critic.optim.lr_scheduler", convert=_warmup_style),
+    # megatron-core OptimizerConfig fields (fp16 loss scaling, ...): the megatron engine's
+    Rule(
+        "actor_rollout_ref.actor.optim.override_optimizer_config.",
+        "actor.megatron.override_optimizer_config.",
+    ),
+    Rule("critic.optim.override_optimizer_config.", "critic.megatron.override_optimizer_config."),
     Rule(
         "actor_rollout_ref.actor.optim.min_lr",
         "actor.optim.min_lr_ratio",

@@ -114,12 +114,17 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
         ),
         Rule(optim + "fp16", "model.dtype", derive=values.optim_precision(section, "fp16")),
         Rule(optim + "bf16", "model.dtype", derive=values.optim_precision(section, "bf16")),
-        Rule(
-            optim + "loss_scale",
-            reason="megatron's static fp16 loss scale: rl's fp16 uses megatron's dynamic "
-            "loss scaling",
-        ),
-        Rule(optim + "loss_scale*", reason="rl's fp16 loss scaling is megatron's own"),
+        # megatron's fp16 loss scaling (static loss_scale, else dynamic): its own fields
+        *[
+            Rule(optim + key, f"{ours}.megatron.override_optimizer_config.{key}")
+            for key in (
+                "loss_scale",
+                "initial_loss_scale",
+                "min_loss_scale",
+                "loss_scale_window",
+                "hysteresis",
+            )
+        ],
         Rule(
             optim + "optimizer_cpu_offload",
             reason="megatron's CPU optimizer runs the same Adam on the host; rl keeps it on "
