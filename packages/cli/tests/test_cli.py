@@ -3,8 +3,10 @@
 import json
 import subprocess
 
+import pytest
 from typer.testing import CliRunner
 
+from rl.cli.dialects.docs import VERL_RELEASES
 from rl.cli.main import app
 
 
@@ -123,3 +125,34 @@ def test_shell_completion_completes_sub_commands(rl_executable):
     }
     completed = subprocess.run([rl_executable], capture_output=True, text=True, env=env, timeout=60)
     assert completed.stdout.split() == ["eval"]
+
+
+@pytest.mark.parametrize("release", VERL_RELEASES)
+def test_rl_eval_from_verl_reads_each_releases_evaluation_yaml(tmp_path, verl_release, release):
+    """verl's own evaluation.yaml of every release (0.4's top-level ray_init included), its
+    data.path pointed at a table of generations, as `main_eval` would read it."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [
+        {
+            "prompt": "2+3=",
+            "data_source": "openai/gsm8k",
+            "reward_model": {"ground_truth": "5"},
+            "responses": ["#### 5", "#### 6"],
+        }
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "gen.parquet")
+    config = verl_release(release) / "verl" / "trainer" / "config" / "evaluation.yaml"
+    out = tmp_path / "m.json"
+    arguments = ["eval", "--from", "verl", str(config), f"data.path={tmp_path / 'gen.parquet'}"]
+    result = CliRunner().invoke(app, [*arguments, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["test_score/openai/gsm8k"] == 0.5  # verl's gsm8k rule
+
+
+def test_rl_eval_from_another_system_says_what_it_reads(tmp_path):
+    result = CliRunner().invoke(app, ["eval", "--from", "roll", str(tmp_path / "x.yaml")])
+    assert result.exit_code == 2 and "only verl's evaluation.yaml" in result.output

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import VERL_RELEASES
 from rl.cli.dialects import convert
+from rl.cli.dialects.docs import VERL_RELEASES
 from rl.core.config import config_from_mapping
 
 FILES = ("ppo_trainer.yaml", "ppo_megatron_trainer.yaml")
@@ -40,10 +40,17 @@ def test_the_release_defaults_convert_with_nothing_refused(verl_release, quickst
     assert (config.actor.strategy == "megatron") is megatron
 
 
-def test_the_docs_name_every_release_tested():
+def test_the_docs_name_every_release_the_fetch_script_installs():
+    """One list: the releases the docs table names are the ones fetch-upstream.sh installs
+    (and the root conftest's verl_release finds: it fails on any other)."""
+    import re
+    from pathlib import Path
+
     from rl.cli.dialects import docs
 
-    assert docs.VERL_RELEASES == VERL_RELEASES
+    script = Path(__file__).resolve().parents[4] / "scripts" / "fetch-upstream.sh"
+    (line,) = re.findall(r"^VERL_VERSIONS=\((.*)\)$", script.read_text(), re.MULTILINE)
+    assert tuple(line.split()) == VERL_RELEASES
     assert "| verl | " + ", ".join(VERL_RELEASES) in docs.render()
 
 

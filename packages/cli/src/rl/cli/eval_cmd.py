@@ -32,17 +32,39 @@ def evaluate(
         None, "--generations", help="Online: write every response and score here (JSONL)."
     ),
     out: Path | None = typer.Option(None, "-o", "--out", help="Also write the metrics as JSON."),
+    dialect: str | None = typer.Option(
+        None,
+        "--from",
+        help="verl: SOURCE is verl's evaluation.yaml (verl's main_eval config, any release); "
+        "its layout is also what rl eval reads without the option.",
+    ),
 ) -> None:
     """Score every response of a table of generations (or, with --model, of the model's
     generations on the validation set) and report, per data source, the mean score
     (test_score/<source>) and pass@k."""
     with exit_on_error():
         items = list(arguments or [])
+        if dialect is not None:
+            _check_dialect(dialect, items, model)
         metrics = _online(model, items, ks, generations) if model else _offline(items)
         for key, value in metrics.items():
             typer.echo(f"{key}: {value:.4f}")
         if out is not None:
             out.write_text(json.dumps(metrics, indent=2) + "\n")
+
+
+def _check_dialect(dialect: str, items: list[str], model: Path | None) -> None:
+    """`--from verl`: the one system whose evaluation config rl eval reads (verl's
+    main_eval); the file must be one."""
+    from rl.core.config import ConfigError
+
+    if dialect != "verl":
+        raise ConfigError(
+            f"rl eval --from {dialect}: only verl's evaluation.yaml (--from verl) has an "
+            "evaluation config rl reads; give the table of responses itself otherwise"
+        )
+    if model is not None or not items or Path(items[0]).suffix.lower() not in (".yaml", ".yml"):
+        raise ConfigError("rl eval --from verl needs verl's evaluation.yaml first (no --model)")
 
 
 def _offline(items: list[str]) -> dict[str, float]:

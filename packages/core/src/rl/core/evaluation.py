@@ -144,12 +144,14 @@ def read_table(path: str | Path) -> list[dict[str, Any]]:
 
 def eval_config(values: Mapping[str, Any]) -> EvalConfig:
     """An `EvalConfig` from verl's `evaluation.yaml` layout (`data.*`,
-    `custom_reward_function.*`; `ray_kwargs` is verl's process setup and is ignored)
+    `custom_reward_function.*`; `ray_kwargs`, or `ray_init` in verl <= 0.4, is verl's
+    process setup and is ignored)
     plus ours (`ks`, `correct_score`, `max_error_rate`)."""
     known = {
         "data",
         "custom_reward_function",
         "ray_kwargs",
+        "ray_init",  # verl <= 0.4's place of ray_kwargs.ray_init
         "ks",
         "correct_score",
         "max_error_rate",
