@@ -148,8 +148,9 @@ def test_verls_sft_trainer_config_maps_to_rl_sft():
     assert config.data.prompt_key == "question" and config.data.answer_key == "answer"
     assert config.trainer.output_dir == "checkpoints/gsm8k-sft/qwen"
     by_key = entries(conversion.report)
-    assert by_key["optim.weight_decay"].status == "unsupported"  # rl's SFT has none
-    assert by_key["optim.warmup_style"].status == "default"  # constant: nothing lost
+    assert config.sft.weight_decay == 0.01 and by_key["optim.weight_decay"].status == "mapped"
+    assert by_key["optim.warmup_style"].status == "default"  # constant, as ours
+    assert config.sft.max_length == 1024 and config.data.max_prompt_length == 1024
     assert by_key["data.multiturn.enable"].status == "default"  # off
     assert "run it with `rl sft --from verl`" in conversion.report.render()
 
@@ -181,11 +182,12 @@ def test_verls_multi_turn_switch_maps_to_our_agent_loop():
     assert tools.status == "unsupported" and "rollout.multi_turn.tools" in tools.reason
 
 
-def test_an_sft_config_without_a_step_count_is_reported_and_detected():
+def test_an_sft_config_without_a_step_count_runs_its_epochs():
     assert detect(HERE / "sft.yaml") == "verl"
     conversion = convert("verl", HERE / "sft.yaml", ["trainer.total_training_steps=null"])
-    steps = entries(conversion.report)["trainer.total_training_steps"]
-    assert steps.status == "unsupported" and "set trainer.total_training_steps" in steps.reason
+    config = config_from_mapping(conversion.config, "epochs")
+    assert not conversion.report.refused()
+    assert (config.sft.steps, config.sft.epochs) == (0, 2)
 
 
 @pytest.mark.parametrize(("value", "ours"), [("true", True), ("false", None)])

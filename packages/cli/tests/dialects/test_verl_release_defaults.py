@@ -148,3 +148,27 @@ def test_profiling_options_never_refuse_and_never_change_the_run(verl_release, q
     assert _refused(on) == {} and on.config == off.config
     ignored = [e.source for e in on.report.entries if e.status == "ignored"]
     assert "trainer.worker_nsight_options.trace" in ignored
+
+
+SFT_RELEASES = [r for r in VERL_RELEASES if r <= "0.7.0"]  # sft_trainer.yaml's releases
+
+
+@pytest.mark.parametrize("release", SFT_RELEASES)
+def test_each_releases_sft_trainer_converts_for_rl_sft_with_nothing_refused(verl_release, release):
+    """sft_trainer.yaml of each release that ships it (0.4.1 - 0.7.0), with a user's model
+    and data: its epochs, cosine schedule with warm-up ratio, weight decay, betas and
+    max_length all reach rl's SFT."""
+    path = _config(verl_release, release, "sft_trainer.yaml")
+    conversion = convert(
+        "verl",
+        path,
+        [
+            "model.partial_pretrain=/models/qwen",
+            "data.train_files=/data/train.parquet",
+            "data.val_files=/data/test.parquet",
+        ],
+    )
+    assert conversion.job == "sft" and _refused(conversion) == {}
+    sft = config_from_mapping(conversion.config, "sft").sft
+    assert (sft.lr_scheduler, sft.lr_warmup_ratio, sft.weight_decay) == ("cosine", 0.1, 0.01)
+    assert sft.betas == (0.9, 0.95) and sft.max_length == 1024 and sft.epochs >= 1

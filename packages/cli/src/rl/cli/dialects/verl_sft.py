@@ -1,10 +1,9 @@
 """verl's SFT trainer config (`verl/trainer/config/sft_trainer.yaml`, run by
 `verl.trainer.fsdp_sft_trainer`) as ours for `rl sft`: composed by Hydra like verl's other
-configs (`verl.compose`), mapped by this table. rl's SFT is a full-parameter warm-start
-(or LoRA's adapter, `model.lora_rank` > 0):
-AdamW at `sft.lr` for `sft.steps` steps of `sft.batch_size` random rows, clipped at
-`actor.optim.grad_clip`, without a schedule; verl's epochs, warmup and schedule keys are
-reported unsupported with that reason rather than silently dropped."""
+configs (`verl.compose`), mapped by this table. rl's SFT trains the full model (or LoRA's
+adapter, `model.lora_rank` > 0) with torch AdamW at `sft.lr` (weight decay, betas) and
+verl's LR schedule over its steps, for `trainer.total_epochs` shuffled passes over the rows
+(or `trainer.total_training_steps`), prompt + answer cut to `data.max_length` together."""
 
 from __future__ import annotations
 
@@ -15,17 +14,18 @@ from rl.cli.dialects.verl import loggers as verl_loggers
 from rl.cli.dialects.vocabulary import DATACLASS_PATH, DECODER_LAYER_WRAP, MODEL_FROM_DISK
 
 DESCRIPTION = """
-verl's SFT trainer config (`sft_trainer.yaml`), recognised by `model.partial_pretrain`,
-becomes ours for `rl sft` (`rl sft --from verl FILE`): Hydra composes it as verl's other
-configs. rl's SFT is a full-parameter warm-start (AdamW at `sft.lr` for `sft.steps` steps of
-`sft.batch_size` random rows, no schedule): verl's epoch, warmup and schedule keys are
-listed as unsupported with that reason.
+verl's SFT trainer config (`sft_trainer.yaml` of verl 0.4.1 - 0.7.0), recognised by
+`model.partial_pretrain`, becomes ours for `rl sft` (`rl sft --from verl FILE`): Hydra
+composes it as verl's other configs. Its optimizer and schedule (`optim.*`: lr, betas,
+weight decay, warm-up ratio, cosine/constant, min_lr_ratio) are `sft.*`; its epochs
+(`trainer.total_epochs`: shuffled passes over the rows, the last partial batch dropped)
+`sft.epochs`, capped by `trainer.total_training_steps`; its `data.max_length` (prompt and
+answer together, cut as `data.truncation` says) `sft.max_length`. Multi-turn `messages`
+data is refused by name (rl's multi-turn SFT reads a `demonstration` column).
 """
 DOCUMENTED = "every key of verl's `sft_trainer.yaml`, composed with its optim/fsdp default"
 
-_SCHEDULE = (
-    "rl's SFT warm-start runs AdamW at sft.lr without a schedule, weight decay or custom betas"
-)
+_SCHEDULE = "rl's SFT runs torch AdamW (sft.lr, weight_decay, betas, lr_scheduler, ...)"
 _MULTITURN = (
     "verl's multi-turn SFT reads whole `messages` conversations; rl's reads the turns after "
     "the prompt from a `demonstration` column"
@@ -44,12 +44,15 @@ def _off_when(*values: Any) -> Any:
 
 
 def _steps(value: Any) -> Any:
-    if value is None:
-        return Unsupported(
-            "null: verl derives the steps from trainer.total_epochs; rl's SFT runs "
-            "sft.steps steps: set trainer.total_training_steps"
-        )
-    return int(value)
+    """null: the steps of trainer.total_epochs (rl's sft.steps 0 with sft.epochs)."""
+    return None if value is None else int(value)
+
+
+def _schedule(value: Any) -> Any:
+    """verl's SFT LR schedules (constant, cosine; wsd and linear in later releases)."""
+    if value in (None, "constant", "cosine", "linear", "wsd"):
+        return value
+    return Unsupported(f"lr_scheduler {value!r}: constant, cosine, linear or wsd")
 
 
 RULES: list[Rule] = [
@@ -66,10 +69,15 @@ RULES: list[Rule] = [
     Rule("data.prompt_key", "data.prompt_key"),
     Rule("data.response_key", "data.answer_key"),
     Rule("data.truncation", "data.truncation"),
+    # prompt + response together (verl's SFT dataset cuts their concatenation); the
+    # separate bounds of rl's data loading set to it, so that they never cut first
     Rule(
         "data.max_length",
-        reason="rl's SFT bounds the prompt and the answer separately (data.max_prompt_length, "
-        "data.max_response_length)",
+        "sft.max_length",
+        also=(
+            ("data.max_prompt_length", lambda flat: flat.get("data.max_length")),
+            ("data.max_response_length", lambda flat: flat.get("data.max_length")),
+        ),
     ),
     Rule("data.*_max_samples", reason="rl reads every row", convert=_off_when(-1, None)),
     Rule("data.*_dict_keys", reason="rl reads flat prompt/answer columns", convert=_off_when(None)),
@@ -133,24 +141,33 @@ RULES: list[Rule] = [
     Rule("optim.optimizer", reason=_SCHEDULE, convert=_off_when("AdamW")),
     Rule("optim.optimizer_impl", reason=_SCHEDULE, convert=_off_when("torch.optim")),
     Rule("optim.lr_warmup_steps", reason=_SCHEDULE, convert=_off_when(-1, 0, None)),
-    Rule("optim.lr_warmup_steps_ratio", reason=_SCHEDULE, convert=_off_when(0, None)),
+    # AdamW and the schedule over the SFT steps: verl's names of each release
+    Rule("optim.lr_warmup_steps_ratio", "sft.lr_warmup_ratio"),
+    Rule("optim.warmup_steps_ratio", "sft.lr_warmup_ratio"),
     Rule("optim.total_training_steps", reason="verl's own copy", status="ignored"),
-    Rule("optim.weight_decay", reason=_SCHEDULE, convert=_off_when(0, None)),
-    Rule("optim.betas", reason=_SCHEDULE, convert=_off_when([0.9, 0.999])),
-    Rule("optim.lr_scheduler", reason=_SCHEDULE, convert=_off_when("constant", None)),
-    Rule("optim.warmup_style", reason=_SCHEDULE, convert=_off_when("constant", None)),
-    Rule("optim.lr_scheduler_*", reason=_SCHEDULE, convert=_off_when("constant", None)),
-    Rule("optim.min_lr_ratio", reason=_SCHEDULE, convert=_off_when(0, None)),
-    Rule("optim.num_cycles", reason="a cosine-schedule parameter", status="ignored"),
+    Rule("optim.weight_decay", "sft.weight_decay"),
+    Rule("optim.betas", "sft.betas"),
+    Rule("optim.lr_scheduler", "sft.lr_scheduler", convert=_schedule),
+    Rule("optim.warmup_style", "sft.lr_scheduler", convert=_schedule),
+    Rule("optim.lr_scheduler_type", "sft.lr_scheduler", convert=_schedule),
+    Rule("optim.min_lr_ratio", "sft.min_lr_ratio"),
+    Rule(
+        "optim.num_cycles",
+        reason="rl's cosine schedule is the half cosine (num_cycles 0.5)",
+        convert=_off_when(0.5),
+    ),
+    Rule(
+        "optim.zero_indexed_step",
+        reason="rl's schedule counts steps from 0, as verl's default",
+        convert=_off_when(True),
+    ),
     Rule("optim.", reason=_SCHEDULE),
     Rule("ulysses_sequence_parallel_size", "actor.ulysses_sequence_parallel_size"),
     Rule("use_remove_padding", "actor.use_remove_padding"),
+    # verl runs total_epochs shuffled passes over the rows, stopping early at
+    # total_training_steps when that is set
     Rule("trainer.total_training_steps", "sft.steps", convert=_steps),
-    Rule(
-        "trainer.total_epochs",
-        reason="rl's SFT runs sft.steps steps (set trainer.total_training_steps)",
-        status="ignored",
-    ),
+    Rule("trainer.total_epochs", "sft.epochs"),
     Rule("trainer.default_local_dir", "trainer.output_dir"),
     Rule(
         "trainer.default_hdfs_dir",

@@ -109,8 +109,9 @@ def build_context(config: Config, output_dir: Path, with_rl_roles: bool = True) 
     return ctx
 
 
-def build_sft_engine(config: Config, tokenizer: Any) -> Any:
-    """An actor-shaped engine with the SFT optimizer (its own LR, no schedule)."""
+def build_sft_engine(config: Config, tokenizer: Any, total_steps: int | None = None) -> Any:
+    """An actor-shaped engine with the SFT optimizer (`sft.*`: its LR, AdamW settings and
+    schedule over `total_steps`, default sft.steps)."""
     section = replace(
         config.actor,
         optim=sft_optim(config),
@@ -123,7 +124,7 @@ def build_sft_engine(config: Config, tokenizer: Any) -> Any:
         config,
         "actor",
         tokenizer,
-        total_steps=max(config.sft.steps, 1),
+        total_steps=max(config.sft.steps if total_steps is None else total_steps, 1),
         responses_per_prompt=1,
         section=section,
         temperature=1.0,

@@ -31,7 +31,7 @@ from rl.core.trainer.pipeline import RolloutPipeline
 from rl.core.trainer.preflight import preflight
 from rl.core.trainer.resume_config import CONFIG_FILE, check_resumed_config
 from rl.core.trainer.run_folder import hold, refuse_overwrite
-from rl.core.trainer.sft import run_sft_steps
+from rl.core.trainer.sft import run_sft_steps, sft_steps
 from rl.core.trainer.step import max_lag, rl_step
 from rl.core.trainer.stop import StopRequest, stop_on_signals
 from rl.core.trainer.validate import validate
@@ -132,8 +132,9 @@ def warn_dropped_settings(config: Config) -> None:
 def warm_start(ctx: RunContext) -> dict[str, float]:
     """Optional SFT, then the reference starts from the (warm) actor; returns SFT metrics."""
     metrics = {}
-    if ctx.config.sft.enable and ctx.config.sft.steps > 0:
-        sft = build_sft_engine(ctx.config, ctx.tokenizer)
+    steps = sft_steps(ctx.config, len(ctx.train_data)) if ctx.config.sft.enable else 0
+    if steps > 0:
+        sft = build_sft_engine(ctx.config, ctx.tokenizer, steps)
         sft.load_weights(ctx.actor.export_weights())
         sft_losses = run_sft_steps(sft, ctx.train_data, ctx.tokenizer, ctx.config)
         ctx.actor.load_weights(sft.export_weights())
@@ -277,8 +278,8 @@ def _validate(
 
 def run_sft(config: Config) -> list[float]:
     """`rl sft`: supervised fine-tuning only; the result is saved as a Hugging Face folder."""
-    if config.sft.steps <= 0:
-        raise ConfigError("sft.steps = 0: rl sft has nothing to train; set sft.steps")
+    if config.sft.steps <= 0 and config.sft.epochs is None:
+        raise ConfigError("sft.steps = 0: rl sft has nothing to train; set sft.steps or sft.epochs")
     seed_everything(config.trainer.seed)
     preflight(config, with_rl_roles=False)
     warn_dropped_settings(config)
@@ -290,8 +291,9 @@ def run_sft(config: Config) -> list[float]:
         try:
             run_folder.clear(output_dir)  # what is left of an earlier run (checked above)
             write_run_config(output_dir, config)
-            engine = build_sft_engine(config, ctx.tokenizer)
-            tracker = make_tracker(config, output_dir, config.sft.steps)
+            steps = sft_steps(config, len(ctx.train_data))
+            engine = build_sft_engine(config, ctx.tokenizer, steps)
+            tracker = make_tracker(config, output_dir, steps)
             result = run_sft_steps(engine, ctx.train_data, ctx.tokenizer, config, log=tracker.log)
             export_hf(ctx, engine)
             tracker.close()
