@@ -52,6 +52,13 @@ def test_the_runs_length_changes_training_only_under_a_moving_schedule():
     cosine = load_config(None, ["actor.optim.lr_scheduler=cosine"])
     assert not changes_training("trainer.total_training_steps", constant)
     assert changes_training("trainer.total_training_steps", cosine)
+    # a decay over a fixed number of steps (megatron's lr_decay_steps) does not move
+    fixed = load_config(None, ["actor.optim.lr_scheduler=cosine", "actor.optim.lr_decay_steps=50"])
+    assert not changes_training("trainer.total_training_steps", fixed)
+    warmup = load_config(None, ["actor.optim.lr_warmup_ratio=0.1"])
+    assert changes_training("trainer.total_epochs", warmup)
+    rising = load_config(None, ["actor.optim.weight_decay_incr_style=linear"])
+    assert changes_training("trainer.total_training_steps", rising)
 
 
 def test_a_training_change_is_refused_by_name_and_allowed_by_name(tmp_path):

@@ -98,11 +98,14 @@ def _matches(key: str, patterns: tuple[str, ...] | list[str]) -> bool:
 
 
 def schedule_moves_with_length(config: Config) -> bool:
-    """Whether a learning rate depends on the run's length (a decaying schedule, or a
-    warm-up given as a ratio of it)."""
+    """Whether a learning rate (or megatron's weight decay) depends on the run's length: a
+    decay over the whole run (not over a fixed `lr_decay_steps`), a warm-up given as a ratio
+    of it, or a weight decay rising over it."""
     optims = [config.actor.optim] + ([config.critic.optim] if config.uses_critic else [])
     return any(
-        o.lr_scheduler != "constant" or (o.lr_warmup_steps <= 0 and o.lr_warmup_ratio > 0)
+        (o.lr_scheduler != "constant" and o.lr_decay_steps is None)
+        or (o.lr_warmup_steps <= 0 and o.lr_warmup_ratio > 0)
+        or o.weight_decay_incr_style != "constant"
         for o in optims
     )
 
