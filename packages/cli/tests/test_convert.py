@@ -80,7 +80,7 @@ def test_rl_train_from_verl_runs_two_steps(tmp_path, rl_executable, metrics_rows
             "actor_rollout_ref.rollout.name=hf",
             "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
             "trainer.n_gpus_per_node=1",
-            "trainer.device=cpu",
+            "+trainer.device=cpu",
             "+trainer.total_training_steps=2",
             "trainer.logger=[console,jsonl]",
             f"trainer.default_local_dir={tmp_path / 'run'}",

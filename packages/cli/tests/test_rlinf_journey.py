@@ -67,6 +67,7 @@ FSDP_CPU = [
     "actor.enable_offload=False",
     "actor.fsdp_config.mixed_precision.param_dtype=null",
     "actor.fsdp_config.mixed_precision.reduce_dtype=null",
+    "actor.fsdp_config.mixed_precision.buffer_dtype=null",  # RLinf: all null beside autocast
     # the file's fp16 autocast and gradient scaler stay on (torch autocasts fp16 on CPU)
 ]
 MEGATRON_CPU = [
