@@ -98,7 +98,10 @@ def whiten_advantages(flat: Mapping[str, Any]) -> Any:
     (rlinf.utils.distributed.masked_normalization), which is rl's whiten_advantages with
     whiten_style rlinf (`whiten_style` below). Its FSDP actor in a disaggregated placement
     (run_training_pipeline) whitens each mini-batch apart instead: that differs from the
-    whole batch once there are several."""
+    whole batch once there are several. Its megatron actor, when it computes the advantages
+    itself, whitens them a first time with the Bessel-corrected std before this: the second
+    pass then scales them by sqrt(N / (N - 1)) over N valid tokens (1 + 1e-4 at N = 5000),
+    which rl does not repeat."""
     if not flat.get("algorithm.normalize_advantages"):
         return None
     minibatches = int(flat.get("algorithm.n_minibatches") or 1)
