@@ -139,10 +139,14 @@ def test_rl_sft_from_verl_runs_and_rl_train_refuses_an_sft_config(
     assert [r["sft/lr"] for r in logged] == [pytest.approx(lr, rel=1e-6) for lr in expected]
     assert (tmp_path / "run" / "hf" / "config.json").is_file()
     # a setting rl's SFT cannot honour is still refused by name
-    multiturn = subprocess.run(
-        [*command, "data.multiturn.enable=true"], capture_output=True, text=True, timeout=120
+    custom = subprocess.run(
+        [*command, "data.custom_cls.path=/my/dataset.py"],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
-    assert multiturn.returncode == 2 and "data.multiturn.enable = True" in multiturn.stderr
+    assert custom.returncode == 2
+    assert "data.custom_cls.path = '/my/dataset.py'" in custom.stderr
     refused = subprocess.run(
         [rl_executable, "train", "--from", "verl", str(sft), *overrides],
         capture_output=True,
@@ -151,3 +155,53 @@ def test_rl_sft_from_verl_runs_and_rl_train_refuses_an_sft_config(
     )
     assert refused.returncode == 2
     assert "SFT trainer config: run it with `rl sft --from verl`" in refused.stderr
+
+
+def test_rl_sft_from_verls_engine_sft_config_trains_on_conversations(
+    tmp_path, rl_executable, metrics_rows, verl_release
+):
+    """verl 0.9.1's sft_trainer_engine.yaml (its only SFT config) on conversations in a
+    `messages` column, as verl's multi-turn SFT reads them: 12 rows in batches of 4 are one
+    epoch of 3 steps; the loss falls; nothing refused (the user turns are read, the
+    assistant turns learned)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [
+        {
+            "messages": [
+                {"role": "user", "content": f"{a}+{b}="},
+                {"role": "assistant", "content": str(a + b)},
+                {"role": "user", "content": "and times?"},
+                {"role": "assistant", "content": str(a * b)},
+            ]
+        }
+        for a in range(4)
+        for b in range(3)
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "train.parquet")
+    config = verl_release("0.9.1") / "verl" / "trainer" / "config" / "sft_trainer_engine.yaml"
+    command = [
+        rl_executable,
+        "sft",
+        "--from",
+        "verl",
+        str(config),
+        "model.path=builtin:tiny-qwen2",
+        f"data.train_files={tmp_path / 'train.parquet'}",
+        f"data.val_files={tmp_path / 'train.parquet'}",
+        "data.train_batch_size=4",
+        "data.max_length=64",
+        "trainer.total_epochs=1",
+        "trainer.device=cpu",
+        "trainer.n_gpus_per_node=1",
+        "trainer.logger=[console]",
+        f"trainer.default_local_dir={tmp_path / 'run'}",
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "WITHOUT" not in result.stderr
+    logged = metrics_rows(tmp_path / "run")
+    assert [r["step"] for r in logged] == [1, 2, 3]
+    assert logged[-1]["sft/loss"] < logged[0]["sft/loss"]
+    assert (tmp_path / "run" / "hf" / "config.json").is_file()

@@ -199,3 +199,17 @@ def test_verl_prefix_grouper_maps_to_ours_and_its_false_to_our_auto(value, ours)
     config = config_from_mapping(conversion.config, "converted")
     assert config.actor.use_prefix_grouper is ours
     assert entries(conversion.report)[key].status in ("mapped", "default")
+
+
+def test_verls_multi_turn_sft_switch_reads_conversations():
+    """sft_trainer.yaml's data.multiturn: on, rows are whole conversations in its
+    messages_key (rl's data.messages_key); off, prompt and answer columns."""
+    on = convert(
+        "verl",
+        HERE / "sft.yaml",
+        ["data.multiturn.enable=true", "data.multiturn.messages_key=conversation"],
+    )
+    assert not on.report.refused()
+    assert config_from_mapping(on.config, "on").data.messages_key == "conversation"
+    off = config_from_mapping(convert("verl", HERE / "sft.yaml").config, "off")
+    assert off.data.messages_key is None

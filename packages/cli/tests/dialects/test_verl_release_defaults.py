@@ -172,3 +172,25 @@ def test_each_releases_sft_trainer_converts_for_rl_sft_with_nothing_refused(verl
     sft = config_from_mapping(conversion.config, "sft").sft
     assert (sft.lr_scheduler, sft.lr_warmup_ratio, sft.weight_decay) == ("cosine", 0.1, 0.01)
     assert sft.betas == (0.9, 0.95) and sft.max_length == 1024 and sft.epochs >= 1
+
+
+ENGINE_SFT_RELEASES = [r for r in VERL_RELEASES if r >= "0.6.0"]  # sft_trainer_engine.yaml
+
+
+@pytest.mark.parametrize("release", ENGINE_SFT_RELEASES)
+def test_each_releases_engine_sft_config_converts_for_rl_sft_with_nothing_refused(
+    verl_release, release
+):
+    """sft_trainer_engine.yaml (verl's SFT trainer from 0.6.0; the only one from 0.7.1):
+    conversations in `messages`, FSDP engine settings, epochs, max_length."""
+    path = _config(verl_release, release, "sft_trainer_engine.yaml")
+    conversion = convert(
+        "verl",
+        path,
+        ["model.path=/models/qwen", "data.train_files=/data/t.parquet", "data.val_files=/d.pq"],
+    )
+    assert conversion.job == "sft" and _refused(conversion) == {}
+    config = config_from_mapping(conversion.config, "sft")
+    assert config.sft.enable and config.data.messages_key == "messages"
+    assert config.model.path == "/models/qwen" and config.sft.max_length == 1024
+    assert config.sft.epochs >= 1 and config.actor.strategy == "fsdp"

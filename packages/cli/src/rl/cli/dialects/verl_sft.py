@@ -9,26 +9,30 @@ from __future__ import annotations
 
 from typing import Any
 
+from rl.cli.dialects import verl_sft_engine
 from rl.cli.dialects.mapping import Rule, Unsupported, as_list
 from rl.cli.dialects.verl import loggers as verl_loggers
 from rl.cli.dialects.vocabulary import DATACLASS_PATH, DECODER_LAYER_WRAP, MODEL_FROM_DISK
 
 DESCRIPTION = """
-verl's SFT trainer config (`sft_trainer.yaml` of verl 0.4.1 - 0.7.0), recognised by
-`model.partial_pretrain`, becomes ours for `rl sft` (`rl sft --from verl FILE`): Hydra
-composes it as verl's other configs. Its optimizer and schedule (`optim.*`: lr, betas,
-weight decay, warm-up ratio, cosine/constant, min_lr_ratio) are `sft.*`; its epochs
-(`trainer.total_epochs`: shuffled passes over the rows, the last partial batch dropped)
-`sft.epochs`, capped by `trainer.total_training_steps`; its `data.max_length` (prompt and
-answer together, cut as `data.truncation` says) `sft.max_length`. Multi-turn `messages`
-data is refused by name (rl's multi-turn SFT reads a `demonstration` column).
+verl's SFT trainer configs become ours for `rl sft` (`rl sft --from verl FILE`): the older
+`sft_trainer.yaml` (verl 0.4.1 - 0.7.0, recognised by `model.partial_pretrain`) and the
+engine one, `sft_trainer_engine.yaml` (0.6.0 on; the only one from 0.7.1; recognised by its
+`engine` section and `data.messages_key`). Hydra composes them as verl's other configs. The
+optimizer and schedule (`optim.*`: lr, betas, weight decay, warm-up ratio, cosine/constant,
+min_lr_ratio) are `sft.*`; the epochs (`trainer.total_epochs`: shuffled passes over the
+rows, the last partial batch dropped) `sft.epochs`, capped by `trainer.total_training_steps`;
+`data.max_length` (prompt and answer together, cut as `data.truncation` says)
+`sft.max_length`. Conversations (`data.messages_key`, or `data.multiturn.*` in the older
+file) are split at the first assistant turn into the prompt and the demonstration, whose
+assistant turns are learned; a row with per-row `tools` or `enable_thinking` is refused.
 """
 DOCUMENTED = "every key of verl's `sft_trainer.yaml`, composed with its optim/fsdp default"
 
 _SCHEDULE = "rl's SFT runs torch AdamW (sft.lr, weight_decay, betas, lr_scheduler, ...)"
 _MULTITURN = (
-    "verl's multi-turn SFT reads whole `messages` conversations; rl's reads the turns after "
-    "the prompt from a `demonstration` column"
+    "a per-row column verl hands to the chat template; rl refuses a row that has it "
+    "(data.messages_key rows are rendered without per-row tools or thinking flags)"
 )
 
 
@@ -57,6 +61,7 @@ def _schedule(value: Any) -> Any:
 
 RULES: list[Rule] = [
     Rule("**._target_", reason=DATACLASS_PATH, status="ignored"),
+    *verl_sft_engine.RULES,  # the keys of the engine SFT config (verl >= 0.6.0)
     Rule("data.train_batch_size", "sft.batch_size"),
     Rule("data.micro_batch_size_per_gpu", "actor.ppo_micro_batch_size_per_gpu"),
     Rule(
@@ -81,7 +86,17 @@ RULES: list[Rule] = [
     ),
     Rule("data.*_max_samples", reason="rl reads every row", convert=_off_when(-1, None)),
     Rule("data.*_dict_keys", reason="rl reads flat prompt/answer columns", convert=_off_when(None)),
-    Rule("data.multiturn.enable", reason=_MULTITURN, convert=_off_when(False)),
+    # conversations (verl's multi-turn SFT): rows split into prompt and demonstration
+    Rule(
+        "data.multiturn.enable",
+        "data.messages_key",
+        derive=lambda flat: (
+            (flat.get("data.multiturn.messages_key") or "messages")
+            if flat.get("data.multiturn.enable")
+            else None
+        ),
+    ),
+    Rule("data.multiturn.messages_key", reason="read with multiturn.enable", status="ignored"),
     Rule("data.multiturn.", reason=_MULTITURN, status="ignored"),
     Rule(
         "data.chat_template",
@@ -214,8 +229,6 @@ REASONS: list[Rule] = [
 def is_sft(values: dict[str, Any]) -> bool:
     """verl's SFT trainer config, not its PPO one."""
     model = values.get("model")
-    return (
-        "actor_rollout_ref" not in values
-        and isinstance(model, dict)
-        and ("partial_pretrain" in model)
-    )
+    if "actor_rollout_ref" in values or not isinstance(model, dict):
+        return False
+    return "partial_pretrain" in model or verl_sft_engine.is_engine_sft(values)

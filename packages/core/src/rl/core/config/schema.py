@@ -145,6 +145,10 @@ class DataConfig:
     prompt_key: str = "prompt"
     answer_key: str = "answer"
     data_source_key: str = "data_source"
+    # whole conversations (verl's multi-turn SFT `messages_key`): each row's messages up to
+    # the first assistant turn are its prompt, the rest its SFT demonstration (assistant turns
+    # learned, the others read); null: prompt and answer columns
+    messages_key: str | None = None
     # auto: chat messages through the tokenizer's chat template (as verl), text as it is;
     # native: text too, as one user message; none: messages' contents joined by newlines
     chat_template: Literal["auto", "native", "none"] = "auto"

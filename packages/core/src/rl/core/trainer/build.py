@@ -35,8 +35,13 @@ def build_dataset(
     from rl.core.data import PromptDataset
 
     data = config.data
+    rows = load_rows(files, size, seed, data.builtin_max_operand)
+    if data.messages_key is not None:  # whole conversations: prompt + demonstration
+        from rl.core.data.conversation import split_conversation
+
+        rows = [split_conversation(row, data.messages_key, data.prompt_key) for row in rows]
     return PromptDataset(
-        load_rows(files, size, seed, data.builtin_max_operand),
+        rows,
         tokenizer,
         prompt_key=data.prompt_key,
         answer_key=data.answer_key,
@@ -99,6 +104,8 @@ def build_context(config: Config, output_dir: Path, with_rl_roles: bool = True) 
     if with_rl_roles:
         check_reward_inputs(config, train, val)
     batch = data.gen_batch_size or data.train_batch_size  # prompts per generation (verl's too)
+    if not with_rl_roles:  # an SFT run draws its own batches (sft.batch_size), not RL's
+        batch = min(batch, len(train))
     sampler = PromptSampler(len(train), batch, shuffle=data.shuffle, seed=data.seed)
     total = total_training_steps(config, sampler.steps_per_epoch)
     ctx = RunContext(config, output_dir, tokenizer, train, val, sampler, build_reward(config))
