@@ -47,9 +47,10 @@ def convert_config(
     conversion = convert(dialect, source, overrides)
     report = conversion.report
     if job is not None and conversion.job != job:
+        what = {"sft": "SFT trainer", "generate": "generation"}.get(conversion.job, "RL trainer")
         raise ConfigError(
-            f"{source} is {dialect}'s {'SFT' if conversion.job == 'sft' else 'RL'} trainer "
-            f"config: run it with `rl {conversion.job} --from {dialect}`"
+            f"{source} is {dialect}'s {what} config: run it with "
+            f"`rl {conversion.job} --from {dialect}`"
         )
     if note:
         report.notes.append(note)

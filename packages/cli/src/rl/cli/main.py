@@ -8,7 +8,7 @@ import sys
 
 import typer
 
-from rl.cli import convert_ckpt, convert_cmd, doctor, eval_cmd, merge, plan_cmd, train
+from rl.cli import convert_ckpt, convert_cmd, doctor, eval_cmd, generate_cmd, merge, plan_cmd, train
 from rl.cli.config_cmd import config_app
 
 app = typer.Typer(
@@ -68,6 +68,7 @@ app.command("plan")(plan_cmd.plan)
 app.command("merge")(merge.merge)
 app.command("convert-ckpt")(convert_ckpt.convert_ckpt)
 app.command("eval")(eval_cmd.evaluate)
+app.command("generate")(generate_cmd.generate)
 app.command("convert")(convert_cmd.convert)
 app.add_typer(config_app, name="config")
 

@@ -115,6 +115,11 @@ def convert(dialect: str, path: Path, overrides: Sequence[str] = ()) -> Conversi
         if verl_sft.is_sft(values):
             tables, job = verl_sft, "sft"
             notes.append("verl's SFT trainer config: run it with `rl sft --from verl`")
+        from rl.cli.dialects import verl_generation
+
+        if verl_generation.is_generation(values):
+            tables, job = verl_generation, "generate"
+            notes.append("verl's generation config: run it with `rl generate --from verl`")
     config, report = translate(values, tables.RULES, dialect, source, tables.REASONS)
     if own:
         notes.append(f"rl's own keys, applied last: {' '.join(own)}")

@@ -88,7 +88,11 @@ def build_reward(config: Config) -> Any:
     )
 
 
-def build_context(config: Config, output_dir: Path, with_rl_roles: bool = True) -> RunContext:
+def build_context(
+    config: Config, output_dir: Path, with_rl_roles: bool = True, trains: bool = True
+) -> RunContext:
+    """The run's data, tokenizer, sampler and reward, and with `with_rl_roles` its engines.
+    Not `trains` (a generation job): no reward checks, and no RL batch drawn from the data."""
     from rl.core.data import PromptSampler
     from rl.core.rewards import check_reward_inputs
 
@@ -101,10 +105,10 @@ def build_context(config: Config, output_dir: Path, with_rl_roles: bool = True) 
     )
     # Before the reward and the engines are built: data the reward cannot score fails now
     # (SFT data needs no reward: prompt and answer columns are enough).
-    if with_rl_roles:
+    if with_rl_roles and trains:
         check_reward_inputs(config, train, val)
     batch = data.gen_batch_size or data.train_batch_size  # prompts per generation (verl's too)
-    if not with_rl_roles:  # an SFT run draws its own batches (sft.batch_size), not RL's
+    if not (with_rl_roles and trains):  # SFT draws sft.batch_size rows; generation all
         batch = min(batch, len(train))
     sampler = PromptSampler(len(train), batch, shuffle=data.shuffle, seed=data.seed)
     total = total_training_steps(config, sampler.steps_per_epoch)

@@ -35,10 +35,11 @@ def val_seeds(config: Any, count: int) -> tuple[int, ...]:
 
 
 def generate_scored(
-    ctx: RunContext, sampling: SamplingParams
+    ctx: RunContext, sampling: SamplingParams, score: bool = True
 ) -> tuple[list[Any], list[float], list[str]]:
     """The validation items, and for each of their `sampling.n` responses (item-major) its
-    score and text, generated in chunks of `data.val_batch_size` prompts."""
+    score (none when not `score`) and text, generated in chunks of `data.val_batch_size`
+    prompts."""
     items = [ctx.val_data[i] for i in range(len(ctx.val_data))]
     scores: list[float] = []
     texts: list[str] = []
@@ -46,8 +47,8 @@ def generate_scored(
         chunk = items[start : start + ctx.config.data.val_batch_size]
         seeds = val_seeds(ctx.config, len(items))[start : start + len(chunk)]
         rollouts, _ = agentic.generate(ctx, chunk, replace(sampling, prompt_seeds=seeds))
-        chunk_scores, _ = score_rollouts(ctx, chunk, rollouts, sampling.n)
-        scores += chunk_scores
+        if score:
+            scores += score_rollouts(ctx, chunk, rollouts, sampling.n)[0]
         texts += ctx.tokenizer.batch_decode(rollouts.response_ids, skip_special_tokens=True)
     return items, scores, texts
 
