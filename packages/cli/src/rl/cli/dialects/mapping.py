@@ -76,6 +76,12 @@ class Rule:
         return target + groups[-1] if prefix else target
 
 
+def off_when(*values: Any) -> Callable[[Any], Any]:
+    """A `convert` for rules without a target: these upstream values mean "not in use, or
+    what rl does anyway" (None), any other is kept (and refused with the rule's reason)."""
+    return lambda value: None if value in values else value
+
+
 def as_list(value: Any) -> Any:
     """A single file name as a one-item list (upstream configs take either)."""
     return [value] if isinstance(value, str) else value

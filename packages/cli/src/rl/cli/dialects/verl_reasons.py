@@ -9,9 +9,7 @@ those are reported as default.
 
 from __future__ import annotations
 
-from typing import Any
-
-from rl.cli.dialects.mapping import Rule
+from rl.cli.dialects.mapping import Rule, off_when
 from rl.cli.dialects.vocabulary import (
     CRITIC_WARMUP,
     ENGINE_INTERNAL,
@@ -40,11 +38,6 @@ _PADDING = (
 _MULTI_MODAL = "multi-modal data is not in rl yet (an image/video/audio column is not read)"
 
 
-def _equal_to(*ours: Any) -> Any:
-    """A `convert`: None (what rl does anyway) for the values `ours`, else the value."""
-    return lambda value: None if value in ours else value
-
-
 REASONS: list[Rule] = [
     Rule("*.*.fsdp_config.", reason=_FSDP, status="ignored"),
     Rule("critic.model.fsdp_config.", reason=_FSDP, status="ignored"),
@@ -58,12 +51,12 @@ REASONS: list[Rule] = [
     Rule(
         "**.optim.optimizer",
         reason="rl's optimizer is torch AdamW",
-        convert=_equal_to("AdamW", "adamw", "adam"),
+        convert=off_when("AdamW", "adamw", "adam"),
     ),
     Rule(
         "**.optim.optimizer_impl",
         reason="rl's optimizer is torch AdamW",
-        convert=_equal_to("torch.optim", "torch"),
+        convert=off_when("torch.optim", "torch"),
     ),
     Rule(
         "**.optim.total_training_steps",
@@ -74,17 +67,17 @@ REASONS: list[Rule] = [
     Rule(
         "**.optim.num_cycles",
         reason="rl's cosine schedule is the half cosine (num_cycles 0.5)",
-        convert=_equal_to(0.5),
+        convert=off_when(0.5),
     ),
     Rule(
         "**.optim.zero_indexed_step",
         reason="rl's schedule counts steps from 0, as verl's default",
-        convert=_equal_to(True),
+        convert=off_when(True),
     ),
     Rule(
         "**.optim.*_dtype",
         reason="rl keeps the optimizer's moments and main gradients in fp32",
-        convert=_equal_to("fp32", "float32", "torch.float32"),
+        convert=off_when("fp32", "float32", "torch.float32"),
     ),
     Rule(
         "actor_rollout_ref.actor.optim.",
@@ -106,12 +99,12 @@ REASONS: list[Rule] = [
         status="ignored",
     ),
     # routing replay: the actor's mode maps (verl.py); the reference's must be off
-    Rule("**.router_replay.record_file", reason=ROUTE_FILES, convert=_equal_to(None)),
-    Rule("**.router_replay.replay_file", reason=ROUTE_FILES, convert=_equal_to(None)),
+    Rule("**.router_replay.record_file", reason=ROUTE_FILES, convert=off_when(None)),
+    Rule("**.router_replay.replay_file", reason=ROUTE_FILES, convert=off_when(None)),
     Rule(
         "actor_rollout_ref.**.router_replay.mode",
         reason=ROUTER_REPLAY,
-        convert=_equal_to(None, "disabled"),
+        convert=off_when(None, "disabled"),
     ),
     Rule("actor_rollout_ref.**.router_replay.", reason=ROUTER_REPLAY),
     Rule(
@@ -155,12 +148,12 @@ REASONS: list[Rule] = [
     Rule(
         "critic.**.router_replay.mode",
         reason=ROUTER_REPLAY,
-        convert=_equal_to(None, "disabled"),
+        convert=off_when(None, "disabled"),
     ),
     Rule(
         "**.load_weight",
         reason="rl always starts from model.path's weights (verl's load_weight: true)",
-        convert=_equal_to(True),
+        convert=off_when(True),
     ),
     Rule("critic.nccl_timeout", reason=ENGINE_INTERNAL, status="ignored"),
     # verl >= 0.9's `model.lora.` section (its megatron engine's LoRA; `merge` also its
@@ -190,22 +183,22 @@ REASONS: list[Rule] = [
     Rule(
         "actor_rollout_ref.rollout.ignore_eos",
         reason="rl stops a response at the end-of-sequence token",
-        convert=_equal_to(False),
+        convert=off_when(False),
     ),
     Rule(
         "actor_rollout_ref.rollout.over_sample_rate",
         reason="rl waits for every response of a batch",
-        convert=_equal_to(0, 0.0),
+        convert=off_when(0, 0.0),
     ),
     Rule(
         "actor_rollout_ref.rollout.logprobs_mode",
         reason="rl's rollout log-probs are the processed ones (softmax(logits / T))",
-        convert=_equal_to("processed_logprobs"),
+        convert=off_when("processed_logprobs"),
     ),
     Rule(
         "actor_rollout_ref.rollout.quantization",
         reason="quantized rollout is not in rl",
-        convert=_equal_to(None, "none"),
+        convert=off_when(None, "none"),
     ),
     Rule(
         "actor_rollout_ref.rollout.quantization_config_file",
@@ -246,7 +239,7 @@ REASONS: list[Rule] = [
     Rule(
         "trainer.critic_warmup",
         reason=CRITIC_WARMUP,
-        convert=_equal_to(0, None),
+        convert=off_when(0, None),
     ),
     Rule(
         "actor_rollout_ref.actor.calculate_entropy",
@@ -344,7 +337,7 @@ REASONS: list[Rule] = [
     Rule(
         "trainer.v1.trainer_mode",
         reason="verl's asynchronous modes are rl's trainer.mode (one_step_off | async)",
-        convert=_equal_to("sync"),
+        convert=off_when("sync"),
     ),
     Rule(
         "trainer.esi_redundant_time",

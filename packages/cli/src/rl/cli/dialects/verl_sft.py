@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from rl.cli.dialects import verl_sft_engine
-from rl.cli.dialects.mapping import Rule, Unsupported, as_list
+from rl.cli.dialects.mapping import Rule, Unsupported, as_list, off_when
 from rl.cli.dialects.verl import loggers as verl_loggers
 from rl.cli.dialects.vocabulary import DATACLASS_PATH, DECODER_LAYER_WRAP, MODEL_FROM_DISK
 
@@ -36,17 +36,6 @@ _MULTITURN = (
 )
 
 
-def _dtype(value: Any) -> Any:
-    known = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
-    known.update({name: name for name in ("float32", "bfloat16", "float16")})
-    return known.get(str(value), Unsupported(f"model_dtype {value!r}: fp32, bf16 or fp16"))
-
-
-def _off_when(*values: Any) -> Any:
-    """A convert for target-less rules: these values mean the feature is not in use."""
-    return lambda value: None if value in values else value
-
-
 def _steps(value: Any) -> Any:
     """null: the steps of trainer.total_epochs (rl's sft.steps 0 with sft.epochs)."""
     return None if value is None else int(value)
@@ -67,7 +56,7 @@ RULES: list[Rule] = [
     Rule(
         "data.micro_batch_size",
         reason="deprecated in verl for micro_batch_size_per_gpu",
-        convert=_off_when(None),
+        convert=off_when(None),
     ),
     Rule("data.train_files", "data.train_files", convert=as_list),
     Rule("data.val_files", "data.val_files", convert=as_list),
@@ -84,8 +73,8 @@ RULES: list[Rule] = [
             ("data.max_response_length", lambda flat: flat.get("data.max_length")),
         ),
     ),
-    Rule("data.*_max_samples", reason="rl reads every row", convert=_off_when(-1, None)),
-    Rule("data.*_dict_keys", reason="rl reads flat prompt/answer columns", convert=_off_when(None)),
+    Rule("data.*_max_samples", reason="rl reads every row", convert=off_when(-1, None)),
+    Rule("data.*_dict_keys", reason="rl reads flat prompt/answer columns", convert=off_when(None)),
     # conversations (verl's multi-turn SFT): rows split into prompt and demonstration
     Rule(
         "data.multiturn.enable",
@@ -101,29 +90,29 @@ RULES: list[Rule] = [
     Rule(
         "data.chat_template",
         reason="set data.chat_template (native: the tokenizer's)",
-        convert=_off_when(None),
+        convert=off_when(None),
     ),
     Rule(
         "data.custom_cls.",
         reason="rl reads its own dataset (rl.core.data)",
-        convert=_off_when(None),
+        convert=off_when(None),
     ),
-    Rule("data.balance_dp_token", reason="rl's SFT draws random rows", convert=_off_when(False)),
+    Rule("data.balance_dp_token", reason="rl's SFT draws random rows", convert=off_when(False)),
     Rule(
         "data.use_shm",
         reason="rl reads the data from disk",
-        convert=_off_when(False),
+        convert=off_when(False),
         status="ignored",
     ),
     Rule(
         "data.apply_chat_template_kwargs",
         reason="rl applies the template without kwargs",
-        convert=_off_when({}),
+        convert=off_when({}),
     ),
     Rule("model.partial_pretrain", "model.path", also=(("sft.enable", lambda flat: True),)),
     Rule("model.enable_gradient_checkpointing", "model.gradient_checkpointing"),
     Rule("model.trust_remote_code", "model.trust_remote_code"),
-    Rule("model.fsdp_config.model_dtype", "model.dtype", convert=_dtype),
+    Rule("model.fsdp_config.model_dtype", "model.dtype", convert=verl_sft_engine.dtype),
     Rule("model.fsdp_config.cpu_offload", "actor.fsdp_config.offload_policy"),
     Rule("model.fsdp_config.offload_params", "actor.fsdp_config.param_offload"),
     Rule(
@@ -144,18 +133,18 @@ RULES: list[Rule] = [
     Rule("model.lora_rank", "model.lora_rank"),
     Rule("model.lora_alpha", "model.lora_alpha"),
     Rule("model.target_modules", "model.target_modules"),
-    Rule("model.use_liger", reason="Liger kernels are not in rl", convert=_off_when(False)),
-    Rule("model.use_shm", reason=MODEL_FROM_DISK, convert=_off_when(False), status="ignored"),
+    Rule("model.use_liger", reason="Liger kernels are not in rl", convert=off_when(False)),
+    Rule("model.use_shm", reason=MODEL_FROM_DISK, convert=off_when(False), status="ignored"),
     Rule(
         "model.external_lib",
         reason="rl imports custom models through its registry",
-        convert=_off_when(None),
+        convert=off_when(None),
     ),
     Rule("optim.lr", "sft.lr"),
     Rule("optim.clip_grad", "actor.optim.grad_clip"),
-    Rule("optim.optimizer", reason=_SCHEDULE, convert=_off_when("AdamW")),
-    Rule("optim.optimizer_impl", reason=_SCHEDULE, convert=_off_when("torch.optim")),
-    Rule("optim.lr_warmup_steps", reason=_SCHEDULE, convert=_off_when(-1, 0, None)),
+    Rule("optim.optimizer", reason=_SCHEDULE, convert=off_when("AdamW")),
+    Rule("optim.optimizer_impl", reason=_SCHEDULE, convert=off_when("torch.optim")),
+    Rule("optim.lr_warmup_steps", reason=_SCHEDULE, convert=off_when(-1, 0, None)),
     # AdamW and the schedule over the SFT steps: verl's names of each release
     Rule("optim.lr_warmup_steps_ratio", "sft.lr_warmup_ratio"),
     Rule("optim.warmup_steps_ratio", "sft.lr_warmup_ratio"),
@@ -169,12 +158,12 @@ RULES: list[Rule] = [
     Rule(
         "optim.num_cycles",
         reason="rl's cosine schedule is the half cosine (num_cycles 0.5)",
-        convert=_off_when(0.5),
+        convert=off_when(0.5),
     ),
     Rule(
         "optim.zero_indexed_step",
         reason="rl's schedule counts steps from 0, as verl's default",
-        convert=_off_when(True),
+        convert=off_when(True),
     ),
     Rule("optim.", reason=_SCHEDULE),
     Rule("ulysses_sequence_parallel_size", "actor.ulysses_sequence_parallel_size"),
@@ -187,7 +176,7 @@ RULES: list[Rule] = [
     Rule(
         "trainer.default_hdfs_dir",
         reason="rl writes to trainer.output_dir only",
-        convert=_off_when(None),
+        convert=off_when(None),
         status="ignored",
     ),
     Rule("trainer.n_gpus_per_node", "cluster.n_gpus_per_node"),
@@ -200,13 +189,13 @@ RULES: list[Rule] = [
     Rule(
         "trainer.test_freq",
         reason="rl's SFT does not validate (rl eval --model scores the result)",
-        convert=_off_when(-1, None),
+        convert=off_when(-1, None),
         status="ignored",
     ),
     Rule(
         "trainer.save_freq",
         reason="rl's SFT saves the final model only",
-        convert=_off_when(-1, None),
+        convert=off_when(-1, None),
         status="ignored",
     ),
     Rule(

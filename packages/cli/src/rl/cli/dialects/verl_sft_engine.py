@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rl.cli.dialects.mapping import Rule, Unsupported
+from rl.cli.dialects.mapping import Rule, Unsupported, off_when
 from rl.cli.dialects.vocabulary import (
     ENGINE_INTERNAL,
     MEGATRON_LORA,
@@ -28,6 +28,7 @@ _DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
 def dtype(value: Any) -> Any:
+    """verl's dtype names (fp32, bf16, fp16, or torch's) as ours."""
     name = _DTYPES.get(str(value), str(value))
     if name in ("float32", "bfloat16", "float16"):
         return name
@@ -38,10 +39,6 @@ def _fsdp_strategy(value: Any) -> Any:
     if value in ("fsdp", "fsdp2"):
         return "fsdp"
     return Unsupported(f"engine.strategy {value!r}: rl's SFT runs on FSDP2")
-
-
-def _off_when(*values: Any) -> Any:
-    return lambda value: None if value in values else value
 
 
 RULES: list[Rule] = [
@@ -58,16 +55,16 @@ RULES: list[Rule] = [
     Rule("model.lora_adapter_path", "model.lora_adapter_path"),
     Rule("model.lora.rank", reason=MEGATRON_LORA, convert=lambda v: v or None),
     Rule("model.lora.", reason=MEGATRON_LORA_SECTION, status="ignored"),
-    Rule("model.tokenizer_path", reason=TOKENIZER_FROM_MODEL, convert=_off_when(None)),
+    Rule("model.tokenizer_path", reason=TOKENIZER_FROM_MODEL, convert=off_when(None)),
     Rule(
         "model.hf_config_path",
         reason="rl reads the model config from model.path",
-        convert=_off_when(None),
+        convert=off_when(None),
     ),
     Rule(
         "model.override_config",
         reason="rl builds the model as model.path's config says",
-        convert=_off_when(None, {}),
+        convert=off_when(None, {}),
     ),
     Rule("model.override_config.", reason="rl builds the model as model.path's config says"),
     Rule(
@@ -89,14 +86,14 @@ RULES: list[Rule] = [
     Rule(
         "engine.full_determinism",
         reason="rl seeds every run; torch's deterministic algorithms are not switched on",
-        convert=_off_when(False, None),
+        convert=off_when(False, None),
     ),
     Rule("engine.forward_only", reason=ENGINE_INTERNAL, status="ignored"),
     Rule("engine.", reason=_FSDP_DETAIL, status="ignored"),
     Rule(
         "optim.override_optimizer_config",
         reason="megatron's optimizer fields: rl's SFT runs on FSDP",
-        convert=_off_when(None, {}),
+        convert=off_when(None, {}),
     ),
     Rule("data.messages_key", "data.messages_key"),
     Rule("data.tools_key", reason=_PER_ROW, status="ignored"),
@@ -104,7 +101,7 @@ RULES: list[Rule] = [
     Rule(
         "data.enable_thinking_default",
         reason="a thinking flag for every row: set data.apply_chat_template_kwargs",
-        convert=_off_when(None, "none"),
+        convert=off_when(None, "none"),
     ),
     Rule(
         "data.ignore_input_ids_mismatch",
