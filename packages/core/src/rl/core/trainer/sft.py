@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from rl.core.config import Config, ConfigError, OptimConfig
+from rl.core.data import PromptSampler
 from rl.core.engines import LogprobOutput, Rollouts
 from rl.core.trainer.demonstration import COLUMN, demonstration_tokens
 from rl.core.trainer.rollout_batch import build_batch
@@ -114,15 +115,14 @@ def sft_steps(config: Config, rows: int) -> int:
 def sft_rows(config: Config, rows: int) -> Iterator[list[int]]:
     """The row indices of each SFT batch: drawn at random, or with `sft.epochs` a shuffled
     pass over the rows per epoch, without replacement (the last partial batch dropped)."""
-    generator = torch.Generator().manual_seed(config.trainer.seed)
     size = config.sft.batch_size
-    if config.sft.epochs is None:
+    if config.sft.epochs is not None:  # the RL prompt sampler's epochs (drop_last)
+        sampler = PromptSampler(rows, size, shuffle=True, seed=config.trainer.seed)
         while True:
-            yield torch.randint(rows, (size,), generator=generator).tolist()
+            yield sampler.next_batch()
+    generator = torch.Generator().manual_seed(config.trainer.seed)
     while True:
-        order = torch.randperm(rows, generator=generator).tolist()
-        for start in range(0, rows - size + 1, size):
-            yield order[start : start + size]
+        yield torch.randint(rows, (size,), generator=generator).tolist()
 
 
 def run_sft_steps(
