@@ -44,3 +44,12 @@ def test_csv_and_jsonl_output(tmp_path):
     assert [json.loads(line) for line in jsonl.read_text().splitlines()] == [{"x": 1}, {"x": 2}]
     harness.write_jsonl(jsonl, [{"x": 3}])
     assert jsonl.read_text() == '{"x": 3}\n'
+
+
+def test_report_prints_the_table_and_appends_every_column(tmp_path, capsys):
+    path = tmp_path / "rows.csv"
+    harness.report([{"a": 1, "b": 2.5}], ["b"], path)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["b    ", "2.500", f"appended 1 rows to {path}"]
+    with path.open() as handle:
+        assert list(csv.DictReader(handle)) == [{"a": "1", "b": "2.5"}]

@@ -14,10 +14,22 @@ from pathlib import Path
 import torch
 
 from rl.kernels import _backend
-from rl.kernels.bench.harness import append_csv, environment_tags, print_table, time_fn
+from rl.kernels.bench.harness import environment_tags, report, time_fn
 from rl.kernels.ops.bucket import available_impls, bucket_pack, pack_reference
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+# The printed table; the CSV keeps every column of the rows.
+COLUMNS = [
+    "device",
+    "provider",
+    "tensors",
+    "mbytes",
+    "src",
+    "bucket",
+    "median_ms",
+    "gb_per_s",
+    "pct_of_copy_limit",
+]
 
 
 def make_weights(total_mb: float, count: int, dtype: torch.dtype, device: torch.device):
@@ -84,21 +96,5 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--csv", type=Path, default=Path("benchmarks/results/bucket.csv"))
     args = parser.parse_args(argv)
-    rows = run(args)
-    print_table(
-        rows,
-        [
-            "device",
-            "provider",
-            "tensors",
-            "mbytes",
-            "src",
-            "bucket",
-            "median_ms",
-            "gb_per_s",
-            "pct_of_copy_limit",
-        ],
-    )
-    append_csv(args.csv, rows)
-    print(f"appended {len(rows)} rows to {args.csv}")
+    report(run(args), COLUMNS, args.csv)
     return 0

@@ -10,7 +10,8 @@ use core). What it does:
 - a header of where a figure was measured: `header` (date, device, python, torch and
   the versions of named distributions), `environment_tags` (the columns of the kernel
   CSV files, kept as they are so rows appended to committed files line up);
-- output: `append_csv`, `append_jsonl` / `write_jsonl`, `print_table`.
+- output: `append_csv`, `append_jsonl` / `write_jsonl`, `print_table`, and `report`
+  (the table and the CSV rows a benchmark's `main` ends with).
 """
 
 from __future__ import annotations
@@ -152,6 +153,14 @@ def print_table(rows: list[dict[str, Any]], columns: list[str]) -> None:
     print("  ".join(c.ljust(widths[c]) for c in columns))
     for row in rows:
         print("  ".join(_fmt(row.get(c)).ljust(widths[c]) for c in columns))
+
+
+def report(rows: list[dict[str, Any]], columns: list[str], csv_path: Path) -> None:
+    """The end of every benchmark's `main`: print `columns` of the rows as a table and
+    append the rows (all their columns) to `csv_path`."""
+    print_table(rows, columns)
+    append_csv(csv_path, rows)
+    print(f"appended {len(rows)} rows to {csv_path}")
 
 
 def _fmt(value: Any) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from rl.kernels import partition
-from rl.kernels.bench.harness import append_csv, environment_tags, print_table, time_fn
+from rl.kernels.bench.harness import environment_tags, report, time_fn
 
 COLUMNS = [
     "section",
@@ -209,7 +209,5 @@ def main(argv: list[str] | None = None) -> int:
     rows = balance_rows(args) + budget_rows(args) + timing_rows(args)
     tags = environment_tags(torch.device("cpu"))
     rows = [{**tags, **{c: row.get(c, "") for c in COLUMNS}} for row in rows]
-    print_table(rows, COLUMNS)
-    append_csv(args.csv, rows)
-    print(f"appended {len(rows)} rows to {args.csv}")
+    report(rows, COLUMNS, args.csv)
     return 0

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from rl.kernels.bench.harness import append_csv, elapsed, environment_tags, print_table
+from rl.kernels.bench.harness import elapsed, environment_tags, report
 from rl.kernels.bucket_plan import group_stream
 from rl.kernels.buckets import BucketPool, pack_into, unpack_bucket_into
 
@@ -181,7 +181,5 @@ def main(
     args = make_parser(prog).parse_args(argv)
     rows = run(args, extra_stages)
     columns = ["device", "stage", "bucket_mb", "buckets", "moved_mb", "median_ms", "gb_per_s"]
-    print_table(rows, [*columns, "pct_of_copy"])
-    append_csv(args.csv, rows)
-    print(f"appended {len(rows)} rows to {args.csv}")
+    report(rows, [*columns, "pct_of_copy"], args.csv)
     return 0
