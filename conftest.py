@@ -76,47 +76,12 @@ def verl_release_path(version: str) -> Path:
     return root
 
 
-# verl's quickstart (its docs/start/quickstart.rst: PPO on GSM8K with a critic and the vLLM
-# rollout) but the model and data paths, which each test gives
-VERL_QUICKSTART = (
-    "data.train_batch_size=256",
-    "data.max_prompt_length=512",
-    "data.max_response_length=512",
-    "actor_rollout_ref.actor.optim.lr=1e-6",
-    "actor_rollout_ref.actor.ppo_mini_batch_size=64",
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
-    "actor_rollout_ref.rollout.name=vllm",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8",
-    "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
-    "actor_rollout_ref.rollout.gpu_memory_utilization=0.4",
-    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4",
-    "critic.optim.lr=1e-5",
-    "critic.ppo_micro_batch_size_per_gpu=4",
-    "algorithm.kl_ctrl.kl_coef=0.001",
-    "trainer.logger=console",
-    "trainer.val_before_train=False",
-    "trainer.n_gpus_per_node=1",
-    "trainer.nnodes=1",
-    "trainer.save_freq=10",
-    "trainer.test_freq=10",
-    "trainer.total_epochs=15",
-)
-
-
-def verl_quickstart_overrides(model: str, train: str, val: str) -> list[str]:
-    """verl's quickstart overrides for this model and these data files."""
-    return [
-        f"data.train_files={train}",
-        f"data.val_files={val}",
-        f"actor_rollout_ref.model.path={model}",
-        f"critic.model.path={model}",
-        *VERL_QUICKSTART,
-    ]
-
-
 @pytest.fixture(scope="session")
 def verl_quickstart():
-    """`verl_quickstart(model, train, val)` -> verl's quickstart overrides with these paths."""
+    """`verl_quickstart(model, train, val)` -> verl's quickstart overrides with these paths
+    (the lists live in rl-cli's `rl.bench.verl_job`, which the verl-journey benchmark runs)."""
+    from rl.bench.verl_job import verl_quickstart_overrides
+
     return verl_quickstart_overrides
 
 

@@ -16,31 +16,10 @@ import subprocess
 
 import pytest
 
+from rl.bench.verl_job import GRPO, journey_command  # the job the verl-journey bench runs
 from rl.core.data.verl_layout import gsm8k_rows, write_parquet
 
 pytestmark = pytest.mark.slow
-
-# one CPU, two steps (verl's own keys)
-SHRINK = [
-    "trainer.device=cpu",
-    "data.train_batch_size=4",
-    "data.max_response_length=16",
-    "actor_rollout_ref.actor.ppo_mini_batch_size=4",
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4",
-    "critic.ppo_micro_batch_size_per_gpu=2",
-    "trainer.total_training_steps=2",
-    "trainer.log_val_generations=4",
-]
-# verl's GRPO settings (its examples/grpo_trainer scripts)
-GRPO = [
-    "algorithm.adv_estimator=grpo",
-    "actor_rollout_ref.rollout.n=2",
-    "actor_rollout_ref.actor.use_kl_loss=True",
-    "actor_rollout_ref.actor.kl_loss_coef=0.001",
-    "actor_rollout_ref.actor.kl_loss_type=low_var_kl",
-    "actor_rollout_ref.actor.entropy_coeff=0",
-]
 
 
 @pytest.fixture(scope="module")
@@ -81,21 +60,6 @@ def run_verl_job(rl_executable, verl_quickstart):
         )
 
     return run
-
-
-def journey_command(rl, release_path, quickstart, out, extra):
-    config = release_path / "verl" / "trainer" / "config" / "ppo_trainer.yaml"
-    return [
-        rl,
-        "train",
-        "--from",
-        "verl",
-        str(config),
-        *quickstart,
-        *SHRINK,
-        f"trainer.default_local_dir={out}",
-        *extra,
-    ]
 
 
 def assert_trained_as_verl_would(result, out, metrics_rows, release_path):

@@ -11,7 +11,8 @@ vLLM rollout. Each run goes under `/usr/bin/time -v` for its peak resident memor
 times and phases come from the run's metrics.jsonl (the first step, which warms up, is
 reported apart). Writes `<out>/results.jsonl` (one row per case) and prints a table.
 Run it from a checkout (`--repo`, default the current folder): the job's lists are the
-test's own, and verl's release comes from `.upstream/` (scripts/fetch-upstream.sh).
+test's own (`rl.bench.verl_job`), and verl's release comes from `.upstream/`
+(scripts/fetch-upstream.sh).
 """
 
 from __future__ import annotations
@@ -22,24 +23,22 @@ import os
 import re
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
+from rl.bench.verl_job import GRPO, journey_command, verl_quickstart_overrides
+
 
 def journey(repo: Path) -> SimpleNamespace:
-    """The journey's own lists, from the checkout's tests: the test and this benchmark
-    run the same job (GRPO overrides, the command line, the quickstart overrides)."""
-    tests = repo / "packages" / "cli" / "tests"
-    if not (tests / "test_verl_journey.py").is_file():
-        raise SystemExit(f"{tests}/test_verl_journey.py not found: pass --repo <checkout>")
-    sys.path[:0] = [str(repo), str(tests)]
-    from test_verl_journey import GRPO, journey_command
-
-    from conftest import verl_quickstart_overrides
-
+    """The journey's own lists (`rl.bench.verl_job`, which the test runs too: GRPO
+    overrides, the command line, the quickstart overrides) and verl's release from the
+    checkout's `.upstream/`."""
     release = repo / ".upstream" / "verl-0.9.1"
+    if not (release / "verl" / "trainer" / "config" / "ppo_trainer.yaml").is_file():
+        raise SystemExit(
+            f"{release} not found: pass --repo <checkout> (scripts/fetch-upstream.sh fetches it)"
+        )
     return SimpleNamespace(
         GRPO=GRPO,
         command=journey_command,
