@@ -85,16 +85,15 @@ def test_chunked_driver_never_holds_full_logits():
     hidden = torch.randn(tokens, hidden_size, generator=g)
     weight = torch.randn(vocab, hidden_size, generator=g)
     labels = torch.randint(vocab, (tokens,), generator=g)
-    chunks = (token_chunk, vocab_chunk)
+    tiling = tiles.Tiling(1.0, 0, token_chunk, vocab_chunk)
     with LargestTensor() as forward:
-        stats = tiles.tiled_stats(hidden, weight, labels, 1.0, 0, *chunks, epi.forward_cpp)
+        stats = tiles.tiled_stats(hidden, weight, labels, tiling, epi.forward_cpp)
     lse, mean_x = stats[0] + stats[1].log(), stats[2] / stats[1]
     dlogits = tiles.dlogits_from_tiles(epi.backward_cpp)
     ones = torch.ones(tokens)
+    per_row = tiles.RowGrads(lse, mean_x, ones, ones)
     with LargestTensor() as backward:
-        tiles.chunked_grads(
-            hidden, weight, labels, 1.0, 0, *chunks, lse, mean_x, ones, ones, dlogits, torch.float32
-        )
+        tiles.chunked_grads(hidden, weight, labels, tiling, per_row, dlogits, torch.float32)
     # Allowed: one tile, and the inputs' own sizes (gradients); never T × V.
     allowed = max(token_chunk * vocab_chunk, vocab * hidden_size)
     assert forward.numel <= token_chunk * vocab_chunk

@@ -70,14 +70,15 @@ CHILD = textwrap.dedent(
         h, w, y, g_lp, g_h = make(9, 8, 37, torch.float32, seed=4)
         part = w[10:30]
         got = logprob_stats(h, part, y, 0.9, 10, 4, 16)
-        want = logprob_tiles.tiled_stats(
-            h, part, y, 0.9, 10, 4, 16, logprob_epilogue.forward_reference
-        )
+        tiling = logprob_tiles.Tiling(0.9, 10, 4, 16)
+        want = logprob_tiles.tiled_stats(h, part, y, tiling, logprob_epilogue.forward_reference)
         lse, mean_x = want[0] + want[1].log(), want[2] / want[1]
-        args = (h, part, y, 0.9, 10, 4, 16, lse, mean_x, g_lp, g_h)
-        grads = logprob_grads(*args)
+        per_row = logprob_tiles.RowGrads(lse, mean_x, g_lp, g_h)
+        grads = logprob_grads(h, part, y, *tiling, *per_row)
         dlogits = logprob_tiles.dlogits_from_tiles(logprob_epilogue.backward_reference)
-        want_grads = logprob_tiles.chunked_grads(*args, dlogits, torch.float32)
+        want_grads = logprob_tiles.chunked_grads(
+            h, part, y, tiling, per_row, dlogits, torch.float32
+        )
         errors = [(got - want).abs().max()] + [
             (a - b).abs().max() for a, b in zip(grads, want_grads)
         ]

@@ -109,10 +109,8 @@ def logprob_stats(
         from rl.kernels.ops import logprob_triton
 
         return logprob_triton.stats(hidden, weight, labels, scale, vocab_start, vocab_chunk)
-    forward = EPILOGUES[impl][0]
-    return tiles.tiled_stats(
-        hidden, weight, labels, scale, vocab_start, token_chunk, vocab_chunk, forward
-    )
+    tiling = tiles.Tiling(scale, vocab_start, token_chunk, vocab_chunk)
+    return tiles.tiled_stats(hidden, weight, labels, tiling, EPILOGUES[impl][0])
 
 
 @logprob_stats.register_fake
@@ -146,10 +144,10 @@ def logprob_grads(
         # CPU GEMMs run in fp32, so there it stays fp32 and is overwritten in place.
         dlogits = tiles.dlogits_from_tiles(EPILOGUES[impl][1])
         dtype = weight.dtype if weight.is_cuda else torch.float32
-    tiling = (scale, vocab_start, token_chunk, vocab_chunk)
+    tiling = tiles.Tiling(scale, vocab_start, token_chunk, vocab_chunk)
     per_row = (t.float().contiguous() for t in (lse, mean_x, grad_logprob, grad_entropy))
     return tiles.chunked_grads(
-        hidden, weight, labels.contiguous(), *tiling, *per_row, dlogits, dtype
+        hidden, weight, labels.contiguous(), tiling, tiles.RowGrads(*per_row), dlogits, dtype
     )
 
 
@@ -176,8 +174,7 @@ class _FusedLogprobEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx, hidden, weight, labels, temperature, tp_group, token_chunk, vocab_chunk):
         rank = dist.get_rank(tp_group) if tp_group is not None else 0
-        # (scale, vocab_start, token_chunk, vocab_chunk): the arguments both ops share
-        tiling = (1.0 / temperature, rank * weight.shape[0], token_chunk, vocab_chunk)
+        tiling = tiles.Tiling(1.0 / temperature, rank * weight.shape[0], token_chunk, vocab_chunk)
         stats = logprob_stats(hidden, weight, labels, *tiling)
         vocab_size = weight.shape[0]
         if tp_group is not None:

@@ -24,6 +24,16 @@ ForwardEpilogue = Callable[[torch.Tensor, torch.Tensor, int, float, torch.Tensor
 BackwardEpilogue = Callable[..., None]
 
 
+class Tiling(NamedTuple):
+    """The arguments both passes share: x = logits * `scale`; this weight's first row is
+    vocabulary id `vocab_start`; tiles of at most `token_chunk` × `vocab_chunk` logits."""
+
+    scale: float
+    vocab_start: int
+    token_chunk: int
+    vocab_chunk: int
+
+
 class RowGrads(NamedTuple):
     """What the backward needs per token row, each [T] float32: the forward's lse and
     mean_x, and the upstream gradients of logprob and entropy (the epilogues' order)."""
@@ -119,13 +129,11 @@ def tiled_stats(
     hidden: torch.Tensor,
     weight: torch.Tensor,
     labels: torch.Tensor,
-    scale: float,
-    vocab_start: int,
-    token_chunk: int,
-    vocab_chunk: int,
+    tiling: Tiling,
     epilogue: ForwardEpilogue,
 ) -> torch.Tensor:
     """Row statistics [4, T] float32 (see `logprob_stats`), one logits tile at a time."""
+    scale, vocab_start, token_chunk, vocab_chunk = tiling
     tokens = hidden.shape[0]
     stats = torch.zeros(4, tokens, dtype=torch.float32, device=hidden.device)
     stats[0] = -math.inf
@@ -161,14 +169,8 @@ def chunked_grads(
     hidden: torch.Tensor,
     weight: torch.Tensor,
     labels: torch.Tensor,
-    scale: float,
-    vocab_start: int,
-    token_chunk: int,
-    vocab_chunk: int,
-    lse: torch.Tensor,
-    mean_x: torch.Tensor,
-    grad_logprob: torch.Tensor,
-    grad_entropy: torch.Tensor,
+    tiling: Tiling,
+    per_row: RowGrads,
     dlogits: DlogitsFn,
     dlogits_dtype: torch.dtype,
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -179,7 +181,7 @@ def chunked_grads(
     weight's gradient slices are accumulated where they end up (no zeroed scratch slice
     and no copy: two passes over a [V, H] tensor fewer).
     """
-    per_row = RowGrads(lse, mean_x, grad_logprob, grad_entropy)
+    scale, vocab_start, token_chunk, vocab_chunk = tiling
     grad_hidden = torch.zeros(hidden.shape, dtype=torch.float32, device=hidden.device)
     grad_weight = torch.empty_like(weight)
     in_place = weight.dtype == torch.float32
