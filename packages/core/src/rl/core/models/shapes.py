@@ -82,6 +82,30 @@ QWEN2_5_GENERATION = _frozen(
     }
 )
 
+# The released Qwen3 generation_config.json (0.6B and 30B-A3B alike).
+QWEN3_GENERATION = _frozen(
+    {
+        "bos_token_id": 151643,
+        "do_sample": True,
+        "eos_token_id": [151645, 151643],
+        "pad_token_id": 151643,
+        "temperature": 0.6,
+        "top_k": 20,
+        "top_p": 0.95,
+    }
+)
+# Llama-3.2-1B-Instruct's generation_config.json; the Mixtral shape takes it with the
+# Llama-3.2 tokenizer whose ids it names.
+LLAMA_3_2_GENERATION = _frozen(
+    {
+        "bos_token_id": 128000,
+        "do_sample": True,
+        "eos_token_id": [128001, 128008, 128009],
+        "temperature": 0.6,
+        "top_p": 0.9,
+    }
+)
+
 
 SHAPES: dict[str, ModelShape] = {
     "qwen2.5-0.5b": ModelShape(
@@ -150,17 +174,7 @@ SHAPES: dict[str, ModelShape] = {
                 "transformers_version": "4.51.0",
             }
         ),
-        generation_config=_frozen(
-            {
-                "bos_token_id": 151643,
-                "do_sample": True,
-                "eos_token_id": [151645, 151643],
-                "pad_token_id": 151643,
-                "temperature": 0.6,
-                "top_k": 20,
-                "top_p": 0.95,
-            }
-        ),
+        generation_config=QWEN3_GENERATION,
     ),
     "llama-3.2-1b": ModelShape(
         name="llama-3.2-1b",
@@ -197,15 +211,7 @@ SHAPES: dict[str, ModelShape] = {
                 "transformers_version": "4.45.0.dev0",
             }
         ),
-        generation_config=_frozen(
-            {
-                "bos_token_id": 128000,
-                "do_sample": True,
-                "eos_token_id": [128001, 128008, 128009],
-                "temperature": 0.6,
-                "top_p": 0.9,
-            }
-        ),
+        generation_config=LLAMA_3_2_GENERATION,
     ),
     "qwen3-moe": ModelShape(
         name="qwen3-moe",
@@ -246,17 +252,7 @@ SHAPES: dict[str, ModelShape] = {
                 "transformers_version": "4.51.0",
             }
         ),
-        generation_config=_frozen(
-            {
-                "bos_token_id": 151643,
-                "do_sample": True,
-                "eos_token_id": [151645, 151643],
-                "pad_token_id": 151643,
-                "temperature": 0.6,
-                "top_k": 20,
-                "top_p": 0.95,
-            }
-        ),
+        generation_config=QWEN3_GENERATION,
         tie_word_embeddings=False,
         experts_key="num_experts",
     ),
@@ -294,15 +290,7 @@ SHAPES: dict[str, ModelShape] = {
                 "transformers_version": "4.36.0.dev0",
             }
         ),
-        generation_config=_frozen(
-            {
-                "bos_token_id": 128000,
-                "do_sample": True,
-                "eos_token_id": [128001, 128008, 128009],
-                "temperature": 0.6,
-                "top_p": 0.9,
-            }
-        ),
+        generation_config=LLAMA_3_2_GENERATION,
         tie_word_embeddings=False,
         experts_key="num_local_experts",
     ),

@@ -122,31 +122,29 @@ _QWEN_CONFIG = {
     "additional_special_tokens": list(_QWEN_SPECIAL[1:]),
 }
 
+
+def _qwen(
+    name: str, added_tokens: tuple[tuple[str, bool], ...], chat_template: str
+) -> TokenizerFamily:
+    """Qwen2.5 and Qwen3 share the vocabulary, split, bos/eos/pad and tokenizer_config;
+    they differ in the added tokens (Qwen3's four more) and the chat template."""
+    return TokenizerFamily(
+        name=name,
+        split_regex=QWEN2_SPLIT,
+        regular_tokens=151643,
+        added_tokens=added_tokens,
+        bos_token=None,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        chat_template=chat_template,
+        nfc=True,
+        config=_QWEN_CONFIG,
+    )
+
+
 FAMILIES = {
-    "qwen2.5": TokenizerFamily(
-        name="qwen2.5",
-        split_regex=QWEN2_SPLIT,
-        regular_tokens=151643,
-        added_tokens=QWEN25_ADDED,
-        bos_token=None,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        chat_template=QWEN25_CHAT_TEMPLATE,
-        nfc=True,
-        config=_QWEN_CONFIG,
-    ),
-    "qwen3": TokenizerFamily(
-        name="qwen3",
-        split_regex=QWEN2_SPLIT,
-        regular_tokens=151643,
-        added_tokens=QWEN3_ADDED,
-        bos_token=None,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        chat_template=QWEN3_CHAT_TEMPLATE,
-        nfc=True,
-        config=_QWEN_CONFIG,
-    ),
+    "qwen2.5": _qwen("qwen2.5", QWEN25_ADDED, QWEN25_CHAT_TEMPLATE),
+    "qwen3": _qwen("qwen3", QWEN3_ADDED, QWEN3_CHAT_TEMPLATE),
     "llama-3.2": TokenizerFamily(
         name="llama-3.2",
         split_regex=LLAMA3_SPLIT,
