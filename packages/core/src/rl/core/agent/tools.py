@@ -106,23 +106,34 @@ def _format(number: int | float) -> str:
     return repr(number)
 
 
+def _string_parameter(key: str, description: str) -> dict[str, Any]:
+    """The JSON schema of a tool's arguments when they are one required string, `key`."""
+    return {
+        "type": "object",
+        "properties": {key: {"type": "string", "description": description}},
+        "required": [key],
+    }
+
+
+def _string_argument(arguments: Mapping[str, Any], key: str, error: str) -> str:
+    """The string argument `key`; ToolError(`error`) when it is missing or not a string."""
+    value = arguments.get(key)
+    if not isinstance(value, str):
+        raise ToolError(error)
+    return value
+
+
 @dataclass
 class Calculator:
     name: str = "calculator"
     description: str = "Evaluate an arithmetic expression (+ - * / // % ** and parentheses)."
     parameters: dict[str, Any] = field(
-        default_factory=lambda: {
-            "type": "object",
-            "properties": {"expression": {"type": "string", "description": "e.g. (3+4)*5"}},
-            "required": ["expression"],
-        }
+        default_factory=lambda: _string_parameter("expression", "e.g. (3+4)*5")
     )
 
     def call(self, arguments: Mapping[str, Any]) -> str:
-        expression = arguments.get("expression")
-        if not isinstance(expression, str):
-            raise ToolError("calculator needs an 'expression' string")
-        return _format(evaluate(expression))
+        error = "calculator needs an 'expression' string"
+        return _format(evaluate(_string_argument(arguments, "expression", error)))
 
 
 @dataclass
@@ -134,17 +145,11 @@ class PythonRunner:
     name: str = "python"
     description: str = "Run Python code and return what it prints (no network, no files)."
     parameters: dict[str, Any] = field(
-        default_factory=lambda: {
-            "type": "object",
-            "properties": {"code": {"type": "string", "description": "Python source"}},
-            "required": ["code"],
-        }
+        default_factory=lambda: _string_parameter("code", "Python source")
     )
 
     def call(self, arguments: Mapping[str, Any]) -> str:
-        code = arguments.get("code")
-        if not isinstance(code, str):
-            raise ToolError("python needs a 'code' string")
+        code = _string_argument(arguments, "code", "python needs a 'code' string")
         result = run_python(code, self.limits)
         if not result.ok:
             raise ToolError(result.error())
