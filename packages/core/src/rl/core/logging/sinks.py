@@ -137,7 +137,21 @@ class TrackerKeys:
         return renamed
 
 
-class WandbSink:
+class _RunSink:
+    """A tracker whose run object takes `log(metrics, step=)` and `finish()` (W&B, SwanLab);
+    a subclass's __init__ starts `run` and names the tracker in `keys`."""
+
+    run: Any
+    keys: TrackerKeys
+
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        self.run.log(self.keys(metrics), step=step)
+
+    def close(self) -> None:
+        self.run.finish()
+
+
+class WandbSink(_RunSink):
     """A W&B run `<project>/<name>` holding the config and every step's metrics.
 
     The run's files go under `<output_dir>/wandb` (WANDB_DIR, if set, wins). The mode is W&B's
@@ -151,12 +165,6 @@ class WandbSink:
         where = {} if os.environ.get("WANDB_DIR") else {"dir": str(output_dir)}
         self.run = wandb.init(project=project, name=name, config=config, **where)
         self.keys = TrackerKeys("W&B")
-
-    def log(self, metrics: dict[str, float], step: int) -> None:
-        self.run.log(self.keys(metrics), step=step)
-
-    def close(self) -> None:
-        self.run.finish()
 
 
 class MlflowSink:
@@ -231,7 +239,7 @@ def mlflow_params(config: dict[str, Any], prefix: str = "") -> dict[str, str]:
 _NOT_IN_PROJECT = re.compile(r"[^0-9A-Za-z_+.-]")
 
 
-class SwanLabSink:
+class SwanLabSink(_RunSink):
     """A SwanLab experiment `<name>` in project `<project>` with the config and every step's
     metrics.
 
@@ -247,9 +255,3 @@ class SwanLabSink:
         where = {} if os.environ.get("SWANLAB_LOG_DIR") else {"logdir": str(output_dir / "swanlog")}
         self.run = swanlab.init(project=project, experiment_name=name, config=config, **where)
         self.keys = TrackerKeys("SwanLab")
-
-    def log(self, metrics: dict[str, float], step: int) -> None:
-        self.run.log(self.keys(metrics), step=step)
-
-    def close(self) -> None:
-        self.run.finish()
