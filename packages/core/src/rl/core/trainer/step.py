@@ -1,4 +1,4 @@
-"""One RL step, as data flows (DESIGN.md §2):
+"""One RL step, as data flows (docs/architecture.md, "One RL step, as data flows"):
 
 prompts -> generate -> rewards -> old/ref log-probs, values -> advantages
 -> critic update -> actor update -> weight sync.
