@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rl.cli.dialects import convert, detect, refusal
-from rl.cli.dialects.chatlearn import read_launch_script
+from rl.cli.dialects.chatlearn.launch import LAUNCH
 from rl.core.config import ConfigError, config_from_mapping
 
 UPSTREAM = Path(__file__).parent / "chatlearn" / "upstream"
@@ -101,7 +101,7 @@ def test_passing_num_gpu_after_the_script_replaces_num_device(monkeypatch):
     monkeypatch.chdir(UPSTREAM)
     monkeypatch.delenv("num_device", raising=False)
     script = Path("scripts/fsdp_vllm/train_fsdp_vllm_qwen3_8b_grpo.sh")
-    launch = read_launch_script(script, ["models.policy_trainer.num_gpu=1"])
+    launch = LAUNCH.read(script, ["models.policy_trainer.num_gpu=1"])
     assert launch.config_file == UPSTREAM / "template" / "grpo_fsdp.yaml"
     assert "models.policy_trainer.num_gpu=1" in launch.overrides
     # `2>&1 | tee log ; exit ${PIPESTATUS[0]}` is no part of the command
@@ -119,7 +119,7 @@ def test_the_config_file_is_opened_from_where_the_script_runs(tmp_path, monkeypa
     monkeypatch.setenv("num_device", "1")
     script = UPSTREAM / "scripts/fsdp_vllm/train_fsdp_vllm_qwen3_8b_grpo.sh"
     with pytest.raises(ConfigError, match=r"--config-file template/grpo_fsdp.yaml is not a file"):
-        read_launch_script(script)
+        LAUNCH.read(script)
 
 
 def test_scripts_are_detected_as_chatlearn():

@@ -67,12 +67,12 @@ def test_the_report_ranks_by_consequence_and_fits_a_screen():
 
 
 def test_own_keys_beside_upstream_ones_are_told_apart():
-    from rl.cli.dialects import module
+    from rl.cli.dialects.registry import find
 
     upstream, ours = own_keys.split(
         ["seed=3", "trainer.device=cpu", "+rewards.x=1", "data.prompt_key=q", "nope=1"],
         ["seed", "rewards.math_rule.world_size"],
-        module("roll"),
+        find("roll").table.rules,
         [],
     )
     assert ours == ["trainer.device=cpu", "data.prompt_key=q"]

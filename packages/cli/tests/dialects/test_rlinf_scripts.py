@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rl.cli.dialects import convert, detect, scripts
-from rl.cli.dialects.rlinf import read_launch_script
+from rl.cli.dialects.rlinf.launch import LAUNCH
 from rl.core.config import ConfigError, config_from_mapping
 
 UPSTREAM = Path(__file__).parent / "rlinf" / "upstream" / "examples"
@@ -24,15 +24,13 @@ def test_the_scripts_are_detected_as_rlinf():
 
 
 def test_without_an_argument_the_script_runs_its_default_config():
-    launch = read_launch_script(MATH_SCRIPT, [], environ={}, cwd=Path("/"))
+    launch = LAUNCH.read(MATH_SCRIPT, [], environ={}, cwd=Path("/"))
     assert launch.config_file.resolve() == (MATH / "qwen2.5-1.5b-grpo-megatron.yaml").resolve()
     assert launch.overrides == []
 
 
 def test_the_first_argument_names_the_config_and_overrides_follow():
-    launch = read_launch_script(
-        MATH_SCRIPT, ["qwen2.5-1.5b-grpo-fsdp", "runner.max_steps=2"], environ={}
-    )
+    launch = LAUNCH.read(MATH_SCRIPT, ["qwen2.5-1.5b-grpo-fsdp", "runner.max_steps=2"], environ={})
     assert launch.config_file.resolve() == (MATH / "qwen2.5-1.5b-grpo-fsdp.yaml").resolve()
     assert launch.overrides == ["runner.max_steps=2"]
 
@@ -48,12 +46,12 @@ def test_converting_through_the_script_is_converting_the_file():
 
 def test_an_unknown_config_name_is_refused_in_one_line():
     with pytest.raises(ConfigError, match="no nonexistent.yaml there") as error:
-        read_launch_script(MATH_SCRIPT, ["nonexistent"], environ={})
+        LAUNCH.read(MATH_SCRIPT, ["nonexistent"], environ={})
     assert "\n" not in str(error.value)
 
 
 def test_the_rstar2_script_reaches_its_config_which_is_refused_as_agentic():
-    launch = read_launch_script(RSTAR2_SCRIPT, [], environ={})
+    launch = LAUNCH.read(RSTAR2_SCRIPT, [], environ={})
     assert launch.config_file.name == "rstar2-qwen2.5-1.5b-megatron.yaml"
     with pytest.raises(ConfigError, match="agentloop / tools: RLinf's agent loop"):
         convert("rlinf", RSTAR2_SCRIPT, [])

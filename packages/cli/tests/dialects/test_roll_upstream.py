@@ -165,13 +165,11 @@ def test_a_config_path_rl_cannot_know_says_what_to_export(tmp_path):
         "python examples/start_rlvr_pipeline.py --config_path $EXP --config_name rlvr_config\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "EXP"}
-    from rl.cli.dialects.roll import read_launch_script
+    from rl.cli.dialects.roll.launch import LAUNCH
 
     with pytest.raises(ConfigError, match="export EXP"):
-        read_launch_script(script, [], environ=env, cwd=UPSTREAM)
-    launch = read_launch_script(
-        script, [], environ={**env, "EXP": "qwen3-8B-rlvr_fsdp2"}, cwd=UPSTREAM
-    )
+        LAUNCH.read(script, [], environ=env, cwd=UPSTREAM)
+    launch = LAUNCH.read(script, [], environ={**env, "EXP": "qwen3-8B-rlvr_fsdp2"}, cwd=UPSTREAM)
     assert launch.config_file == EXAMPLES / "qwen3-8B-rlvr_fsdp2" / "rlvr_config.yaml"
 
 

@@ -3,7 +3,7 @@ and the environment, `$( )` of the commands rl computes, `$(( ))`, "$@" standing
 overrides given after the script, `if`/`case`, and the config file found as Hydra finds it
 for the entry module (installed verl, or the verl checkout that holds the script).
 
-Most tests read small scripts written here with `read_launch_script` (an explicit
+Most tests read small scripts written here with verl's `LAUNCH.read` (an explicit
 environment, folder and clock); a few convert fixture scripts (`verl/run_*.sh`) end to end,
 one of them against verl 0.9.1's own `ppo_trainer.yaml`."""
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from rl.cli.dialects import convert, detect
-from rl.cli.dialects.scripts import read_launch_script
+from rl.cli.dialects.verl_launch import LAUNCH
 from rl.core.config import ConfigError
 
 HERE = Path(__file__).parent / "verl"
@@ -31,7 +31,7 @@ def read(tmp_path, body, arguments=(), environ=None, name="run.sh", cwd=None):
     script.parent.mkdir(parents=True, exist_ok=True)
     script.write_text(body)
     environ = ENV if environ is None else environ
-    return read_launch_script(script, list(arguments), environ, cwd or tmp_path, NOW)
+    return LAUNCH.read(script, list(arguments), environ, cwd or tmp_path, NOW)
 
 
 def overrides(tmp_path, body, arguments=(), environ=None, cwd=None):
@@ -143,7 +143,7 @@ def test_pwd_and_the_scripts_own_folder(tmp_path):
     here.mkdir(parents=True)
     script = here / "run.sh"
     script.write_text(body)
-    got = read_launch_script(script, [], ENV, tmp_path, NOW).overrides
+    got = LAUNCH.read(script, [], ENV, tmp_path, NOW).overrides
     root = os.path.realpath(tmp_path)
     assert got == [
         f"a={tmp_path}",
@@ -415,13 +415,13 @@ def test_a_recipe_module_of_the_checkout_that_holds_the_script(checkout, tmp_pat
     script.write_text("python3 -m recipe.mine.main_mine trainer.nnodes=4\n")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    launch = read_launch_script(script, [], ENV, elsewhere, NOW)
+    launch = LAUNCH.read(script, [], ENV, elsewhere, NOW)
     assert launch.config_file == checkout / "recipe" / "mine" / "config" / "mine_trainer.yaml"
     assert "the checkout that holds the script" in launch.notes[0]
     # run from the checkout's root, as verl's scripts are: python -m finds it there
     named = "python3 -m recipe.mine.main_mine --config-path=config --config-name=mine_megatron\n"
     script.write_text(named)
-    launch = read_launch_script(script, [], ENV, checkout, NOW)
+    launch = LAUNCH.read(script, [], ENV, checkout, NOW)
     assert launch.config_file == checkout / "recipe" / "mine" / "config" / "mine_megatron.yaml"
     assert "the current directory" in launch.notes[0]
     assert detect(script) == "verl"
@@ -433,7 +433,7 @@ def test_verls_main_ppo_of_the_checkout_by_its_file(checkout):
     script.write_text(
         "python3 verl/trainer/main_ppo.py --config-path=config --config-name=ppo_trainer\n"
     )
-    launch = read_launch_script(script, [], ENV, checkout, NOW)
+    launch = LAUNCH.read(script, [], ENV, checkout, NOW)
     folder = Path(os.path.realpath(checkout / "verl")) / "trainer" / "config"
     assert launch.config_file == folder / "ppo_trainer.yaml"
 

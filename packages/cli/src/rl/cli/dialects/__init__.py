@@ -5,35 +5,34 @@
 maps every key to ours through the dialect's table (`mapping.Rule`s) and returns our
 config (only what differs from our defaults) with a `Report` that names each upstream key
 as mapped, left to our default, ignored or unsupported (with the reason). `detect(file)`
-guesses the dialect from the file's top-level keys. Each dialect is one module here
-(`verl`, `roll`, ...) with its table; `module(dialect)` names the interface.
+guesses the dialect from the file's top-level keys. Each dialect is one typed record
+(`record.Dialect`, built by its module: `verl`, `roll`, ...), found by name in `registry`.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import yaml
 
 from rl.cli.dialects import switches
 from rl.cli.dialects.mapping import translate
+from rl.cli.dialects.record import Dialect, Job
+from rl.cli.dialects.registry import DIALECTS, find, registry
 from rl.cli.dialects.report import Report
 from rl.core.config.errors import ConfigError
 
-DIALECTS = ("verl", "roll", "chatlearn", "rlinf")
-IMPLEMENTED = ("verl", "roll", "chatlearn", "rlinf")
+IMPLEMENTED = DIALECTS  # every dialect rl knows has its record
 
 
 @dataclass(frozen=True)
 class Conversion:
     config: dict[str, Any]  # ours, nested; only keys that differ from our defaults
     report: Report
-    job: str = "train"  # what runs it: `rl train`, or `rl sft` for an SFT trainer config
+    job: Job = "train"  # what runs it: `rl train`, or `rl sft` for an SFT trainer config
     own: tuple[str, ...] = ()  # overrides in rl's own keys, applied after the conversion
 
 
@@ -42,10 +41,9 @@ def detect(path: Path) -> str:
     python command (ConfigError when none fits)."""
     if path.suffix == ".sh":
         text = path.read_text(encoding="utf-8") if path.is_file() else ""
-        for dialect in IMPLEMENTED:  # each reader names its system's entry points
-            mentions = getattr(module(dialect), "mentions_entry", None)
-            if mentions is not None and mentions(text):
-                return dialect
+        for dialect in registry().values():  # each reader names its system's entry points
+            if dialect.launch is not None and dialect.launch.mentions(text):
+                return dialect.name
         raise ConfigError(f"{path}: no launch command of a known system in the script")
     try:
         top = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -71,56 +69,29 @@ def detect(path: Path) -> str:
     )
 
 
-def module(dialect: str) -> ModuleType:
-    """The importer of `dialect`: `compose(path, overrides)` (plain values; an unset `???`
-    may be left as "???"), optionally `read_launch_script(script, overrides)` (a
-    `scripts.Launch`: the config file and overrides the system's launch script runs) with
-    `mentions_entry(text)` (whether a script's text names the system's entry point),
-    `REWRITES` (what the system does to its config before reading
-    it: functions of the values that change them in place and return report notes),
-    `SWITCHES` (sections not read while their switch is off),
-    `RULES`, `REASONS`, `check(values)` (notes; ConfigError on inconsistent values),
-    `DESCRIPTION`."""
-    if dialect not in DIALECTS:
-        raise ConfigError(f"--from {dialect!r}: unknown dialect; known: {', '.join(DIALECTS)}")
-    if dialect not in IMPLEMENTED:
-        raise ConfigError(
-            f"--from {dialect}: the {dialect} importer is not implemented yet "
-            f"({', '.join(IMPLEMENTED)} are); write the config in rl's schema "
-            "(rl config show prints it)"
-        )
-    return importlib.import_module(f"rl.cli.dialects.{dialect}")
-
-
 def convert(dialect: str, path: Path, overrides: Sequence[str] = ()) -> Conversion:
     """Our config from the `dialect` file (or launch script) `path` with its `overrides`
     (upstream syntax, or rl's own keys: `own_keys`)."""
-    importer = module(dialect)
-    overrides, own = _own_overrides(importer, dialect, path, overrides)
+    record = find(dialect)
+    overrides, own = _own_overrides(record, path, overrides)
     given = len(overrides) + len(own)
     source = str(path) + (f" with {given} override(s)" if given else "")
     notes: list[str] = []
     if path.suffix == ".sh":
-        path, overrides, notes = _from_launch_script(dialect, path, overrides)
-    values = importer.compose(path, overrides)
-    for rewrite in importer.REWRITES:
+        path, overrides, notes = _from_launch_script(record, path, overrides)
+    values = record.compose(path, overrides)
+    for rewrite in record.rewrites:
         notes += rewrite(values)
-    notes += switches.apply(values, importer.SWITCHES)
+    notes += switches.apply(values, record.switches)
     switches.refuse_missing(values, str(path))
-    notes += importer.check(values)
-    tables, job = importer, "train"
-    if dialect == "verl":
-        from rl.cli.dialects import verl_sft
-
-        if verl_sft.is_sft(values):
-            tables, job = verl_sft, "sft"
-            notes.append("verl's SFT trainer config: run it with `rl sft --from verl`")
-        from rl.cli.dialects import verl_generation
-
-        if verl_generation.is_generation(values):
-            tables, job = verl_generation, "generate"
-            notes.append("verl's generation config: run it with `rl generate --from verl`")
-    config, report = translate(values, tables.RULES, dialect, source, tables.REASONS)
+    notes += record.check(values)
+    table = record.table
+    job: Job = "train"
+    for variant in record.variants:  # another kind of config of the system (verl's SFT)
+        if variant.applies(values):
+            table, job = variant.table, variant.job
+            notes.append(variant.note)
+    config, report = translate(values, table.rules, dialect, source, table.reasons)
     if own:
         notes.append(f"rl's own keys, applied last: {' '.join(own)}")
     report.notes += notes
@@ -128,7 +99,7 @@ def convert(dialect: str, path: Path, overrides: Sequence[str] = ()) -> Conversi
 
 
 def _own_overrides(
-    importer: ModuleType, dialect: str, path: Path, overrides: Sequence[str]
+    dialect: Dialect, path: Path, overrides: Sequence[str]
 ) -> tuple[list[str], list[str]]:
     """(the upstream overrides, rl's own) of `overrides`: an override is ours when its
     key is not the upstream system's but is a key of our schema (`own_keys`)."""
@@ -150,23 +121,22 @@ def _own_overrides(
         file, script_overrides = path, theirs
         if path.suffix == ".sh":
             file, script_overrides, _ = _from_launch_script(dialect, path, theirs)
-        keys = [key for key, _ in flatten(importer.compose(file, script_overrides))]
+        keys = [key for key, _ in flatten(dialect.compose(file, script_overrides))]
     except ConfigError:
         return list(overrides), []
-    return own_keys.split(overrides, keys, importer, documented_keys(dialect))
+    return own_keys.split(overrides, keys, dialect.table.rules, documented_keys(dialect.table))
 
 
 def _from_launch_script(
-    dialect: str, script: Path, overrides: Sequence[str]
+    dialect: Dialect, script: Path, overrides: Sequence[str]
 ) -> tuple[Path, list[str], list[str]]:
     """The config file and overrides a launch script runs when rl is given `overrides`
     after it (they stand where its command has "$@", else after its own), and notes for
     the report. The script is read as bash would run it, never run (`scripts`)."""
-    read = getattr(module(dialect), "read_launch_script", None)
-    if read is None:
+    if dialect.launch is None:
         raise ConfigError(
-            f"{script}: rl does not read {dialect}'s launch scripts yet; pass the {dialect} "
-            "config file and its overrides instead"
+            f"{script}: rl does not read {dialect.name}'s launch scripts yet; pass the "
+            f"{dialect.name} config file and its overrides instead"
         )
-    launch = read(script, overrides)
+    launch = dialect.launch.read(script, overrides)
     return launch.config_file, launch.overrides, launch.notes

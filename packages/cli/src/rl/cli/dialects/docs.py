@@ -4,11 +4,13 @@ sync): `python -m rl.cli.dialects.docs > docs/config-dialects.md`."""
 from __future__ import annotations
 
 from collections import Counter
-from types import ModuleType
-from typing import Any
+from collections.abc import Sequence
 
 from rl.cli.dialects import coverage
 from rl.cli.dialects.mapping import NO_SETTING, Rule
+from rl.cli.dialects.record import Table
+from rl.cli.dialects.registry import documented_tables
+from rl.cli.dialects.switches import Switch
 
 HEADER = """# Config dialects: running verl, ROLL, ChatLearn and RLinf configs
 
@@ -176,7 +178,7 @@ def _tested() -> list[str]:
     return lines
 
 
-def _rows(rules: list[Rule]) -> list[str]:
+def _rows(rules: Sequence[Rule]) -> list[str]:
     lines = ["| upstream key | rl key | note |", "|---|---|---|"]
     for rule in rules:
         target = f"`{rule.target}`" if rule.target else "—"
@@ -187,12 +189,12 @@ def _rows(rules: list[Rule]) -> list[str]:
     return lines
 
 
-def _coverage(dialect: str, importer: ModuleType) -> list[str]:
-    rows = coverage.table(dialect, importer)
+def _coverage(table: Table) -> list[str]:
+    rows = coverage.rows(table)
     counts = Counter(row.status for row in rows)
     lines = [
-        f"\n### Coverage of {dialect}'s documented keys\n",
-        f"{len(rows)} keys ({importer.DOCUMENTED}): "
+        f"\n### Coverage of {table.name}'s documented keys\n",
+        f"{len(rows)} keys ({table.documented}): "
         + ", ".join(f"{counts[s]} {s}" for s in ("mapped", "unsupported", "ignored"))
         + ". A mapped key whose value equals our default is reported as default.\n",
         "| upstream key | rl key | status / reason |",
@@ -205,7 +207,7 @@ def _coverage(dialect: str, importer: ModuleType) -> list[str]:
     return lines
 
 
-def _switches(switches: list[Any]) -> list[str]:
+def _switches(switches: Sequence[Switch]) -> list[str]:
     if not switches:
         return []
     lines = [
@@ -222,23 +224,22 @@ def _switches(switches: list[Any]) -> list[str]:
 
 def render() -> str:
     lines = [HEADER.format(no_setting=NO_SETTING), *_tested(), *_example_refusals()]
-    for dialect in coverage.TABLES:
-        importer = coverage.tables(dialect)
-        title = "verl's SFT trainer" if dialect == "verl_sft" else dialect
-        lines.append(f"\n## {title}\n")
-        lines.append(importer.DESCRIPTION.strip() + "\n")
+    for dialect, table in documented_tables():
+        lines.append(f"\n## {table.title or table.name}\n")
+        lines.append(table.description.strip() + "\n")
         lines.append(
             "Rules, first match wins (`.` ends a prefix, `*` is the rest of one segment, "
             "`**` one or more segments):\n"
         )
-        lines += _rows(importer.RULES)
+        lines += _rows(table.rules)
         lines.append(
             "\nWhy a key that would move to a name our schema lacks is not supported (first "
             'match; otherwise "' + NO_SETTING + '"):\n'
         )
-        lines += _rows(importer.REASONS)
-        lines += _switches(getattr(importer, "SWITCHES", []))
-        lines += _coverage(dialect, importer)
+        lines += _rows(table.reasons)
+        # the switches are the dialect's, read before its table is chosen: under its main one
+        lines += _switches(dialect.switches if table is dialect.table else ())
+        lines += _coverage(table)
     return "\n".join(lines) + "\n"
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from fnmatch import fnmatchcase
-from types import ModuleType
 
 from rl.cli.dialects import schema_keys
+from rl.cli.dialects.mapping import Rule
 
 
 def key_of(override: str) -> str:
@@ -22,7 +22,7 @@ def key_of(override: str) -> str:
 def split(
     overrides: Sequence[str],
     upstream_keys: Iterable[str],
-    importer: ModuleType,
+    rules: Sequence[Rule],
     documented: list[str],
 ) -> tuple[list[str], list[str]]:
     """(the upstream system's overrides, ours), each in the order given."""
@@ -36,7 +36,7 @@ def split(
             key in known
             or key in sections
             or any(fnmatchcase(key, d) for d in documented)
-            or any(rule.match(key) is not None for rule in importer.RULES)
+            or any(rule.match(key) is not None for rule in rules)
         )
         plain = not override.startswith(("+", "~")) and "=" in override
         if not theirs and plain and schema_keys.settable(key):

@@ -1,14 +1,13 @@
-"""The config a verl launch script runs: its `python3 -m verl.trainer.main_ppo
-[--config-path=... --config-name=...] key=value ...` command (or an experimental or
-recipe entry module of verl), read as bash would run it, never executed.
+"""The launch scripts of the systems rl reads, read as bash would run them, never executed:
+each system's `LaunchReader` finds its python command in a script (`locate`) and says
+which config file and overrides that command runs (verl's: `verl_launch`).
 
 `bash_run` reads the script in order (variables it assigns, else from the environment,
 `${X:-default}` and friends, `$( )` of pwd/date/basename/dirname/realpath/nproc, `$(( ))`,
-arrays, `if`/`case` decided from what is known); `hydra_entry` finds the config file as
-Hydra does for that module. The overrides the user passes after the script stand where the
-command has `"$@"` (or `$*`), else after the script's own. A value the command needs but
-that cannot be known (a variable set nowhere, a command rl does not run) is refused in one
-line that names it, the override it feeds, and what to do.
+arrays, `if`/`case` decided from what is known). The overrides the user passes after the
+script stand where the command has `"$@"` (or `$*`), else after the script's own. A value
+the command needs but that cannot be known (a variable set nowhere, a command rl does not
+run) is refused in one line that names it, the override it feeds, and what to do.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from rl.cli.dialects import hydra_entry
 from rl.cli.dialects.bash_expand import Missing, Value
 from rl.cli.dialects.bash_run import Found, Shell, find_launch
 from rl.core.config.errors import ConfigError
@@ -37,35 +35,63 @@ class Launch:
     notes: list[str] = field(default_factory=list)
 
 
-def mentions_entry(text: str) -> bool:
-    """Whether a script's text names one of verl's entry modules (for `detect`)."""
-    return hydra_entry.mentions_entry(text)
+@dataclass(frozen=True)
+class LaunchCommand:
+    """A script's launch command as `locate` found it: `at` is the index of the word that
+    names the system's entry point, `arguments` are rl's words after the script that the
+    command takes as overrides, `cwd` the folder rl was given (None: the current one)."""
+
+    script: Path
+    found: Found
+    shell: Shell
+    at: int
+    arguments: list[str]
+    cwd: Path | None
 
 
-def _is_launch(words: list[Value]) -> bool:
-    return hydra_entry.entry_in([w.text if not w.missing else "" for w in words]) is not None
+def _to_script_and_command(arguments: list[str]) -> tuple[list[str], list[str]]:
+    return arguments, arguments
 
 
-def read_launch_script(
-    script: Path,
-    arguments: Sequence[str] = (),
-    environ: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
-    now: datetime | None = None,
-) -> Launch:
-    """The config file and overrides the verl launch `script` runs when called with
-    `arguments` (rl's overrides after the script), in the environment `environ` (this
-    process's by default) from the folder `cwd` (the current one). ConfigError, one line."""
-    found, shell = locate(
-        script,
-        arguments,
-        _is_launch,
-        "`python3 -m verl.trainer.main_ppo ...` command (nor another verl entry module)",
-        environ,
-        cwd,
-        now,
-    )
-    return _launch(script, found, shell, list(arguments))
+@dataclass(frozen=True)
+class LaunchReader:
+    """How one system's launch scripts are read: `entry_at` finds the word of a command
+    that names the system's entry point (None: not a launch command), `command` says in
+    words what the script should hold, `launch` gives the config file and overrides of the
+    command found, `mentions` tells from a script's text whether it names the entry point
+    (for `detect`). `split` parts rl's words after the script into the script's own
+    arguments (`$1`, ...) and the overrides (by default all are both)."""
+
+    entry_at: Callable[[list[Value]], int | None]
+    command: str
+    launch: Callable[[LaunchCommand], Launch]
+    mentions: Callable[[str], bool]
+    split: Callable[[list[str]], tuple[list[str], list[str]]] = _to_script_and_command
+
+    def read(
+        self,
+        script: Path,
+        arguments: Sequence[str] = (),
+        environ: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        now: datetime | None = None,
+    ) -> Launch:
+        """The config file and overrides `script` runs when called with `arguments` (rl's
+        words after the script), in the environment `environ` (this process's by default)
+        from the folder `cwd` (the current one). ConfigError, one line."""
+        given, overrides = self.split(list(arguments))
+        found, shell = locate(
+            script,
+            given,
+            lambda words: self.entry_at(words) is not None,
+            self.command,
+            environ,
+            cwd,
+            now,
+        )
+        at = self.entry_at(found.words)
+        assert at is not None
+        return self.launch(LaunchCommand(script, found, shell, at, overrides, cwd))
 
 
 def locate(
@@ -111,32 +137,6 @@ def locate(
             f"({found.under.why}), which rl cannot decide: {fix}"
         )
     return found, shell
-
-
-def _launch(script: Path, found: Found, shell: Shell, arguments: list[str]) -> Launch:
-    texts = [w.text if not w.missing else "" for w in found.words]
-    located = hydra_entry.entry_in(texts)
-    assert located is not None
-    index, module = located
-    file_word = texts[index] if texts[index - 1] not in ("-m", "--module") else None
-    options, words = hydra_arguments(script, found.words[index + 1 :])
-    # "$@" (or $*) read by the script placed them; else they follow the command's own
-    overrides = words if "$@" in shell.read else [*words, *(Value(a) for a in arguments)]
-    refuse_missing(script, overrides, options, shell.sourced)
-    pythonpath = found.prefix.get("PYTHONPATH") or shell.variable("PYTHONPATH")
-    cwd = None if found.cwd.missing else Path(found.cwd.text)
-    search = hydra_entry.Search(
-        cwd, [] if pythonpath is None or pythonpath.missing else pythonpath.text.split(":"), script
-    )
-    entry = hydra_entry.find(module, file_word, search)
-    path, name = options.get("path"), options.get("name")
-    try:
-        config_file, note = hydra_entry.config_file(
-            entry, path.text if path else None, name.text if name else None, search
-        )
-    except ConfigError as error:
-        raise ConfigError(f"{script}: {error}") from None
-    return Launch(config_file, [w.text for w in overrides if w.text], [f"launch script: {note}"])
 
 
 def hydra_arguments(script: Path, words: list[Value]) -> tuple[dict[str, Value], list[Value]]:

@@ -11,7 +11,7 @@ mapped, and the report says in one line per switch what was left unread and why.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,7 +121,7 @@ def _count_leaves(node: Any) -> int:
     return 1
 
 
-def apply(values: MutableMapping[str, Any], switches: list[Switch]) -> list[str]:
+def apply(values: MutableMapping[str, Any], switches: Sequence[Switch]) -> list[str]:
     """Remove, in place, every section whose switch is off; one report line per switch
     that removed something."""
     notes = []

@@ -13,82 +13,20 @@ are listed below, each with its reason.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rl.cli.dialects import hydra_files, verl_distillation
+from rl.cli.dialects import hydra_files, verl_distillation, verl_generation, verl_launch, verl_sft
 from rl.cli.dialects import verl_placement as pools
-from rl.cli.dialects.mapping import Rule, Unsupported, as_list, flatten
-from rl.cli.dialects.scripts import mentions_entry, read_launch_script
+from rl.cli.dialects import verl_values as values
+from rl.cli.dialects.mapping import Rule, as_list, flatten
+from rl.cli.dialects.record import Dialect, Table
 from rl.cli.dialects.switches import value_at
 from rl.cli.dialects.verl_reasons import REASONS
 from rl.cli.dialects.verl_sections import SWITCHES, move_legacy_reward_keys
 from rl.cli.dialects.vocabulary import DATACLASS_PATH, ENGINE_INTERNAL, PROFILING, ROUTER_REPLAY
 from rl.core.config.errors import ConfigError
-
-# what verl does to its config before reading it, and what it does not read (verl_sections)
-REWRITES = [move_legacy_reward_keys]
-__all__ = [
-    "REASONS",
-    "REWRITES",
-    "RULES",
-    "SWITCHES",
-    "check",
-    "compose",
-    "mentions_entry",
-    "read_launch_script",
-]
-POLICY_LOSSES = ("vanilla", "gspo", "cispo")  # verl's loss_mode names rl implements
-
-
-def _warmup_steps(value: Any) -> Any:
-    """verl's -1 (or null): "use lr_warmup_steps_ratio", which is our 0."""
-    return 0 if value is None or value < 0 else value
-
-
-def loggers(value: Any) -> Any:
-    """verl's logger names as ours ("file" is verl's JSONL, which rl always writes)."""
-    from rl.core.config.schema import LOGGERS
-
-    names = [value] if isinstance(value, str) else list(value or [])
-    names = ["jsonl" if name == "file" else name for name in names]
-    unknown = [name for name in names if name not in LOGGERS]
-    if unknown:
-        return Unsupported(f"logger {unknown}: rl logs to {', '.join(LOGGERS)}")
-    return names
-
-
-def _warmup_style(value: Any) -> Any:
-    """verl's `warmup_style` / `lr_scheduler_type` -> our `lr_scheduler` names."""
-    return {"constant": "constant", "cosine": "cosine", "linear": "linear"}.get(value, value)
-
-
-def _min_lr_ratio(flat: Mapping[str, Any], optim: str) -> Any:
-    """megatron's `min_lr` (the floor the schedule decays to, absolute) as rl's
-    `min_lr_ratio` of `lr`; the megatron engine decays to min_lr_ratio * lr."""
-    floor, lr = flat.get(optim + "min_lr"), flat.get(optim + "lr")
-    if floor is None:
-        return None
-    if not lr:
-        return Unsupported(f"min_lr = {floor} with lr = {lr}: no ratio to express it")
-    ratio = floor / lr
-    if not 0.0 <= ratio <= 1.0:
-        return Unsupported(f"min_lr = {floor} above lr = {lr}: the schedule would rise")
-    return ratio
-
-
-def _load_format(value: Any) -> Any:
-    """verl <= 0.5's `dummy_dtensor` / `dummy_hf` / `dummy_megatron`: random rollout weights
-    until the trainer's first sync fills them (how the sync ships them is the backend's),
-    which is rl's `dummy`."""
-    return "dummy" if isinstance(value, str) and value.startswith("dummy") else value
-
-
-def _fsdp2(value: Any) -> Any:
-    """verl's `fsdp2` strategy (FSDP2's fully_shard) is rl's `fsdp` engine, which is FSDP2."""
-    return "fsdp" if value == "fsdp2" else value
-
 
 DESCRIPTION = """
 Composed by Hydra (defaults lists, `group@package: option`, `_self_`, relative
@@ -99,15 +37,6 @@ Composed by Hydra (defaults lists, `group@package: option`, `_self_`, relative
 DOCUMENTED = (
     "every key of verl's `_generated_ppo_trainer.yaml` and `_generated_ppo_megatron_trainer.yaml`"
 )
-
-
-def _reward_manager(value: Any) -> Any:
-    """verl's naive and dapo managers are rl's `reward.reward_manager`; others are not."""
-    if value in (None, "naive", "dapo"):
-        return value
-    return Unsupported(
-        f"rl has verl's naive and dapo reward managers (reward.reward_manager); not {value!r}"
-    )
 
 
 _CUSTOM_MANAGER = (
@@ -190,7 +119,7 @@ RULES: list[Rule] = [
     ),
     # renames
     Rule("trainer.default_local_dir", "trainer.output_dir"),
-    Rule("trainer.logger", "trainer.logger", convert=loggers),
+    Rule("trainer.logger", "trainer.logger", convert=values.loggers),
     # the trainer's pool, and the one-step-off / fully-async trainers' rollout pool
     # (verl_placement): one cluster, each role on its devices
     Rule(
@@ -217,30 +146,34 @@ RULES: list[Rule] = [
     Rule(
         "actor_rollout_ref.actor.optim.warmup_style",
         "actor.optim.lr_scheduler",
-        convert=_warmup_style,
+        convert=values.warmup_style,
     ),
     Rule(
         "actor_rollout_ref.actor.optim.lr_scheduler_type",
         "actor.optim.lr_scheduler",
-        convert=_warmup_style,
+        convert=values.warmup_style,
     ),
     Rule(
         "actor_rollout_ref.actor.optim.lr_decay_style",
         "actor.optim.lr_scheduler",
-        convert=_warmup_style,
+        convert=values.warmup_style,
     ),
     Rule(
         "actor_rollout_ref.actor.optim.lr_warmup_steps",
         "actor.optim.lr_warmup_steps",
-        convert=_warmup_steps,
+        convert=values.warmup_steps,
     ),
-    Rule("critic.optim.lr_warmup_steps", "critic.optim.lr_warmup_steps", convert=_warmup_steps),
+    Rule(
+        "critic.optim.lr_warmup_steps", "critic.optim.lr_warmup_steps", convert=values.warmup_steps
+    ),
     Rule("critic.grad_clip", "critic.optim.grad_clip"),
     Rule("critic.optim.clip_grad", "critic.optim.grad_clip"),
     Rule("critic.optim.lr_warmup_steps_ratio", "critic.optim.lr_warmup_ratio"),
-    Rule("critic.optim.warmup_style", "critic.optim.lr_scheduler", convert=_warmup_style),
-    Rule("critic.optim.lr_scheduler_type", "critic.optim.lr_scheduler", convert=_warmup_style),
-    Rule("critic.optim.lr_decay_style", "critic.optim.lr_scheduler", convert=_warmup_style),
+    Rule("critic.optim.warmup_style", "critic.optim.lr_scheduler", convert=values.warmup_style),
+    Rule(
+        "critic.optim.lr_scheduler_type", "critic.optim.lr_scheduler", convert=values.warmup_style
+    ),
+    Rule("critic.optim.lr_decay_style", "critic.optim.lr_scheduler", convert=values.warmup_style),
     # megatron-core OptimizerConfig fields (fp16 loss scaling, ...): the megatron engine's
     Rule(
         "actor_rollout_ref.actor.optim.override_optimizer_config.",
@@ -250,12 +183,12 @@ RULES: list[Rule] = [
     Rule(
         "actor_rollout_ref.actor.optim.min_lr",
         "actor.optim.min_lr_ratio",
-        derive=lambda flat: _min_lr_ratio(flat, "actor_rollout_ref.actor.optim."),
+        derive=lambda flat: values.min_lr_ratio(flat, "actor_rollout_ref.actor.optim."),
     ),
     Rule(
         "critic.optim.min_lr",
         "critic.optim.min_lr_ratio",
-        derive=lambda flat: _min_lr_ratio(flat, "critic.optim."),
+        derive=lambda flat: values.min_lr_ratio(flat, "critic.optim."),
     ),
     Rule(
         "critic.model.lora.rank",
@@ -278,7 +211,9 @@ RULES: list[Rule] = [
         status="ignored",
     ),
     Rule("actor_rollout_ref.rollout.tensor_model_parallel_size", "rollout.tensor_parallel_size"),
-    Rule("actor_rollout_ref.rollout.load_format", "rollout.load_format", convert=_load_format),
+    Rule(
+        "actor_rollout_ref.rollout.load_format", "rollout.load_format", convert=values.load_format
+    ),
     Rule("actor_rollout_ref.model.enable_gradient_checkpointing", "model.gradient_checkpointing"),
     Rule("actor_rollout_ref.model.use_fused_kernels", "actor.use_fused_kernels"),
     Rule("actor_rollout_ref.model.use_remove_padding", "actor.use_remove_padding"),
@@ -319,7 +254,7 @@ RULES: list[Rule] = [
         reason="the switch of reward_model.*: on, its model.path is rl's reward.reward_model.path",
         status="ignored",
     ),
-    Rule("reward_model.reward_manager", "reward.reward_manager", convert=_reward_manager),
+    Rule("reward_model.reward_manager", "reward.reward_manager", convert=values.reward_manager),
     Rule(
         "reward_model.launch_reward_fn_async",
         reason="rl scores in its own worker pool (reward.num_workers)",
@@ -354,7 +289,7 @@ RULES: list[Rule] = [
         "reward.num_workers (a process pool) is set",
         status="ignored",
     ),
-    Rule("reward.reward_manager.name", "reward.reward_manager", convert=_reward_manager),
+    Rule("reward.reward_manager.name", "reward.reward_manager", convert=values.reward_manager),
     Rule(
         "reward.reward_manager.source",
         reason=_CUSTOM_MANAGER,
@@ -366,7 +301,7 @@ RULES: list[Rule] = [
     Rule("reward.reward_kwargs.overlong_buffer_cfg.", "reward.overlong_buffer."),
     Rule("reward.reward_kwargs.max_resp_len", "reward.overlong_buffer.max_resp_len"),
     Rule("reward.reward_kwargs.", reason="reward-manager options of verl's dapo/prime managers"),
-    Rule("data.gen_batch_size", "data.gen_batch_size", derive=lambda flat: _gen_batch_size(flat)),
+    Rule("data.gen_batch_size", "data.gen_batch_size", derive=values.gen_batch_size),
     Rule(
         "algorithm.filter_groups.max_inflight_gen_batches",
         reason="verl 0.9's concurrency of dynamic-sampling batches; rl generates them one at "
@@ -375,7 +310,7 @@ RULES: list[Rule] = [
     ),
     # verl 0.7.0's top-level reward_manager section (0.7.1 moved it to reward.reward_manager):
     # a registered manager by name, or a class loaded from module.path (importlib)
-    Rule("reward_manager.name", "reward.reward_manager", convert=_reward_manager),
+    Rule("reward_manager.name", "reward.reward_manager", convert=values.reward_manager),
     Rule(
         "reward_manager.source",
         reason=_CUSTOM_MANAGER,
@@ -412,19 +347,13 @@ RULES: list[Rule] = [
     Rule(
         "actor_rollout_ref.actor.policy_loss.loss_mode",
         "actor.policy_loss",
-        convert=lambda value: (
-            value
-            if value in POLICY_LOSSES
-            else Unsupported(
-                f"verl's {value} policy loss is not in rl ({', '.join(POLICY_LOSSES)} are)"
-            )
-        ),
+        convert=values.policy_loss,
     ),
     Rule("data.train_files", "data.train_files", convert=as_list),
     Rule("data.val_files", "data.val_files", convert=as_list),
     # verl's FSDP (1) and FSDP2 strategies are rl's one FSDP2 engine
-    Rule("actor_rollout_ref.actor.strategy", "actor.strategy", convert=_fsdp2),
-    Rule("critic.strategy", "critic.strategy", convert=_fsdp2),
+    Rule("actor_rollout_ref.actor.strategy", "actor.strategy", convert=values.fsdp2),
+    Rule("critic.strategy", "critic.strategy", convert=values.fsdp2),
     # MoE routing replay: verl's engine sections (megatron, veomni) hold the actor's mode
     Rule("actor_rollout_ref.actor.*.router_replay.mode", "actor.router_replay.mode"),
     Rule("actor_rollout_ref.actor.router_replay.mode", "actor.router_replay.mode"),
@@ -473,15 +402,14 @@ def _same_path(first: Any, second: Any) -> bool:
         return False
 
 
-def _gen_batch_size(flat: Mapping[str, Any]) -> Any:
-    """verl's prompts per generation: DAPO's draw size under algorithm.filter_groups; any
-    other size (the fully-async trainer streams 1 prompt at a time) changes what a step
-    generates, which rl does not do without dynamic sampling."""
-    value, train = flat.get("data.gen_batch_size"), flat.get("data.train_batch_size")
-    if value is None or value == train or flat.get("algorithm.filter_groups.enable"):
-        return value
-    return Unsupported(
-        f"prompts per generation ({value}) other than data.train_batch_size ({train}) "
-        "without algorithm.filter_groups.enable: rl generates a step's train_batch_size "
-        "prompts at once (verl's fully-async trainer streams them)"
-    )
+VERL = Dialect(
+    name="verl",
+    table=Table("verl", RULES, REASONS, "", DESCRIPTION, DOCUMENTED),
+    compose=compose,
+    check=check,
+    # what verl does to its config before reading it, and what it does not read
+    rewrites=(move_legacy_reward_keys,),
+    switches=tuple(SWITCHES),
+    launch=verl_launch.LAUNCH,
+    variants=(verl_sft.VARIANT, verl_generation.VARIANT),
+)

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rl.cli.dialects.mapping import Rule, Unsupported, as_list
+from rl.cli.dialects.record import Table, Variant
 from rl.cli.dialects.vocabulary import DATACLASS_PATH, ENGINE_INTERNAL
 
 _ACTOR = (
@@ -98,10 +99,8 @@ RULES: list[Rule] = [
     Rule("ray_init.", reason=ENGINE_INTERNAL, status="ignored"),
 ]
 
-REASONS: list[Rule] = []
 
-
-def is_generation(values: dict[str, Any]) -> bool:
+def is_generation(values: Mapping[str, Any]) -> bool:
     """verl's generation config: data.n_samples and data.output_path, no trainer roles."""
     data = values.get("data")
     return (
@@ -110,3 +109,11 @@ def is_generation(values: dict[str, Any]) -> bool:
         and "n_samples" in data
         and "output_path" in data
     )
+
+
+VARIANT = Variant(
+    Table("verl_generation", RULES),
+    job="generate",
+    applies=is_generation,
+    note="verl's generation config: run it with `rl generate --from verl`",
+)

@@ -7,11 +7,13 @@ verl's LR schedule over its steps, for `trainer.total_epochs` shuffled passes ov
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rl.cli.dialects import verl_sft_engine
 from rl.cli.dialects.mapping import Rule, Unsupported, as_list, off_when
-from rl.cli.dialects.verl import loggers as verl_loggers
+from rl.cli.dialects.record import Table, Variant
+from rl.cli.dialects.verl_values import loggers as verl_loggers
 from rl.cli.dialects.vocabulary import DATACLASS_PATH, DECODER_LAYER_WRAP, MODEL_FROM_DISK
 
 DESCRIPTION = """
@@ -215,9 +217,17 @@ REASONS: list[Rule] = [
 ]
 
 
-def is_sft(values: dict[str, Any]) -> bool:
+def is_sft(values: Mapping[str, Any]) -> bool:
     """verl's SFT trainer config, not its PPO one."""
     model = values.get("model")
     if "actor_rollout_ref" in values or not isinstance(model, dict):
         return False
     return "partial_pretrain" in model or verl_sft_engine.is_engine_sft(values)
+
+
+VARIANT = Variant(
+    Table("verl_sft", RULES, REASONS, "verl's SFT trainer", DESCRIPTION, DOCUMENTED),
+    job="sft",
+    applies=is_sft,
+    note="verl's SFT trainer config: run it with `rl sft --from verl`",
+)

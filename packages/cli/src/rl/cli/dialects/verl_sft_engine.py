@@ -7,6 +7,7 @@ assistant turn become the prompt and the rest the demonstration, assistant turns
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rl.cli.dialects.mapping import Rule, Unsupported, off_when
@@ -132,7 +133,7 @@ RULES: list[Rule] = [
 ]
 
 
-def is_engine_sft(values: dict[str, Any]) -> bool:
+def is_engine_sft(values: Mapping[str, Any]) -> bool:
     """verl's engine SFT config: an `engine` section and conversations (`messages_key`)."""
     data = values.get("data")
     return "engine" in values and isinstance(data, dict) and "messages_key" in data

@@ -24,29 +24,15 @@ from typing import Any
 
 from rl.cli.dialects import hydra_files
 from rl.cli.dialects.chatlearn.defaults import DEFAULTS, legacy_reason
-from rl.cli.dialects.chatlearn.launch import mentions_entry, read_launch_script
+from rl.cli.dialects.chatlearn.launch import LAUNCH
 from rl.cli.dialects.chatlearn.rules import REASONS, RULES
+from rl.cli.dialects.record import Dialect, Table
 from rl.cli.dialects.switches import Switch, flag
 from rl.core.config.errors import ConfigError
 
-__all__ = [
-    "DESCRIPTION",
-    "DOCUMENTED",
-    "REASONS",
-    "REWRITES",
-    "RULES",
-    "SWITCHES",
-    "check",
-    "compose",
-    "mentions_entry",
-    "read_launch_script",
-]
-
-# what the system does to its config before reading it (nothing here), and the sections it
-# reads only while a switch is on: the templates carry both rollout managers' sections,
-# which ChatLearn builds only when runtime_args turns them on (grpo.py)
-REWRITES: list = []
-SWITCHES = [
+# the sections ChatLearn reads only while a switch is on: the templates carry both rollout
+# managers' sections, which ChatLearn builds only when runtime_args turns them on (grpo.py)
+SWITCHES = (
     Switch(
         ("models.partial_rollout_manager.",),
         "runtime_args.use_partial_rollout",
@@ -57,7 +43,7 @@ SWITCHES = [
         "runtime_args.use_rollout_manager",
         flag("runtime_args.use_rollout_manager"),
     ),
-]
+)
 
 DESCRIPTION = """
 Loaded as ChatLearn does: the YAML by OmegaConf, the overrides applied to it as an
@@ -196,3 +182,13 @@ def _loss_notes(values: dict[str, Any]) -> list[str]:
                     "so rl trains without that term too"
                 )
     return notes
+
+
+CHATLEARN = Dialect(
+    name="chatlearn",
+    table=Table("chatlearn", RULES, REASONS, "", DESCRIPTION, DOCUMENTED),
+    compose=compose,
+    check=check,
+    switches=SWITCHES,
+    launch=LAUNCH,
+)

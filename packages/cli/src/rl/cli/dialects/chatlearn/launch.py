@@ -13,20 +13,23 @@ it counts with python) is refused in one line naming what to export or pass.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
 
 from rl.cli.dialects.bash_expand import Value
-from rl.cli.dialects.scripts import Launch, locate, option_values, refuse_missing
+from rl.cli.dialects.scripts import (
+    Launch,
+    LaunchCommand,
+    LaunchReader,
+    option_values,
+    refuse_missing,
+)
 from rl.core.config.errors import ConfigError
 
 ENTRY = "entrypoint.py"
 ALGORITHMS = ("grpo",)  # ChatLearn's ALGO_REGISTRY
-COMMAND = "`python chatlearn/entrypoint.py grpo --config-file FILE ...` command"
 
 
-def mentions_entry(text: str) -> bool:
+def _mentions_entry(text: str) -> bool:
     """Whether a script's text names ChatLearn's entry point (for `detect`)."""
     return "chatlearn/entrypoint.py" in text
 
@@ -38,21 +41,10 @@ def _entry_at(words: list[Value]) -> int | None:
     return None
 
 
-def _is_launch(words: list[Value]) -> bool:
-    return _entry_at(words) is not None
-
-
-def read_launch_script(
-    script: Path,
-    arguments: Sequence[str] = (),
-    environ: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
-    now: datetime | None = None,
-) -> Launch:
-    """The config file and overrides the ChatLearn launch `script` runs with `arguments`
-    (rl's overrides after the script); ConfigError in one line."""
-    found, shell = locate(script, arguments, _is_launch, COMMAND, environ, cwd, now)
-    words = found.words[_entry_at(found.words) + 1 :]  # type: ignore[operator]
+def _launch(command: LaunchCommand) -> Launch:
+    """The config file and overrides of ChatLearn's command; ConfigError in one line."""
+    script, found = command.script, command.found
+    words = found.words[command.at + 1 :]
     algorithm = words[0].text if words else ""
     if algorithm not in ALGORITHMS:
         raise ConfigError(
@@ -66,8 +58,8 @@ def read_launch_script(
                 f"{script}: its ChatLearn command passes {word.text}, which rl does not follow "
                 "(it reads --config-file and key=value overrides): remove it"
             )
-    overrides += [Value(a) for a in arguments]
-    refuse_missing(script, overrides, options, shell.sourced)
+    overrides += [Value(a) for a in command.arguments]
+    refuse_missing(script, overrides, options, command.shell.sourced)
     if "file" not in options:
         raise ConfigError(
             f"{script}: its ChatLearn command (line {found.line}) has no --config-file; "
@@ -95,3 +87,11 @@ def _config_file(script: Path, given: str, cwd: Value) -> Path:
             "where the script's `source scripts/base_env.sh` also is)"
         )
     return path
+
+
+LAUNCH = LaunchReader(
+    entry_at=_entry_at,
+    command="`python chatlearn/entrypoint.py grpo --config-file FILE ...` command",
+    launch=_launch,
+    mentions=_mentions_entry,
+)

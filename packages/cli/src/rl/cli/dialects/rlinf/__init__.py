@@ -15,30 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from rl.cli.dialects import hydra_files
+from rl.cli.dialects.record import Dialect, Table
 from rl.cli.dialects.rlinf import values as values_module
-from rl.cli.dialects.rlinf.launch import mentions_entry, read_launch_script
+from rl.cli.dialects.rlinf.launch import LAUNCH
 from rl.cli.dialects.rlinf.rules import REASONS, RULES
 from rl.cli.dialects.rlinf.unread import unread_keys
 from rl.core.config.errors import ConfigError
-
-__all__ = [
-    "DESCRIPTION",
-    "DOCUMENTED",
-    "REASONS",
-    "REWRITES",
-    "RULES",
-    "SWITCHES",
-    "check",
-    "compose",
-    "mentions_entry",
-    "read_launch_script",
-]
-
-# what the system does to its config before reading it (here: the keys RLinf does not
-# read for the role's backend and precision), and the sections it reads only while a
-# switch is on (`switches.Switch`): none in this dialect
-REWRITES: list = [unread_keys]
-SWITCHES: list = []
 
 DESCRIPTION = """
 Composed by Hydra as RLinf runs it (a file's own values over its `defaults:` list, e.g.
@@ -138,3 +120,15 @@ def check(values: dict[str, Any]) -> list[str]:
             "(pass +cluster.num_gpus_per_node=N to set it)"
         )
     return notes
+
+
+RLINF = Dialect(
+    name="rlinf",
+    table=Table("rlinf", RULES, REASONS, "", DESCRIPTION, DOCUMENTED),
+    compose=compose,
+    check=check,
+    # what RLinf does to its config before reading it: the keys it does not read for the
+    # role's backend and precision are dropped
+    rewrites=(unread_keys,),
+    launch=LAUNCH,
+)

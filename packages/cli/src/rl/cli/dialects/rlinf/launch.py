@@ -13,8 +13,6 @@ the command's own (RLinf's scripts pass none).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
 
 from rl.cli.dialects import scripts
@@ -29,7 +27,7 @@ ENTRIES = {
 _MENTION = re.compile(r"\bmain_(grpo|rstar2|embodied|sft|\w+_agent)\.py\b")
 
 
-def mentions_entry(text: str) -> bool:
+def _mentions_entry(text: str) -> bool:
     """Whether a script's text runs one of RLinf's example entry files (for `detect`)."""
     return _MENTION.search(text) is not None and "--config-name" in text
 
@@ -42,34 +40,19 @@ def _entry_at(words: list[Value]) -> int | None:
     return None
 
 
-def _is_launch(words: list[Value]) -> bool:
-    return _entry_at(words) is not None
-
-
-def read_launch_script(
-    script: Path,
-    arguments: Sequence[str] = (),
-    environ: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
-    now: datetime | None = None,
-) -> scripts.Launch:
-    """The config file and overrides the RLinf launch `script` runs when called with
-    `arguments` (its own, e.g. the config name, then rl's overrides). ConfigError, one line."""
+def _script_arguments(arguments: list[str]) -> tuple[list[str], list[str]]:
+    """(the script's own arguments: the leading words that are no overrides, e.g. the
+    config name; rl's overrides)."""
     own = list(arguments)
     positional: list[str] = []
     while own and "=" not in own[0] and not own[0].startswith("-"):
         positional.append(own.pop(0))
-    found, shell = scripts.locate(
-        script,
-        positional,
-        _is_launch,
-        "`python .../main_grpo.py --config-path DIR --config-name NAME` command",
-        environ,
-        cwd,
-        now,
-    )
-    at = _entry_at(found.words)
-    assert at is not None
+    return positional, own
+
+
+def _launch(command: scripts.LaunchCommand) -> scripts.Launch:
+    """The config file and overrides of RLinf's command. ConfigError, one line."""
+    script, found, at = command.script, command.found, command.at
     entry = found.words[at]
     name = Path(entry.text).name
     if name not in ENTRIES:
@@ -78,8 +61,8 @@ def read_launch_script(
             "converts the reasoning runner of examples/reasoning/main_grpo.py"
         )
     options, words = scripts.hydra_arguments(script, found.words[at + 1 :])
-    overrides = [*words, *(Value(a) for a in own)]
-    scripts.refuse_missing(script, overrides, options, shell.sourced)
+    overrides = [*words, *(Value(a) for a in command.arguments)]
+    scripts.refuse_missing(script, overrides, options, command.shell.sourced)
     if entry.missing:
         raise ConfigError(f"{script}: the path of {name} uses {entry.missing[0].what}")
     if "name" not in options:
@@ -102,3 +85,12 @@ def read_launch_script(
         )
     note = f"launch script: RLinf's {name} with {config_file} (--config-path, --config-name)"
     return scripts.Launch(config_file, [w.text for w in overrides if w.text], [note])
+
+
+LAUNCH = scripts.LaunchReader(
+    entry_at=_entry_at,
+    command="`python .../main_grpo.py --config-path DIR --config-name NAME` command",
+    launch=_launch,
+    mentions=_mentions_entry,
+    split=_script_arguments,
+)

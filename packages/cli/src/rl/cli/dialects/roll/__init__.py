@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rl.cli.dialects import hydra_files
+from rl.cli.dialects.record import Dialect, Table
 from rl.cli.dialects.roll import batch, distillation
 from rl.cli.dialects.roll.defaults import (
     DEFAULTS,
@@ -31,27 +32,9 @@ from rl.cli.dialects.roll.defaults import (
     TRAINING_ARGS,
     VARIABLES_KEY,
 )
-from rl.cli.dialects.roll.launch import mentions_entry, read_launch_script
+from rl.cli.dialects.roll.launch import LAUNCH
 from rl.cli.dialects.roll.rules import REASONS, RULES
 from rl.core.config.errors import ConfigError
-
-__all__ = [
-    "DESCRIPTION",
-    "DOCUMENTED",
-    "REASONS",
-    "REWRITES",
-    "RULES",
-    "SWITCHES",
-    "check",
-    "compose",
-    "mentions_entry",
-    "read_launch_script",
-]
-
-# what the system does to its config before reading it, and the sections it reads only
-# while a switch is on (`switches.Switch`): none in this dialect
-REWRITES: list = []
-SWITCHES: list = []
 
 DESCRIPTION = """
 Composed by Hydra (`defaults: [../config/fragment@_here_]` merged at the root with the file
@@ -182,3 +165,12 @@ def check(values: dict[str, Any]) -> list[str]:
                 f"size {dp} (ROLL's megatron rule)"
             )
     return [*notes, f"ROLL batch: {prompts} prompts × {n} responses per step"]
+
+
+ROLL = Dialect(
+    name="roll",
+    table=Table("roll", RULES, REASONS, "", DESCRIPTION, DOCUMENTED),
+    compose=compose,
+    check=check,
+    launch=LAUNCH,
+)

@@ -15,8 +15,6 @@ overrides: rl's overrides after the script apply after the file.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
 
 from rl.cli.dialects import scripts
@@ -30,7 +28,7 @@ DEFAULT_NAME = "sppo_config"  # the entry's argparse defaults
 DEFAULT_PATH = "config"
 
 
-def mentions_entry(text: str) -> bool:
+def _mentions_entry(text: str) -> bool:
     """Whether a script's text names one of ROLL's entry scripts (for `detect`)."""
     return re.search(r"start_[a-z_]*pipeline\.py", text) is not None
 
@@ -42,33 +40,13 @@ def _entry_at(words: list[Value]) -> int | None:
     return None
 
 
-def _is_launch(words: list[Value]) -> bool:
-    return _entry_at(words) is not None
-
-
-def read_launch_script(
-    script: Path,
-    arguments: Sequence[str] = (),
-    environ: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
-    now: datetime | None = None,
-) -> scripts.Launch:
-    """The config file and overrides a ROLL launch `script` runs (rl's `arguments` after
-    its file); ConfigError in one line when it cannot be known."""
-    found, shell = scripts.locate(
-        script,
-        arguments,
-        _is_launch,
-        "`python examples/start_rlvr_pipeline.py --config_path ... --config_name ...` command",
-        environ,
-        cwd,
-        now,
-    )
-    at = _entry_at(found.words)
-    assert at is not None
+def _launch(command: scripts.LaunchCommand) -> scripts.Launch:
+    """The config file and overrides of ROLL's command (rl's after its file); ConfigError
+    in one line when they cannot be known."""
+    script, found, at = command.script, command.found, command.at
     entry = found.words[at].text
     options = _options(script, found.words[at + 1 :])
-    scripts.refuse_missing(script, [], options, shell.sourced)
+    scripts.refuse_missing(script, [], options, command.shell.sourced)
     if not entry.endswith(RLVR_ENTRY):
         raise ConfigError(
             f"{script}: it runs ROLL's {Path(entry).name}; rl reads ROLL's RLVR pipeline "
@@ -76,7 +54,7 @@ def read_launch_script(
         )
     path = options.get("path", Value(DEFAULT_PATH)).text
     name = options.get("name", Value(DEFAULT_NAME)).text
-    run_from = Path(found.cwd.text) if not found.cwd.missing else (cwd or Path.cwd())
+    run_from = Path(found.cwd.text) if not found.cwd.missing else (command.cwd or Path.cwd())
     tried = [(run_from / entry).parent / path]
     beside = script.resolve().parent.parent  # the examples folder the script sits in
     if Path(entry).parent.name == beside.name:
@@ -93,7 +71,7 @@ def read_launch_script(
                     f"launch script: {entry} --config_path {path} --config_name {name} "
                     f"-> {config} (Hydra's config_path, relative to the entry script)"
                 )
-                return scripts.Launch(config, list(arguments), [note])
+                return scripts.Launch(config, list(command.arguments), [note])
     raise ConfigError(
         f"{script}: its command runs {entry} with --config_path {path} --config_name {name}, "
         f"but no {name}.yaml is in {' nor '.join(str(f) for f in tried)}: run rl from ROLL's "
@@ -110,3 +88,11 @@ def _options(script: Path, words: list[Value]) -> dict[str, Value]:
             "script does not accept (it takes --config_path and --config_name only)"
         )
     return options
+
+
+LAUNCH = scripts.LaunchReader(
+    entry_at=_entry_at,
+    command="`python examples/start_rlvr_pipeline.py --config_path ... --config_name ...` command",
+    launch=_launch,
+    mentions=_mentions_entry,
+)
