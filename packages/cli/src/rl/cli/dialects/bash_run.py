@@ -1,9 +1,9 @@
 """A bash script read in order, as bash would run it, without running anything: assignments
 (`X=v`, `export`/`declare`/`local`/`readonly`, arrays, `unset`), variables from the
-environment, `cd`/`pushd`, `shift`, `set --`, functions, `if`/`case`/`&&`/`||` decided
-from what is known (`bash_conditions`), and `$( )` computed from the few commands
-`bash_commands` knows. It stops at the first command `is_launch` accepts and gives it
-with its words expanded.
+environment, `cd`/`pushd`, `shift`, `set --` (`bash_builtins`), functions,
+`if`/`case`/`&&`/`||` decided from what is known (`bash_conditions`), and `$( )` computed
+from the few commands `bash_commands` knows. It stops at the first command `is_launch`
+accepts and gives it with its words expanded.
 
 What cannot be known stays a `Missing`: a branch whose condition cannot be decided, and a
 loop body (never run), make the variables they assign unknown; a launch command found
@@ -12,8 +12,6 @@ there is given with `under` set, for the caller to refuse.
 
 from __future__ import annotations
 
-import os
-import posixpath
 import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -21,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from rl.cli.dialects import bash_commands
+from rl.cli.dialects import bash_builtins, bash_commands
 from rl.cli.dialects.bash_arith import ArithmeticProblem, evaluate
 from rl.cli.dialects.bash_conditions import Status, evaluate_double, evaluate_words
 from rl.cli.dialects.bash_expand import (
@@ -30,7 +28,6 @@ from rl.cli.dialects.bash_expand import (
     expand_text,
     expand_word,
     glob_regex,
-    unset,
 )
 from rl.cli.dialects.bash_lexer import Token
 from rl.cli.dialects.bash_parser import (
@@ -377,9 +374,9 @@ class Shell:
                     self.arrays.pop(variable, None)
             return True
         if name in ("shift", "set"):
-            return self.positional_change(name, words[1:])
+            return bash_builtins.positional_change(self, name, words[1:])
         if name in ("cd", "pushd", "popd"):
-            return self.change_directory(name, words[1:])
+            return bash_builtins.change_directory(self, name, words[1:])
         if name in ("source", "."):
             self.sourced += arguments[:1]
             return True
@@ -438,43 +435,6 @@ class Shell:
         finally:
             self.positional = outer
             self.calls -= 1
-
-    def positional_change(self, name: str, arguments: list[Value]) -> Status:
-        if name == "set":
-            if arguments and arguments[0].text == "--":
-                self.positional = arguments[1:]
-            return True
-        count = arguments[0].text if arguments else "1"
-        if not count.isdigit():
-            return Missing(f"shift {count}", "not a number")
-        self.positional = self.positional[int(count) :]
-        return True
-
-    def change_directory(self, name: str, arguments: list[Value]) -> Status:
-        words = [word for word in arguments if word.text not in ("--", "-L", "-P")]
-        if name == "popd":
-            self.cwd = self.directories.pop() if self.directories else self.cwd
-            return True
-        if not words:
-            target = self.variable("HOME") or Value("~", (unset("HOME"),))
-        elif words[0].text == "-":
-            target = self.variable("OLDPWD") or Value("-", (unset("OLDPWD"),))
-        else:
-            target = words[0]
-        if name == "pushd":
-            self.directories.append(self.cwd)
-        missing = self.cwd.missing + target.missing
-        if self.under is not None:
-            missing += (Missing(f"cd {target.text}", f"it runs {self.under.what}"),)
-        path = posixpath.normpath(posixpath.join(self.cwd.text, target.text))
-        self.variables["OLDPWD"] = self.cwd
-        if missing:
-            self.cwd = Value(path, missing)
-        elif os.path.isdir(path):
-            self.cwd = Value(path)
-        else:
-            self.cwd = Value(path, (Missing(f"cd {target.text}", "no such folder here"),))
-        return True
 
 
 class _MissingName(Exception):

@@ -1,297 +1,34 @@
-"""The ROLL key table: each upstream key to ours, or why not (first match wins)."""
+"""The ROLL key table: each upstream key to ours, or why not (first match wins). The rules
+of the training roles are in `roles`, ROLL's fields without a counterpart in `options`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from rl.cli.dialects.mapping import Rule, Unsupported, as_list
-from rl.cli.dialects.roll import batch, distillation, lora, values
+from rl.cli.dialects.mapping import Rule, as_list
+from rl.cli.dialects.roll import distillation, lora, rewards, values
+from rl.cli.dialects.roll.options import (
+    INFRA,
+    PIPELINE_OPTIONS,
+    REWARDS,
+    WORKER_INFRA,
+    WORKER_OPTIONS,
+)
+from rl.cli.dialects.roll.roles import role_rules
 from rl.cli.dialects.vocabulary import (
     CRITIC_WARMUP,
-    DECODER_LAYER_WRAP,
     LORA,
-    MTP,
     OUTPUT_DIR_LOGS,
-    PROFILING,
     REF_LAYOUT,
     ROLLOUT_ROUTES,
-    ROUTER_REPLAY,
-    VAL_GENERATIONS,
-    WEIGHT_SYNC_EVERY_UPDATE,
-    ddp_overlap_rules,
 )
 
-_INFRA = "ROLL's scheduling/infrastructure setting; rl's launcher decides it"
 _MASKS = "ROLL's sample masks and loss weights are not in rl"
-_DISTILL = "an OPD teacher's coefficient: rl reads it from the teacher section only"
-_REWARDS = (
-    "ROLL's per-domain reward workers are not in rl, which scores each row by its data "
-    "source with one reward: pass reward.custom_reward_function.path=FILE and "
-    "--allow-unsupported 'rewards.*'"
-)
 _REWARD_WORKER = "a setting of a ROLL reward worker (refused by rewards.<domain>.worker_cls)"
-_SCHEDULER = "ROLL's rollout scheduler; rl's engine generates each step's prompts in one batch"
-_UNUSED = "defined by ROLL but not read by its RLVR pipeline"
 _ENVS = (
     "ROLL's environments and env managers do not load in rl: write the environment as a "
     "class with reset(task) / step(action) and name it in rollout.multi_turn.environment "
     "(with rollout.multi_turn.enable); rl plays one instance per trajectory"
 )
 _NO_TRAINING = "an inference role: ROLL does not train it"
-
-_QUERY_FILTER = "read with rewards.<domain>.query_filter_config.type (mapped there)"
-
-
-def _query_filter(flat: Mapping[str, Any]) -> Any:
-    """ROLL's query filter (its rollout loop drops a prompt's group by its responses'
-    rewards and draws more prompts until the batch is full) as rl's dynamic sampling:
-    `std_filter` with `std_threshold` 0 drops the groups whose rewards are all equal
-    (algorithm.filter_groups, metric seq_reward); a negative threshold drops none."""
-    suffix = ".query_filter_config.type"
-    filters = {}
-    for key, kind in flat.items():
-        if key.startswith("rewards.") and key.endswith(suffix) and kind not in (None, "no_filter"):
-            threshold = flat.get(key[: -len("type")] + "filter_args.std_threshold", -1)
-            filters[key[: -len(suffix)]] = (kind, threshold)
-    if not filters:
-        return None
-    if any(kind != "std_filter" for kind, _ in filters.values()):
-        return Unsupported(
-            "ROLL's mean_filter (groups dropped by their mean reward) is not in rl; its "
-            "std_filter with filter_args.std_threshold 0 is rl's dynamic sampling"
-        )
-    domains = set(flat_domains(flat))
-    thresholds = {float(threshold) for _, threshold in filters.values()}
-    if len(thresholds) > 1 or (len(filters) < len(domains) and max(thresholds) >= 0):
-        return Unsupported(
-            "the query filter differs by domain: rl has one (algorithm.filter_groups)"
-        )
-    (threshold,) = thresholds
-    if threshold < 0:
-        return None  # ROLL's default: no group's std is below it, none is dropped
-    if threshold > 0:
-        return Unsupported(
-            f"std_threshold {threshold} drops groups whose reward std is up to it; rl drops "
-            "only the groups whose rewards are all equal (std_threshold: 0)"
-        )
-    return True
-
-
-def flat_domains(flat: Mapping[str, Any]) -> list[str]:
-    """The reward domains (`rewards.<domain>.*`) of a flattened ROLL config."""
-    return sorted(
-        {key.split(".")[1] for key in flat if key.startswith("rewards.") and key.count(".") >= 2}
-    )
-
-
-def _filter_metric(flat: Mapping[str, Any]) -> Any:
-    return "seq_reward" if _query_filter(flat) is True else None
-
-
-# WorkerConfig fields without a counterpart, under any role
-WORKER_OPTIONS = {
-    "model_update_frequency": WEIGHT_SYNC_EVERY_UPDATE,
-    "backend_timeout": _INFRA,
-    "max_concurrency": _INFRA,
-    "offload_nccl": _INFRA,
-    "logits_in_fp32": "rl computes log-probs in float32 always (its fused kernel)",
-    "apply_loss_scale": _INFRA,
-    "router_replay.": ROUTER_REPLAY,
-    "mtp_training_mode": MTP,
-    "topr_*": "ROLL's TOPR loss is not in rl",
-    "opd_kl_coef": _DISTILL,
-    "tag_included": _REWARDS,
-    "use_dynamic_batching_in_infer": "rl's critic forward takes forward_max_token_len_per_gpu",
-    "max_tokens_per_microbatch_in_infer": "set critic.forward_max_token_len_per_gpu",
-    "use_remove_padding": "a key ROLL no longer reads (rl: actor.use_remove_padding)",
-    "checkpoint_config.": "rl checkpoints under trainer.output_dir/checkpoints",
-    "resume_from_checkpoint": "ROLL copies the top-level value",
-}
-
-# WorkerConfig fields that change how, not what, a role computes
-_PACKING = "rl packs sequences whenever use_remove_padding is on (default); numerics only"
-WORKER_INFRA = {
-    "use_sequence_packing": _PACKING,
-    "sequence_packing_args.": _PACKING,
-    "sequence_length_round_in_*": "rl pads packed micro-batches itself",
-}
-
-# top-level RLVRConfig / PPOConfig / BaseConfig fields without a counterpart
-PIPELINE_OPTIONS = {
-    "generate_opt_level": _SCHEDULER,
-    "is_use_additional_prompts": _SCHEDULER,
-    "max_additional_running_prompts": _SCHEDULER,
-    "router_args.": _SCHEDULER,
-    "user_defined_rollout_loop_cls": _SCHEDULER,
-    "model_download_type": "rl reads model.path from disk (no model hub download)",
-    "profiler_*": PROFILING,
-    "otlp_output_dir": PROFILING,
-    "report_length_and_rewards": PROFILING,
-    "length_profiler_dir": PROFILING,
-    "rollout_dump_dir": VAL_GENERATIONS,
-    "transfer_backend.": "rl's weight sync picks its transport (rl.core.weight_sync)",
-    "is_offload_states": "set actor.fsdp_config / megatron offload keys",
-    "is_offload_optimizer_states_in_train_step": "set *.optimizer_offload",
-    "local_rank": _INFRA,
-    "base_dir": _INFRA,
-    "val_prompt_length": "rl validates with data.max_prompt_length",
-    "val_sequence_length": "rl validates with data.max_prompt_length + max_response_length",
-    "num_nodes": "derived from the device mappings (cluster.nnodes)",
-    "val_greedy": _UNUSED,
-    "val_n_sample": _UNUSED,
-    "l2": _UNUSED,
-    "use_reward_scaling": _UNUSED,
-    "use_reward_norm": _UNUSED,
-    "add_len_reward": _UNUSED,
-    "dataset_filter.": _UNUSED,
-    "save_logging_board_dir": _UNUSED,
-    "reward_norm": "a ROLL 0.1 key its dataclass no longer has (norm_mean_type now)",
-    "reward_shift": "a ROLL 0.1 key its dataclass no longer has",
-    "reward_scale": "a ROLL 0.1 key its dataclass no longer has",
-    "use_policy_loss_type": "ROLL's plain-PG switch is not in rl",
-    "use_topr_loss": "ROLL's TOPR loss is not in rl",
-    "use_topr_neg_loss_coef": "ROLL's TOPR loss is not in rl",
-    "rl_loss_coef": "rl's policy loss has weight 1",
-    "postive_loss_coef": "an SFT-on-positives term rl does not have",
-    "enable_reference": "rl runs the reference when the KL loss or KL-in-reward needs it",
-    "enable_old_logprobs_recompute": "rl decides when old log-probs are recomputed",
-    "force_disable_old_logprobs_recompute": "rl decides when old log-probs are recomputed",
-    "minibatch_data_iter_num": _UNUSED,
-    "offload_nccl": _INFRA,
-    "reward_system_config.": _REWARDS,
-}
-# megatron-core TransformerConfig fields ROLL files set in strategy_config: passed through
-TRANSFORMER_CONFIG_KEYS = (
-    "recompute_granularity",
-    "recompute_method",
-    "recompute_num_layers",
-    "recompute_modules",
-    "moe_token_dispatcher_type",
-    "moe_grouped_gemm",
-    "moe_shared_expert_overlap",
-    "moe_aux_loss_coeff",
-    "moe_router_dtype",
-    "moe_layer_recompute",
-    "apply_rope_fusion",
-    "bias_activation_fusion",
-    "cross_entropy_loss_fusion",
-    "account_for_embedding_in_pipeline_split",
-    "account_for_loss_in_pipeline_split",
-    "pipeline_model_parallel_layout",
-)
-
-
-def _megatron_rules(role: str, ours: str) -> list[Rule]:
-    block = f"{role}.strategy_args.megatron_*."
-    parallel = (
-        "tensor_model_parallel_size",
-        "pipeline_model_parallel_size",
-        "virtual_pipeline_model_parallel_size",
-        "context_parallel_size",
-        "expert_model_parallel_size",
-        "expert_tensor_parallel_size",
-        "sequence_parallel",
-        "use_distributed_optimizer",
-    )
-    rules = [Rule(block + key, f"{ours}.megatron.{key}") for key in parallel]
-    rules += [
-        Rule(block + "bf16", reason="the dtype comes from model_args.dtype", status="ignored"),
-        Rule(block + "fp16", reason="the dtype comes from model_args.dtype", status="ignored"),
-        *ddp_overlap_rules(block, ours),
-        Rule(
-            block + "optimizer_cpu_offload",
-            reason="megatron's hybrid CPU Adam is not in rl (megatron.optimizer_offload moves "
-            "the optimizer state off the device between phases instead)",
-        ),
-        Rule(block + "optimizer_offload_fraction", reason="see optimizer_cpu_offload"),
-        Rule(
-            block + "ckpt_format",
-            reason="rl writes torch_dist checkpoints when megatron.use_dist_checkpointing",
-        ),
-        Rule(block + "additional_configs.", f"{ours}.megatron.override_transformer_config."),
-        Rule(
-            block + "lr_scheduler_kwargs.",
-            reason="rl's schedule is optim.lr_scheduler with min_lr_ratio",
-        ),
-        *[
-            Rule(block + key, f"{ours}.megatron.override_transformer_config.{key}")
-            for key in TRANSFORMER_CONFIG_KEYS
-        ],
-        Rule(block + "*", reason="a mcore_adapter / Hugging Face trainer option rl does not have"),
-    ]
-    return rules
-
-
-def _fsdp_rules(role: str, ours: str) -> list[Rule]:
-    block = f"{role}.strategy_args.fsdp2_*."
-    return [
-        Rule(block + "fsdp_size", f"{ours}.fsdp_config.fsdp_size", convert=values.fsdp_size),
-        Rule(
-            block + "param_dtype",
-            f"{ours}.fsdp_config.mixed_precision.param_dtype",
-            convert=values.dtype,
-        ),
-        Rule(
-            block + "reduce_dtype",
-            f"{ours}.fsdp_config.mixed_precision.reduce_dtype",
-            convert=values.dtype,
-        ),
-        Rule(block + "reshard_after_forward", f"{ours}.fsdp_config.reshard_after_forward"),
-        Rule(block + "offload_policy", f"{ours}.fsdp_config.offload_policy"),
-        Rule(
-            block + "ep_size", reason="expert parallelism under FSDP is not in rl (megatron's is)"
-        ),
-        Rule(
-            block + "efsdp_size",
-            reason="expert parallelism under FSDP is not in rl (megatron's is)",
-        ),
-        Rule(block + "wrap_policy.", reason=DECODER_LAYER_WRAP),
-        Rule(block + "*", reason="an FSDP2 detail rl sets itself"),
-    ]
-
-
-def _training_rules(role: str, ours: str) -> list[Rule]:
-    args = f"{role}.training_args."
-    return [
-        Rule(args + "learning_rate", f"{ours}.optim.lr"),
-        Rule(args + "weight_decay", f"{ours}.optim.weight_decay"),
-        Rule(args + "adam_beta1", f"{ours}.optim.betas", derive=values.betas(role)),
-        Rule(args + "adam_beta2", f"{ours}.optim.betas", derive=values.betas(role)),
-        Rule(args + "adam_epsilon", f"{ours}.optim.eps"),
-        Rule(args + "lr_scheduler_type", f"{ours}.optim.lr_scheduler", convert=values.scheduler),
-        Rule(args + "warmup_steps", f"{ours}.optim.lr_warmup_steps"),
-        Rule(args + "warmup_ratio", f"{ours}.optim.lr_warmup_ratio"),
-        Rule(args + "per_device_train_batch_size", f"{ours}.ppo_micro_batch_size_per_gpu"),
-        Rule(
-            args + "gradient_accumulation_steps",
-            f"{ours}.ppo_mini_batch_size",
-            derive=batch.mini_batch(role),
-        ),
-        Rule(args + "save_hf_model", "trainer.save_hf"),
-        Rule(args + "max_steps", reason="ROLL derives it from max_steps", status="ignored"),
-        Rule(args + "seed", reason="ROLL copies the top-level seed", status="ignored"),
-        Rule(args + "output_dir", reason="ROLL copies the top-level output_dir", status="ignored"),
-        Rule(args + "*", reason="a Hugging Face TrainingArguments option rl does not have"),
-    ]
-
-
-def _role_rules(role: str, ours: str) -> list[Rule]:
-    """What actor_train and critic share: strategy, batches, training arguments."""
-    return [
-        Rule(
-            f"{role}.strategy_args.strategy_name", f"{ours}.strategy", convert=values.train_strategy
-        ),
-        *_megatron_rules(role, ours),
-        *_fsdp_rules(role, ours),
-        Rule(f"{role}.strategy_args.", reason="a strategy rl does not train with"),
-        *_training_rules(role, ours),
-        Rule(f"{role}.device_mapping", f"cluster.placement.{ours}", convert=values.placement),
-        Rule(f"{role}.use_dynamic_batching_in_train", f"{ours}.use_dynamic_bsz"),
-        Rule(f"{role}.max_tokens_per_microbatch_in_train", f"{ours}.ppo_max_token_len_per_gpu"),
-        Rule(f"{role}.model_args.ulysses_size", f"{ours}.ulysses_sequence_parallel_size"),
-    ]
-
 
 RULES: list[Rule] = [
     # the agentic pipeline: the turn budgets map; environments are rl code of their own
@@ -310,17 +47,17 @@ RULES: list[Rule] = [
     Rule("env_manager_cls", reason=_ENVS),
     # ROLL's per-domain reward workers: the worker and its routing are refused by name,
     # the rest of its section is its own plumbing
-    Rule("rewards.*.worker_cls", reason=_REWARDS),
-    Rule("rewards.*.tag_included", reason=_REWARDS),
+    Rule("rewards.*.worker_cls", reason=REWARDS),
+    Rule("rewards.*.tag_included", reason=REWARDS),
     Rule(
         "rewards.*.query_filter_config.type",
         "algorithm.filter_groups.enable",
-        derive=_query_filter,
-        also=(("algorithm.filter_groups.metric", _filter_metric),),
+        derive=rewards.query_filter,
+        also=(("algorithm.filter_groups.metric", rewards.filter_metric),),
     ),
-    Rule("rewards.*.query_filter_config.", reason=_QUERY_FILTER, status="ignored"),
+    Rule("rewards.*.query_filter_config.", reason=rewards.QUERY_FILTER, status="ignored"),
     Rule("rewards.*.", reason=_REWARD_WORKER, status="ignored"),
-    Rule("reward_model.model_args.model_name_or_path", reason=_REWARDS),
+    Rule("reward_model.model_args.model_name_or_path", reason=REWARDS),
     Rule("reward_model.", reason=_REWARD_WORKER, status="ignored"),
     *[Rule(f"*.{key}", reason=why, status="ignored") for key, why in WORKER_INFRA.items()],
     Rule(
@@ -581,7 +318,7 @@ RULES: list[Rule] = [
         reason="rl runs generation ahead with trainer.mode: async and trainer.max_staleness "
         "(set them by hand)",
     ),
-    Rule("is_num_return_sequences_expand", reason=_INFRA, status="ignored"),
+    Rule("is_num_return_sequences_expand", reason=INFRA, status="ignored"),
     Rule("max_running_requests", "rollout.max_num_seqs"),
     Rule("model_update_buffer_size_mb", "rollout.update_weights_bucket_megabytes"),
     Rule("tag_to_template.", reason="per-tag chat templates are not in rl"),
@@ -594,15 +331,15 @@ RULES: list[Rule] = [
         status="ignored",
     ),
     Rule("**.lora_*", reason=LORA),
-    Rule("rewards.", reason=_REWARDS),
-    Rule("reward_model.", reason=_REWARDS),
+    Rule("rewards.", reason=REWARDS),
+    Rule("reward_model.", reason=REWARDS),
     # ROLL's `reward` role (a WorkerConfig); rl's own reward.custom_reward_function.* is not
     # one of its fields, so it stays ours on a command line (own_keys)
     *[
-        Rule(f"reward.{part}.", reason=_REWARDS)
+        Rule(f"reward.{part}.", reason=REWARDS)
         for part in ("model_args", "strategy_args", "generating_args", "data_args", "training_args")
     ],
-    Rule("reward.*", reason=_REWARDS),
+    Rule("reward.*", reason=REWARDS),
     # roles
     Rule("actor_train.model_args.dtype", "model.dtype", convert=values.dtype),
     Rule(
@@ -630,8 +367,8 @@ RULES: list[Rule] = [
     Rule(
         "actor_train.max_tokens_per_microbatch_in_infer", "rollout.log_prob_max_token_len_per_gpu"
     ),
-    *_role_rules("actor_train", "actor"),
-    *_role_rules("critic", "critic"),
+    *role_rules("actor_train", "actor"),
+    *role_rules("critic", "critic"),
     Rule("critic.model_args.", reason="the critic shares model.* with the actor in rl"),
     Rule("*.pg_variant", reason="ROLL reads pg_variant on actor_train only", status="ignored"),
     Rule("actor_infer.training_args.", reason=_NO_TRAINING, status="ignored"),
