@@ -13,7 +13,9 @@ config instead (when ours is the product of several upstream keys, e.g. a batch 
 the same value). A `convert` or `derive` that returns `Unsupported(reason)` marks the key
 unsupported for that value (e.g. an algorithm variant we do not implement); one that returns
 `NULL` sets our key to null (None means "unset upstream"). On a rule without a target,
-`convert` says which values mean "not in use" (it returns None for them)."""
+`convert` says which values mean "not in use" (it returns None for them). `ignore(key, why)`
+writes a rule that ignores a key (rl does the job itself); `ignored_for(why, *keys)` and
+`unsupported_for(why, *keys)` write one rule per key for keys that share a reason."""
 
 from __future__ import annotations
 
@@ -80,6 +82,23 @@ def off_when(*values: Any) -> Callable[[Any], Any]:
     """A `convert` for rules without a target: these upstream values mean "not in use, or
     what rl does anyway" (None), any other is kept (and refused with the rule's reason)."""
     return lambda value: None if value in values else value
+
+
+def ignore(source: str, reason: str) -> Rule:
+    """The rule that ignores `source` for `reason`: rl does that job itself, the run
+    means the same (status "ignored")."""
+    return Rule(source, reason=reason, status="ignored")
+
+
+def ignored_for(reason: str, *sources: str) -> list[Rule]:
+    """`ignore` for each of `sources` (in order), for one `reason`."""
+    return [ignore(source, reason) for source in sources]
+
+
+def unsupported_for(reason: str, *sources: str) -> list[Rule]:
+    """A rule for each of `sources` (in order) that refuses it for one `reason` (a value
+    that is off, e.g. false or 0, is reported as default)."""
+    return [Rule(source, reason=reason) for source in sources]
 
 
 def as_list(value: Any) -> Any:

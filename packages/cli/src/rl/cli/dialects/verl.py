@@ -20,7 +20,7 @@ from typing import Any
 from rl.cli.dialects import hydra_files, verl_distillation, verl_generation, verl_launch, verl_sft
 from rl.cli.dialects import verl_placement as pools
 from rl.cli.dialects import verl_values as values
-from rl.cli.dialects.mapping import Rule, as_list, flatten
+from rl.cli.dialects.mapping import Rule, as_list, flatten, ignore, ignored_for, off_when
 from rl.cli.dialects.record import Dialect, Table
 from rl.cli.dialects.switches import value_at
 from rl.cli.dialects.verl_reasons import REASONS
@@ -50,28 +50,27 @@ _SANDBOX_FUSION = (
     "(data sources in rl.core.rewards.code)"
 )
 
+
+def _reward_manager_rules(section: str) -> list[Rule]:
+    """verl's reward_manager `section`: a registered manager by name, or a class loaded
+    from module.path (importlib)."""
+    return [
+        Rule(section + "name", "reward.reward_manager", convert=values.reward_manager),
+        Rule(section + "source", reason=_CUSTOM_MANAGER, convert=off_when(None, "register")),
+    ]
+
+
 RULES: list[Rule] = [
     # ignored: verl's own plumbing
-    Rule("**._target_", reason=DATACLASS_PATH, status="ignored"),
-    Rule("global_profiler.", reason=PROFILING, status="ignored"),
-    Rule("**.profiler.", reason=PROFILING, status="ignored"),
-    Rule(
+    ignore("**._target_", DATACLASS_PATH),
+    *ignored_for(PROFILING, "global_profiler.", "**.profiler."),
+    ignore(
         "ray_kwargs.",
-        reason="Ray's start-up options: rl starts Ray with its defaults, or "
-        "joins trainer.ray_address",
-        status="ignored",
+        "Ray's start-up options: rl starts Ray with its defaults, or joins trainer.ray_address",
     ),
-    Rule(
-        "transfer_queue.",
-        reason="verl's transfer queue: rl's controller moves batches itself",
-        status="ignored",
-    ),
-    Rule("actor_rollout_ref.nccl_timeout", reason=ENGINE_INTERNAL, status="ignored"),
-    Rule(
-        "model_engine",
-        reason="which actor/critic files verl composes; their strategy keys map",
-        status="ignored",
-    ),
+    ignore("transfer_queue.", "verl's transfer queue: rl's controller moves batches itself"),
+    ignore("actor_rollout_ref.nccl_timeout", ENGINE_INTERNAL),
+    ignore("model_engine", "which actor/critic files verl composes; their strategy keys map"),
     Rule(
         "actor_rollout_ref.rollout.engine_kwargs.trtllm",
         reason="TensorRT-LLM rollout is not in rl (vllm, sglang, hf)",
@@ -82,7 +81,7 @@ RULES: list[Rule] = [
         "rollout.multi_turn (actor_rollout_ref.rollout.multi_turn.enable)",
         convert=lambda value: None if value in (None, "single_turn_agent") else value,
     ),
-    Rule("actor_rollout_ref.rollout.agent.num_workers", reason=ENGINE_INTERNAL, status="ignored"),
+    ignore("actor_rollout_ref.rollout.agent.num_workers", ENGINE_INTERNAL),
     Rule("actor_rollout_ref.rollout.agent.", reason=_AGENT),
     Rule("actor_rollout_ref.rollout.multi_turn.enable", "rollout.multi_turn.enable"),
     Rule(
@@ -96,26 +95,19 @@ RULES: list[Rule] = [
         "rollout.multi_turn.tools (calculator, python)",
         convert=lambda value: value,
     ),
-    Rule(
+    ignore(
         "actor_rollout_ref.rollout.multi_turn.max_tool_response_length",
-        reason="rl cuts tool output at 2000 characters",
-        status="ignored",
+        "rl cuts tool output at 2000 characters",
     ),
-    Rule(
+    ignore(
         "actor_rollout_ref.rollout.multi_turn.tokenization_sanity_check_mode",
-        reason="rl never re-tokenises a trajectory (token in / token out)",
-        status="ignored",
+        "rl never re-tokenises a trajectory (token in / token out)",
     ),
     Rule("actor_rollout_ref.rollout.multi_turn.", reason=_AGENT),
-    Rule(
+    *ignored_for(
+        "rl's checkpoints always hold the model, optimizer and extra state",
         "actor_rollout_ref.*.checkpoint.",
-        reason="rl's checkpoints always hold the model, optimizer and extra state",
-        status="ignored",
-    ),
-    Rule(
         "critic.checkpoint.",
-        reason="rl's checkpoints always hold the model, optimizer and extra state",
-        status="ignored",
     ),
     # renames
     Rule("trainer.default_local_dir", "trainer.output_dir"),
@@ -200,15 +192,13 @@ RULES: list[Rule] = [
         reason="a LoRA critic is not in rl (model.lora_rank is the actor's)",
         convert=lambda v: v or None,
     ),
-    Rule(
+    ignore(
         "critic.model.path",
-        reason="the actor's model.path (checked: rl's critic starts from the actor's model)",
-        status="ignored",
+        "the actor's model.path (checked: rl's critic starts from the actor's model)",
     ),
-    Rule(
+    ignore(
         "critic.model.",
-        reason="the critic loads the actor's model.* in rl (memory and kernel options only)",
-        status="ignored",
+        "the critic loads the actor's model.* in rl (memory and kernel options only)",
     ),
     Rule("actor_rollout_ref.rollout.tensor_model_parallel_size", "rollout.tensor_parallel_size"),
     Rule(
@@ -240,7 +230,7 @@ RULES: list[Rule] = [
             "actor_rollout_ref.ref.*.router_replay.mode",
         )
     ],
-    Rule("actor_rollout_ref.ref.", reason=_REF_LAYOUT, status="ignored"),
+    ignore("actor_rollout_ref.ref.", _REF_LAYOUT),
     *verl_distillation.RULES,  # read only while distillation.enabled (verl_sections)
     # verl <= 0.6 keeps the reward settings at the top level; 0.7+ in reward.* (the legacy
     # keys are moved there first: verl_sections.move_legacy_reward_keys). A disabled reward
@@ -249,16 +239,14 @@ RULES: list[Rule] = [
     Rule("reward_model.model.path", "reward.reward_model.path"),
     Rule("reward_model.max_length", "reward.reward_model.max_length"),
     Rule("reward_model.micro_batch_size_per_gpu", "reward.reward_model.batch_size"),
-    Rule(
+    ignore(
         "reward_model.enable",
-        reason="the switch of reward_model.*: on, its model.path is rl's reward.reward_model.path",
-        status="ignored",
+        "the switch of reward_model.*: on, its model.path is rl's reward.reward_model.path",
     ),
     Rule("reward_model.reward_manager", "reward.reward_manager", convert=values.reward_manager),
-    Rule(
+    ignore(
         "reward_model.launch_reward_fn_async",
-        reason="rl scores in its own worker pool (reward.num_workers)",
-        status="ignored",
+        "rl scores in its own worker pool (reward.num_workers)",
     ),
     Rule("reward_model.sandbox_fusion.", reason=_SANDBOX_FUSION),
     # the DAPO manager's options in verl <= 0.7.0's reward_model section (read whether or
@@ -272,29 +260,21 @@ RULES: list[Rule] = [
     ),
     Rule("reward.custom_reward_function.", "reward.custom_reward_function."),
     Rule("reward.reward_model.model_path", "reward.reward_model.path"),
-    Rule(
+    ignore(
         "reward.reward_model.enable",
-        reason="the switch of reward.reward_model.*: on, its model_path is rl's "
-        "reward.reward_model.path",
-        status="ignored",
+        "the switch of reward.reward_model.*: on, its model_path is rl's reward.reward_model.path",
     ),
     Rule(
         "reward.reward_model.",
         reason="rl's reward model is one HF sequence classifier in the trainer's process "
         "(reward.reward_model.*); no engine, placement or generation settings",
     ),
-    Rule(
+    ignore(
         "reward.num_workers",
-        reason="verl's reward-loop workers: rl scores in the trainer's process unless rl's "
+        "verl's reward-loop workers: rl scores in the trainer's process unless rl's "
         "reward.num_workers (a process pool) is set",
-        status="ignored",
     ),
-    Rule("reward.reward_manager.name", "reward.reward_manager", convert=values.reward_manager),
-    Rule(
-        "reward.reward_manager.source",
-        reason=_CUSTOM_MANAGER,
-        convert=lambda value: None if value in (None, "register") else value,
-    ),
+    *_reward_manager_rules("reward.reward_manager."),
     Rule("reward.reward_manager.module.", reason=_CUSTOM_MANAGER),
     Rule("reward.sandbox_fusion.", reason=_SANDBOX_FUSION),
     # the DAPO manager's options, as verl's DAPO scripts pass them (+reward_kwargs.*)
@@ -302,20 +282,12 @@ RULES: list[Rule] = [
     Rule("reward.reward_kwargs.max_resp_len", "reward.overlong_buffer.max_resp_len"),
     Rule("reward.reward_kwargs.", reason="reward-manager options of verl's dapo/prime managers"),
     Rule("data.gen_batch_size", "data.gen_batch_size", derive=values.gen_batch_size),
-    Rule(
+    ignore(
         "algorithm.filter_groups.max_inflight_gen_batches",
-        reason="verl 0.9's concurrency of dynamic-sampling batches; rl generates them one at "
-        "a time",
-        status="ignored",
+        "verl 0.9's concurrency of dynamic-sampling batches; rl generates them one at a time",
     ),
-    # verl 0.7.0's top-level reward_manager section (0.7.1 moved it to reward.reward_manager):
-    # a registered manager by name, or a class loaded from module.path (importlib)
-    Rule("reward_manager.name", "reward.reward_manager", convert=values.reward_manager),
-    Rule(
-        "reward_manager.source",
-        reason=_CUSTOM_MANAGER,
-        convert=lambda value: None if value in (None, "register") else value,
-    ),
+    # verl 0.7.0's top-level reward_manager section (0.7.1 moved it to reward.reward_manager)
+    *_reward_manager_rules("reward_manager."),
     Rule(
         "reward_manager.",
         reason="rl has one reward manager (a process pool with timeouts, "
@@ -329,20 +301,13 @@ RULES: list[Rule] = [
     ),
     Rule("data.filter_overlong_prompts_workers", "data.filter_num_workers"),
     Rule("data.reward_fn_key", "data.data_source_key"),
-    Rule(
-        "actor_rollout_ref.rollout.prompt_length",
-        reason="rl takes it from data.max_prompt_length",
-        status="ignored",
+    ignore("actor_rollout_ref.rollout.prompt_length", "rl takes it from data.max_prompt_length"),
+    ignore(
+        "actor_rollout_ref.rollout.response_length", "rl takes it from data.max_response_length"
     ),
-    Rule(
-        "actor_rollout_ref.rollout.response_length",
-        reason="rl takes it from data.max_response_length",
-        status="ignored",
-    ),
-    Rule(
+    ignore(
         "actor_rollout_ref.rollout.do_sample",
-        reason="rl samples when rollout.temperature > 0 and decodes greedily at 0",
-        status="ignored",
+        "rl samples when rollout.temperature > 0 and decodes greedily at 0",
     ),
     Rule(
         "actor_rollout_ref.actor.policy_loss.loss_mode",
@@ -402,9 +367,10 @@ def _same_path(first: Any, second: Any) -> bool:
         return False
 
 
+TABLE = Table("verl", RULES, REASONS, description=DESCRIPTION, documented=DOCUMENTED)
 VERL = Dialect(
     name="verl",
-    table=Table("verl", RULES, REASONS, "", DESCRIPTION, DOCUMENTED),
+    table=TABLE,
     compose=compose,
     check=check,
     # what verl does to its config before reading it, and what it does not read

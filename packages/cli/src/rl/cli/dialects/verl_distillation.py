@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rl.cli.dialects.mapping import Rule, Unsupported, flatten
+from rl.cli.dialects.mapping import Rule, Unsupported, flatten, ignore, ignored_for
 from rl.cli.dialects.switches import truthy, value_at
 from rl.core.algorithms.distillation import ESTIMATOR_LOSS_MODES, REFUSED_LOSS_MODES
 from rl.core.config.errors import ConfigError
@@ -38,39 +38,23 @@ RULES: list[Rule] = [
         "distillation.distillation_loss.loss_mode",
         convert=_loss_mode,
     ),
-    Rule(
+    *ignored_for(
+        "a memory option of forward_kl_topk, which rl does not run",
         "distillation.distillation_loss.use_chunked_topk",
-        reason="a memory option of forward_kl_topk, which rl does not run",
-        status="ignored",
-    ),
-    Rule(
         "distillation.distillation_loss.chunked_topk_chunk_size",
-        reason="a memory option of forward_kl_topk, which rl does not run",
-        status="ignored",
     ),
     Rule("distillation.distillation_loss.", "distillation.distillation_loss."),
     Rule(_TEACHER + "model_path", "distillation.teacher_model.model_path"),
     Rule(_TEACHER + "inference.dtype", "distillation.teacher_model.dtype", convert=_teacher_dtype),
-    Rule(
+    ignore(
         _TEACHER + "inference.temperature",
-        reason="rl's teacher scores at rollout.temperature, verl's default (a different one "
-        "is refused)",
-        status="ignored",
+        "rl's teacher scores at rollout.temperature, verl's default (a different one is refused)",
     ),
-    Rule(
-        _TEACHER + "key",
-        reason="the routing key of several teachers; rl has one",
-        status="ignored",
-    ),
-    Rule(_TEACHER + "num_replicas", reason=_ON_ACTOR, status="ignored"),
-    Rule(_TEACHER + "inference.", reason=_ON_ACTOR, status="ignored"),
-    Rule("distillation.n_gpus_per_node", reason=_ON_ACTOR, status="ignored"),
-    Rule("distillation.nnodes", reason=_ON_ACTOR, status="ignored"),
-    Rule(
-        "distillation.teacher_key",
-        reason="routes rows among several teachers; rl has one",
-        status="ignored",
-    ),
+    ignore(_TEACHER + "key", "the routing key of several teachers; rl has one"),
+    ignore(_TEACHER + "num_replicas", _ON_ACTOR),
+    ignore(_TEACHER + "inference.", _ON_ACTOR),
+    *ignored_for(_ON_ACTOR, "distillation.n_gpus_per_node", "distillation.nnodes"),
+    ignore("distillation.teacher_key", "routes rows among several teachers; rl has one"),
     Rule(
         "distillation.teacher_models.",
         reason="several teachers (routed by distillation.teacher_key) are not in rl: give "

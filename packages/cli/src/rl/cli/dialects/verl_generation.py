@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rl.cli.dialects.mapping import Rule, Unsupported, as_list
+from rl.cli.dialects.mapping import Rule, Unsupported, as_list, ignore, ignored_for
 from rl.cli.dialects.record import Table, Variant
 from rl.cli.dialects.vocabulary import DATACLASS_PATH, ENGINE_INTERNAL
 
@@ -52,7 +52,7 @@ def _rollout_name(value: Any) -> Any:
 
 
 RULES: list[Rule] = [
-    Rule("**._target_", reason=DATACLASS_PATH, status="ignored"),
+    ignore("**._target_", DATACLASS_PATH),
     Rule("trainer.nnodes", "cluster.nnodes"),
     Rule("trainer.n_gpus_per_node", "cluster.n_gpus_per_node"),
     Rule("trainer.device", "trainer.device"),
@@ -65,10 +65,8 @@ RULES: list[Rule] = [
     Rule("data.prompt_key", "data.prompt_key"),
     Rule("data.n_samples", "rollout.val_kwargs.n"),
     Rule("data.batch_size", "data.val_batch_size"),
-    Rule(
-        "data.output_path",
-        reason="where rl generate writes the table (the input rows and `responses`)",
-        status="ignored",
+    ignore(
+        "data.output_path", "where rl generate writes the table (the input rows and `responses`)"
     ),
     Rule("data.trust_remote_code", "model.trust_remote_code"),
     Rule("model.path", "model.path"),
@@ -80,7 +78,7 @@ RULES: list[Rule] = [
     ),
     Rule("rollout.name", "rollout.name", convert=_rollout_name),
     Rule("rollout.temperature", "rollout.val_kwargs.temperature", derive=_temperature),
-    Rule("rollout.do_sample", reason="read with rollout.temperature", status="ignored"),
+    ignore("rollout.do_sample", "read with rollout.temperature"),
     Rule("rollout.top_k", "rollout.val_kwargs.top_k", convert=_top_k),
     Rule("rollout.top_p", "rollout.val_kwargs.top_p"),
     Rule("rollout.prompt_length", "data.max_prompt_length"),
@@ -93,10 +91,9 @@ RULES: list[Rule] = [
         reason="rl stops a response at the end-of-sequence token",
         convert=lambda value: None if value in (None, False) else value,
     ),
-    Rule("rollout.", reason=_ROLLOUT, status="ignored"),
-    Rule("actor.", reason=_ACTOR, status="ignored"),
-    Rule("ray_kwargs.", reason=ENGINE_INTERNAL, status="ignored"),
-    Rule("ray_init.", reason=ENGINE_INTERNAL, status="ignored"),
+    ignore("rollout.", _ROLLOUT),
+    ignore("actor.", _ACTOR),
+    *ignored_for(ENGINE_INTERNAL, "ray_kwargs.", "ray_init."),
 ]
 
 

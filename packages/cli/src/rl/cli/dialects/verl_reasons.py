@@ -9,7 +9,7 @@ those are reported as default.
 
 from __future__ import annotations
 
-from rl.cli.dialects.mapping import Rule, off_when
+from rl.cli.dialects.mapping import Rule, ignore, ignored_for, off_when
 from rl.cli.dialects.vocabulary import (
     CRITIC_WARMUP,
     ENGINE_INTERNAL,
@@ -39,9 +39,7 @@ _MULTI_MODAL = "multi-modal data is not in rl yet (an image/video/audio column i
 
 
 REASONS: list[Rule] = [
-    Rule("*.*.fsdp_config.", reason=_FSDP, status="ignored"),
-    Rule("critic.model.fsdp_config.", reason=_FSDP, status="ignored"),
-    Rule("critic.fsdp.", reason=_FSDP, status="ignored"),
+    *ignored_for(_FSDP, "*.*.fsdp_config.", "critic.model.fsdp_config.", "critic.fsdp."),
     Rule("*.*.mtp.", reason=MTP),
     Rule("*.*.tiled_mlp.", reason="tiled MLP is not in rl"),
     Rule(
@@ -58,11 +56,10 @@ REASONS: list[Rule] = [
         reason="rl's optimizer is torch AdamW",
         convert=off_when("torch.optim", "torch"),
     ),
-    Rule(
+    ignore(
         "**.optim.total_training_steps",
-        reason="verl fills it in from trainer.total_training_steps at run time; rl's "
+        "verl fills it in from trainer.total_training_steps at run time; rl's "
         "schedule reads that key",
-        status="ignored",
     ),
     Rule(
         "**.optim.num_cycles",
@@ -87,16 +84,11 @@ REASONS: list[Rule] = [
         "critic.optim.",
         reason="rl's optimizer is torch AdamW with the schedule keys of critic.optim",
     ),
-    Rule(
-        "actor_rollout_ref.rollout.prometheus.",
-        reason="rl logs rollout metrics to its own sinks",
-        status="ignored",
-    ),
-    Rule("actor_rollout_ref.rollout.checkpoint_engine.", reason=ENGINE_INTERNAL, status="ignored"),
-    Rule(
+    ignore("actor_rollout_ref.rollout.prometheus.", "rl logs rollout metrics to its own sinks"),
+    ignore("actor_rollout_ref.rollout.checkpoint_engine.", ENGINE_INTERNAL),
+    ignore(
         "actor_rollout_ref.*.use_torch_compile",
-        reason="rl does not torch.compile the model (its fused kernels cover the hot path)",
-        status="ignored",
+        "rl does not torch.compile the model (its fused kernels cover the hot path)",
     ),
     # routing replay: the actor's mode maps (verl.py); the reference's must be off
     Rule("**.router_replay.record_file", reason=ROUTE_FILES, convert=off_when(None)),
@@ -107,43 +99,33 @@ REASONS: list[Rule] = [
         convert=off_when(None, "disabled"),
     ),
     Rule("actor_rollout_ref.**.router_replay.", reason=ROUTER_REPLAY),
-    Rule(
-        "actor_rollout_ref.rollout.enable_rollout_routing_replay",
-        reason=ROLLOUT_ROUTES,
-        status="ignored",
-    ),
-    Rule("**.rollout_n", reason="verl-internal copy of rollout.n", status="ignored"),
+    ignore("actor_rollout_ref.rollout.enable_rollout_routing_replay", ROLLOUT_ROUTES),
+    ignore("**.rollout_n", "verl-internal copy of rollout.n"),
     Rule(
         "actor_rollout_ref.actor.tau_*",
         reason="a parameter of verl's sapo policy loss, which rl does not implement",
     ),
-    Rule(
+    ignore(
         "actor_rollout_ref.model.fused_kernel_options.",
-        reason="rl picks its fused kernels itself (actor.use_fused_kernels)",
-        status="ignored",
+        "rl picks its fused kernels itself (actor.use_fused_kernels)",
     ),
-    Rule("**.megatron.use_mbridge", reason=MBRIDGE, status="ignored"),
-    Rule("**.megatron.vanilla_mbridge", reason=MBRIDGE, status="ignored"),
-    Rule("**.megatron.use_remove_padding", reason=_PADDING, status="ignored"),
-    Rule("**.megatron.pad_bshd_to_minibatch_max", reason=_PADDING, status="ignored"),
-    Rule("**.megatron.pad_to_length", reason=_PADDING, status="ignored"),
-    Rule("**.megatron.pad_to_length_bucket", reason=_PADDING, status="ignored"),
-    Rule(
+    *ignored_for(MBRIDGE, "**.megatron.use_mbridge", "**.megatron.vanilla_mbridge"),
+    *ignored_for(
+        _PADDING,
+        "**.megatron.use_remove_padding",
+        "**.megatron.pad_bshd_to_minibatch_max",
+        "**.megatron.pad_to_length",
+        "**.megatron.pad_to_length_bucket",
+    ),
+    ignore(
         "**.megatron.entropy_from_logits_*",
-        reason="rl's fused log-prob/entropy kernel never materialises the full softmax",
-        status="ignored",
+        "rl's fused log-prob/entropy kernel never materialises the full softmax",
     ),
-    Rule(
+    *ignored_for(
+        "a layout option of megatron's distributed optimizer checkpoint; rl writes its "
+        "own checkpoint format",
         "**.megatron.dist_ckpt_optim_fully_reshardable",
-        reason="a layout option of megatron's distributed optimizer checkpoint; rl writes its "
-        "own checkpoint format",
-        status="ignored",
-    ),
-    Rule(
         "**.megatron.distrib_optim_fully_reshardable_mem_efficient",
-        reason="a layout option of megatron's distributed optimizer checkpoint; rl writes its "
-        "own checkpoint format",
-        status="ignored",
     ),
     Rule(
         "critic.**.router_replay.mode",
@@ -155,29 +137,24 @@ REASONS: list[Rule] = [
         reason="rl always starts from model.path's weights (verl's load_weight: true)",
         convert=off_when(True),
     ),
-    Rule("critic.nccl_timeout", reason=ENGINE_INTERNAL, status="ignored"),
+    ignore("critic.nccl_timeout", ENGINE_INTERNAL),
     # verl >= 0.9's `model.lora.` section (its megatron engine's LoRA; `merge` also its
     # engine workers' sync): rl's LoRA is lora_rank / lora_alpha / target_modules
-    Rule("actor_rollout_ref.model.lora.merge", reason=LORA_MERGED_SYNC, status="ignored"),
+    ignore("actor_rollout_ref.model.lora.merge", LORA_MERGED_SYNC),
     Rule("actor_rollout_ref.model.lora.rank", reason=MEGATRON_LORA, convert=lambda v: v or None),
     Rule(
         "actor_rollout_ref.model.lora.type",
         reason=LORA_VARIANTS,
         convert=lambda v: None if v in (None, "lora") else v,
     ),
-    Rule("actor_rollout_ref.model.lora.", reason=MEGATRON_LORA_SECTION, status="ignored"),
-    Rule(
-        "**.data_loader_seed",
-        reason=SEEDED_BY_TRAINER,
-        status="ignored",
-    ),
+    ignore("actor_rollout_ref.model.lora.", MEGATRON_LORA_SECTION),
+    ignore("**.data_loader_seed", SEEDED_BY_TRAINER),
     # (lora_rank, lora_alpha, target_modules, exclude_modules, lora_adapter_path keep
     # verl's names: model.*)
-    Rule(
+    ignore(
         "actor_rollout_ref.rollout.mode",
-        reason="rl's rollout engines run in the trainer's process (verl's sync and async "
+        "rl's rollout engines run in the trainer's process (verl's sync and async "
         "servers sample the same); overlapping generation with training is trainer.mode",
-        status="ignored",
     ),
     # sampling and what is generated: verl's value unless it is what rl does
     Rule(
@@ -208,32 +185,29 @@ REASONS: list[Rule] = [
         "actor_rollout_ref.rollout.skip_rollout",
         reason="rl always generates (no dumped rollouts are replayed)",
     ),
-    Rule(
+    ignore(
         "actor_rollout_ref.rollout.",
-        reason="a rollout-engine option rl chooses itself (engine-specific ones go in "
+        "a rollout-engine option rl chooses itself (engine-specific ones go in "
         "rollout.engine_kwargs.vllm / .sglang)",
-        status="ignored",
     ),
-    Rule("data.image_*", reason=_MULTI_MODAL, status="ignored"),
-    Rule("data.video_*", reason=_MULTI_MODAL, status="ignored"),
-    Rule("data.audio_*", reason=_MULTI_MODAL, status="ignored"),
-    Rule("data.return_multi_modal_inputs", reason=_MULTI_MODAL, status="ignored"),
+    *ignored_for(
+        _MULTI_MODAL,
+        "data.image_*",
+        "data.video_*",
+        "data.audio_*",
+        "data.return_multi_modal_inputs",
+    ),
     Rule(
         "data.*_max_samples",
         reason="rl reads every row of the data files",
         convert=lambda value: None if value is None or value < 0 else value,
     ),
-    Rule(
-        "data.return_raw_chat",
-        reason="rl keeps the messages and their rendered prompt itself",
-        status="ignored",
-    ),
-    Rule("data.dataloader_num_workers", reason="rl tokenizes the data once", status="ignored"),
-    Rule(
+    ignore("data.return_raw_chat", "rl keeps the messages and their rendered prompt itself"),
+    ignore("data.dataloader_num_workers", "rl tokenizes the data once"),
+    ignore(
         "data.continuous_token.",
-        reason="rl never re-tokenises a trajectory (token in / token out): what verl's "
+        "rl never re-tokenises a trajectory (token in / token out): what verl's "
         "continuous token turns on",
-        status="ignored",
     ),
     Rule("data.", reason="a data-loading option rl does not have (see data.* in rl config show)"),
     Rule(
@@ -241,33 +215,22 @@ REASONS: list[Rule] = [
         reason=CRITIC_WARMUP,
         convert=off_when(0, None),
     ),
-    Rule(
+    ignore(
         "actor_rollout_ref.actor.calculate_entropy",
-        reason="rl always logs the entropy (the fused kernel computes it with the log-probs)",
-        status="ignored",
+        "rl always logs the entropy (the fused kernel computes it with the log-probs)",
     ),
-    Rule(
+    ignore(
         "actor_rollout_ref.actor.entropy_*",
-        reason="rl's fused log-prob/entropy kernel never materialises the full softmax",
-        status="ignored",
+        "rl's fused log-prob/entropy kernel never materialises the full softmax",
     ),
-    Rule(
+    *ignored_for(
+        "a diagnostic rl does not compute",
         "actor_rollout_ref.actor.calculate_sum_pi_squared",
-        reason="a diagnostic rl does not compute",
-        status="ignored",
-    ),
-    Rule(
         "actor_rollout_ref.actor.sum_pi_squared_*",
-        reason="a diagnostic rl does not compute",
-        status="ignored",
     ),
     Rule("actor_rollout_ref.actor.freeze_vision_tower", reason="multi-modal models are not in rl"),
-    Rule(
-        "**.megatron.dist_checkpointing_prefix",
-        reason="rl's dist checkpoints use mcore names",
-        status="ignored",
-    ),
-    Rule("**.megatron.forward_only", reason=ENGINE_INTERNAL, status="ignored"),
+    ignore("**.megatron.dist_checkpointing_prefix", "rl's dist checkpoints use mcore names"),
+    ignore("**.megatron.forward_only", ENGINE_INTERNAL),
     Rule(
         "**.megatron.override_mcore_model_config",
         reason="use *.megatron.override_transformer_config",
@@ -276,22 +239,15 @@ REASONS: list[Rule] = [
         "**.ppo_micro_batch_size",
         reason="deprecated in verl for *_per_gpu, which rl takes (ppo_micro_batch_size_per_gpu)",
     ),
-    Rule(
+    *ignored_for(
+        "rl's critic forward uses ppo_micro_batch_size_per_gpu rows or "
+        "forward_max_token_len_per_gpu tokens",
         "critic.forward_micro_batch_size",
-        reason="rl's critic forward uses ppo_micro_batch_size_per_gpu rows or "
-        "forward_max_token_len_per_gpu tokens",
-        status="ignored",
-    ),
-    Rule(
         "critic.forward_micro_batch_size_*",
-        reason="rl's critic forward uses ppo_micro_batch_size_per_gpu rows or "
-        "forward_max_token_len_per_gpu tokens",
-        status="ignored",
     ),
-    Rule(
+    ignore(
         "actor_rollout_ref.model.enable_activation_offload",
-        reason="activation offload is not in rl (model.gradient_checkpointing is)",
-        status="ignored",
+        "activation offload is not in rl (model.gradient_checkpointing is)",
     ),
     Rule(
         "actor_rollout_ref.model.external_lib",
@@ -310,47 +266,42 @@ REASONS: list[Rule] = [
         "actor_rollout_ref.model.override_config.",
         reason="rl builds the model as model.path's config says (megatron: override_transformer_config)",
     ),
-    Rule(
+    ignore(
         "actor_rollout_ref.model.use_liger",
-        reason="Liger kernels are not in rl (its own fused kernels are)",
-        status="ignored",
+        "Liger kernels are not in rl (its own fused kernels are)",
     ),
-    Rule("actor_rollout_ref.model.use_shm", reason=MODEL_FROM_DISK, status="ignored"),
-    Rule(
+    ignore("actor_rollout_ref.model.use_shm", MODEL_FROM_DISK),
+    ignore(
         "critic.kl_ctrl.",
-        reason="verl 0.4/0.5's megatron critic carries a kl_ctrl block it never reads (the KL "
+        "verl 0.4/0.5's megatron critic carries a kl_ctrl block it never reads (the KL "
         "controller is algorithm.kl_ctrl)",
-        status="ignored",
     ),
     Rule("critic.enable", reason="rl runs a critic when algorithm.adv_estimator needs one (gae)"),
     Rule("critic.shuffle", reason="rl's critic takes the actor's mini-batch order"),
-    Rule(
-        "trainer.balance_batch",
-        reason="rl always balances rows over data-parallel ranks by tokens",
-        status="ignored",
-    ),
-    Rule(
-        "trainer.use_v1",
-        reason="which of verl's trainer loops runs; rl has one",
-        status="ignored",
-    ),
+    ignore("trainer.balance_batch", "rl always balances rows over data-parallel ranks by tokens"),
+    ignore("trainer.use_v1", "which of verl's trainer loops runs; rl has one"),
     Rule(
         "trainer.v1.trainer_mode",
         reason="verl's asynchronous modes are rl's trainer.mode (one_step_off | async)",
         convert=off_when("sync"),
     ),
-    Rule(
+    ignore(
         "trainer.esi_redundant_time",
-        reason="elastic-server instance timing: rl saves on trainer.save_freq",
-        status="ignored",
+        "elastic-server instance timing: rl saves on trainer.save_freq",
     ),
-    Rule("trainer.ray_wait_register_center_timeout", reason=ENGINE_INTERNAL, status="ignored"),
-    Rule("trainer.use_legacy_worker_impl", reason=ENGINE_INTERNAL, status="ignored"),
-    Rule("trainer.profile_steps", reason=PROFILING, status="ignored"),
-    Rule("trainer.profile_continuous_steps", reason=PROFILING, status="ignored"),
-    Rule("trainer.*_nsight_options.", reason=PROFILING, status="ignored"),
-    Rule("trainer.npu_profile.", reason=PROFILING, status="ignored"),
-    Rule("**.profile.", reason=PROFILING, status="ignored"),
+    *ignored_for(
+        ENGINE_INTERNAL,
+        "trainer.ray_wait_register_center_timeout",
+        "trainer.use_legacy_worker_impl",
+    ),
+    *ignored_for(
+        PROFILING,
+        "trainer.profile_steps",
+        "trainer.profile_continuous_steps",
+        "trainer.*_nsight_options.",
+        "trainer.npu_profile.",
+        "**.profile.",
+    ),
     Rule("trainer.", reason="a verl trainer/driver option with no counterpart in rl"),
     Rule("algorithm.", reason="an algorithm variant rl does not implement"),
 ]

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rl.cli.dialects import verl_sft_engine
-from rl.cli.dialects.mapping import Rule, Unsupported, as_list, off_when
+from rl.cli.dialects.mapping import Rule, Unsupported, as_list, ignore, off_when
 from rl.cli.dialects.record import Table, Variant
 from rl.cli.dialects.verl_values import loggers as verl_loggers
 from rl.cli.dialects.vocabulary import DATACLASS_PATH, DECODER_LAYER_WRAP, MODEL_FROM_DISK
@@ -51,7 +51,7 @@ def _schedule(value: Any) -> Any:
 
 
 RULES: list[Rule] = [
-    Rule("**._target_", reason=DATACLASS_PATH, status="ignored"),
+    ignore("**._target_", DATACLASS_PATH),
     *verl_sft_engine.RULES,  # the keys of the engine SFT config (verl >= 0.6.0)
     Rule("data.train_batch_size", "sft.batch_size"),
     Rule("data.micro_batch_size_per_gpu", "actor.ppo_micro_batch_size_per_gpu"),
@@ -87,8 +87,8 @@ RULES: list[Rule] = [
             else None
         ),
     ),
-    Rule("data.multiturn.messages_key", reason="read with multiturn.enable", status="ignored"),
-    Rule("data.multiturn.", reason=_MULTITURN, status="ignored"),
+    ignore("data.multiturn.messages_key", "read with multiturn.enable"),
+    ignore("data.multiturn.", _MULTITURN),
     Rule(
         "data.chat_template",
         reason="set data.chat_template (native: the tokenizer's)",
@@ -117,11 +117,7 @@ RULES: list[Rule] = [
     Rule("model.fsdp_config.model_dtype", "model.dtype", convert=verl_sft_engine.dtype),
     Rule("model.fsdp_config.cpu_offload", "actor.fsdp_config.offload_policy"),
     Rule("model.fsdp_config.offload_params", "actor.fsdp_config.param_offload"),
-    Rule(
-        "model.fsdp_config.wrap_policy.",
-        reason=DECODER_LAYER_WRAP,
-        status="ignored",
-    ),
+    ignore("model.fsdp_config.wrap_policy.", DECODER_LAYER_WRAP),
     Rule(
         "model.strategy",
         "actor.strategy",
@@ -150,7 +146,7 @@ RULES: list[Rule] = [
     # AdamW and the schedule over the SFT steps: verl's names of each release
     Rule("optim.lr_warmup_steps_ratio", "sft.lr_warmup_ratio"),
     Rule("optim.warmup_steps_ratio", "sft.lr_warmup_ratio"),
-    Rule("optim.total_training_steps", reason="verl's own copy", status="ignored"),
+    ignore("optim.total_training_steps", "verl's own copy"),
     Rule("optim.weight_decay", "sft.weight_decay"),
     Rule("optim.betas", "sft.betas"),
     Rule("optim.lr_scheduler", "sft.lr_scheduler", convert=_schedule),
@@ -183,11 +179,7 @@ RULES: list[Rule] = [
     ),
     Rule("trainer.n_gpus_per_node", "cluster.n_gpus_per_node"),
     Rule("trainer.nnodes", "cluster.nnodes"),
-    Rule(
-        "trainer.checkpoint.",
-        reason="rl's SFT saves the final model as a Hugging Face folder",
-        status="ignored",
-    ),
+    ignore("trainer.checkpoint.", "rl's SFT saves the final model as a Hugging Face folder"),
     Rule(
         "trainer.test_freq",
         reason="rl's SFT does not validate (rl eval --model scores the result)",
@@ -200,14 +192,8 @@ RULES: list[Rule] = [
         convert=off_when(-1, None),
         status="ignored",
     ),
-    Rule(
-        "trainer.resume_*",
-        reason="rl's SFT runs start to end (no checkpoints to resume)",
-        status="ignored",
-    ),
-    Rule(
-        "trainer.max_ckpt_to_keep", reason="rl's SFT saves the final model only", status="ignored"
-    ),
+    ignore("trainer.resume_*", "rl's SFT runs start to end (no checkpoints to resume)"),
+    ignore("trainer.max_ckpt_to_keep", "rl's SFT saves the final model only"),
     Rule("trainer.logger", "trainer.logger", convert=verl_loggers),
     Rule("trainer.", "trainer."),
 ]

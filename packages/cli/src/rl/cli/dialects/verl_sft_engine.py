@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rl.cli.dialects.mapping import Rule, Unsupported, off_when
+from rl.cli.dialects.mapping import Rule, Unsupported, ignore, ignored_for, off_when
 from rl.cli.dialects.vocabulary import (
     ENGINE_INTERNAL,
     MEGATRON_LORA,
@@ -46,16 +46,14 @@ RULES: list[Rule] = [
     Rule("model.path", "model.path", also=(("sft.enable", lambda flat: True),)),
     Rule("model.use_remove_padding", "actor.use_remove_padding"),
     Rule("model.use_fused_kernels", "actor.use_fused_kernels"),
-    Rule(
-        "model.fused_kernel_options.",
-        reason="rl picks its fused kernels itself (actor.use_fused_kernels)",
-        status="ignored",
+    ignore(
+        "model.fused_kernel_options.", "rl picks its fused kernels itself (actor.use_fused_kernels)"
     ),
     Rule("model.custom_chat_template", "model.custom_chat_template"),
     Rule("model.exclude_modules", "model.exclude_modules"),
     Rule("model.lora_adapter_path", "model.lora_adapter_path"),
     Rule("model.lora.rank", reason=MEGATRON_LORA, convert=lambda v: v or None),
-    Rule("model.lora.", reason=MEGATRON_LORA_SECTION, status="ignored"),
+    ignore("model.lora.", MEGATRON_LORA_SECTION),
     Rule("model.tokenizer_path", reason=TOKENIZER_FROM_MODEL, convert=off_when(None)),
     Rule(
         "model.hf_config_path",
@@ -68,10 +66,9 @@ RULES: list[Rule] = [
         convert=off_when(None, {}),
     ),
     Rule("model.override_config.", reason="rl builds the model as model.path's config says"),
-    Rule(
+    ignore(
         "model.enable_activation_offload",
-        reason="activation offload is not in rl (model.gradient_checkpointing is)",
-        status="ignored",
+        "activation offload is not in rl (model.gradient_checkpointing is)",
     ),
     Rule("engine.strategy", "actor.strategy", convert=_fsdp_strategy),
     Rule("engine.model_dtype", "model.dtype", convert=dtype),
@@ -83,53 +80,39 @@ RULES: list[Rule] = [
     Rule("engine.offload_policy", "actor.fsdp_config.offload_policy"),
     Rule("engine.reshard_after_forward", "actor.fsdp_config.reshard_after_forward"),
     Rule("engine.ulysses_sequence_parallel_size", "actor.ulysses_sequence_parallel_size"),
-    Rule("engine.seed", reason=SEEDED_BY_TRAINER, status="ignored"),
+    ignore("engine.seed", SEEDED_BY_TRAINER),
     Rule(
         "engine.full_determinism",
         reason="rl seeds every run; torch's deterministic algorithms are not switched on",
         convert=off_when(False, None),
     ),
-    Rule("engine.forward_only", reason=ENGINE_INTERNAL, status="ignored"),
-    Rule("engine.", reason=_FSDP_DETAIL, status="ignored"),
+    ignore("engine.forward_only", ENGINE_INTERNAL),
+    ignore("engine.", _FSDP_DETAIL),
     Rule(
         "optim.override_optimizer_config",
         reason="megatron's optimizer fields: rl's SFT runs on FSDP",
         convert=off_when(None, {}),
     ),
     Rule("data.messages_key", "data.messages_key"),
-    Rule("data.tools_key", reason=_PER_ROW, status="ignored"),
-    Rule("data.enable_thinking_key", reason=_PER_ROW, status="ignored"),
+    *ignored_for(_PER_ROW, "data.tools_key", "data.enable_thinking_key"),
     Rule(
         "data.enable_thinking_default",
         reason="a thinking flag for every row: set data.apply_chat_template_kwargs",
         convert=off_when(None, "none"),
     ),
-    Rule(
+    ignore(
         "data.ignore_input_ids_mismatch",
-        reason="rl lays out the conversation's tokens once (no re-tokenisation to compare)",
-        status="ignored",
+        "rl lays out the conversation's tokens once (no re-tokenisation to compare)",
     ),
-    Rule(
-        "data.pad_mode",
-        reason="padding is masked out: rl packs rows as actor.use_remove_padding says",
-        status="ignored",
+    ignore(
+        "data.pad_mode", "padding is masked out: rl packs rows as actor.use_remove_padding says"
     ),
     Rule("data.max_token_len_per_gpu", "actor.ppo_max_token_len_per_gpu"),
     Rule("data.use_dynamic_bsz", "actor.use_dynamic_bsz"),
-    Rule("data.num_workers", reason="rl tokenizes the data once", status="ignored"),
-    Rule(
-        "checkpoint.",
-        reason="rl's SFT saves the final model as a Hugging Face folder",
-        status="ignored",
-    ),
-    Rule("profiler.", reason=PROFILING, status="ignored"),
-    Rule("global_profiler.", reason=PROFILING, status="ignored"),
-    Rule("trainer.profile_interval", reason=PROFILING, status="ignored"),
-    Rule(
-        "trainer.balance_batch",
-        reason="rl always balances rows over data-parallel ranks by tokens",
-        status="ignored",
-    ),
+    ignore("data.num_workers", "rl tokenizes the data once"),
+    ignore("checkpoint.", "rl's SFT saves the final model as a Hugging Face folder"),
+    *ignored_for(PROFILING, "profiler.", "global_profiler.", "trainer.profile_interval"),
+    ignore("trainer.balance_batch", "rl always balances rows over data-parallel ranks by tokens"),
 ]
 
 

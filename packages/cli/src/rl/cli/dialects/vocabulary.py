@@ -40,6 +40,18 @@ VAL_GENERATIONS = "rl keeps validation generations in val_generations.jsonl"
 WEIGHT_SYNC_EVERY_UPDATE = "rl syncs the rollout weights after every update"
 
 
+# megatron-core's parallel layout, as ROLL's and RLinf's megatron blocks name it
+MEGATRON_PARALLEL_KEYS = (
+    "tensor_model_parallel_size",
+    "pipeline_model_parallel_size",
+    "virtual_pipeline_model_parallel_size",
+    "context_parallel_size",
+    "expert_model_parallel_size",
+    "expert_tensor_parallel_size",
+    "sequence_parallel",
+)
+
+
 def ddp_overlap_rules(prefix: str, ours: str) -> list[Rule]:
     """Megatron's DDP overlap switches under `prefix` (a role's megatron block upstream),
     as `<ours>.megatron.override_ddp_config.*`."""

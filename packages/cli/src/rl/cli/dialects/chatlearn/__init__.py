@@ -184,11 +184,5 @@ def _loss_notes(values: dict[str, Any]) -> list[str]:
     return notes
 
 
-CHATLEARN = Dialect(
-    name="chatlearn",
-    table=Table("chatlearn", RULES, REASONS, "", DESCRIPTION, DOCUMENTED),
-    compose=compose,
-    check=check,
-    switches=SWITCHES,
-    launch=LAUNCH,
-)
+TABLE = Table("chatlearn", RULES, REASONS, description=DESCRIPTION, documented=DOCUMENTED)
+CHATLEARN = Dialect("chatlearn", TABLE, compose, check, switches=SWITCHES, launch=LAUNCH)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rl.cli.dialects.chatlearn import values
 from rl.cli.dialects.chatlearn.values import POLICY, TRAINER
-from rl.cli.dialects.mapping import NULL, Rule
+from rl.cli.dialects.mapping import NULL, Rule, ignore, ignored_for, unsupported_for
 from rl.cli.dialects.vocabulary import (
     PROFILING,
     REF_LAYOUT,
@@ -64,7 +64,7 @@ _TRANSFORMER_KEYS = (
 )
 
 RULES: list[Rule] = [
-    Rule("env_args.", reason="Ray's runtime environment for ChatLearn's job", status="ignored"),
+    ignore("env_args.", "Ray's runtime environment for ChatLearn's job"),
     # an agent config (template/agent/*.yaml, named per data row by agent_cfg_path)
     Rule("max_ai_message_turn", "rollout.multi_turn.max_assistant_turns"),
     Rule("max_total_token_length", "rollout.multi_turn.max_total_tokens"),
@@ -125,10 +125,9 @@ RULES: list[Rule] = [
         "actor.ppo_mini_batch_size",
         derive=values.prompts("runtime_args.train_global_batch_size"),
     ),
-    Rule(
+    ignore(
         "runtime_args.num_inference_per_prompt",
-        reason="ChatLearn samples models.policy.num_inference_per_prompt responses",
-        status="ignored",
+        "ChatLearn samples models.policy.num_inference_per_prompt responses",
     ),
     Rule("runtime_args.save_episode_interval", "trainer.save_freq"),
     Rule("runtime_args.enable_resume_training", "trainer.resume_mode", convert=values.resume_mode),
@@ -144,45 +143,45 @@ RULES: list[Rule] = [
     Rule("runtime_args.log_args_dict.enable_tensorboard", "trainer.logger", derive=values.loggers),
     Rule("runtime_args.log_args_dict.enable_wandb", "trainer.logger", derive=values.loggers),
     Rule("runtime_args.log_args_dict.wandb_project", "trainer.project_name"),
-    Rule(
+    ignore(
         "runtime_args.log_args_dict.wandb_name",
-        reason="rl names the run trainer.experiment_name (runtime_args.exp_name)",
-        status="ignored",
+        "rl names the run trainer.experiment_name (runtime_args.exp_name)",
     ),
-    Rule(
+    ignore(
         "runtime_args.log_args_dict.",
-        reason="rl writes its logs under trainer.output_dir (tensorboard/, wandb/)",
-        status="ignored",
+        "rl writes its logs under trainer.output_dir (tensorboard/, wandb/)",
     ),
     # what ChatLearn runs; refused where it is on (`convert` gives None for "off")
     Rule("runtime_args.task_type", reason=_AGENT, convert=values.unless("chat")),
-    Rule("runtime_args.use_rollout_manager", reason=_AGENT),
-    Rule("runtime_args.raw_chat", reason=_AGENT),
+    *unsupported_for(_AGENT, "runtime_args.use_rollout_manager", "runtime_args.raw_chat"),
     Rule("runtime_args.use_partial_rollout", reason=_PARTIAL),
     Rule("runtime_args.model_type", reason=_VLM, convert=values.unless("llm")),
     Rule("runtime_args.data_ratio", reason="per-file data mixing is not in rl"),
-    Rule(
+    ignore(
         "runtime_args.data_checkpoint_path",
-        reason="rl keeps the data sampler's state in its checkpoints under trainer.output_dir",
-        status="ignored",
+        "rl keeps the data sampler's state in its checkpoints under trainer.output_dir",
     ),
     Rule("runtime_args.load_data_checkpoint_iteration", reason="set trainer.resume_from_path"),
     Rule("runtime_args.consumed_samples", reason="rl's checkpoints hold the sampler state"),
-    Rule(
+    ignore(
         "runtime_args.max_replay_episode",
-        reason="ChatLearn's GRPO computes advantages on the latest episode only "
+        "ChatLearn's GRPO computes advantages on the latest episode only "
         "(AdvantageComputer reads the last buffer of its replay window), as rl does each step",
-        status="ignored",
     ),
-    Rule("runtime_args.replay_episode_offset", reason="episode replay is not in rl"),
-    Rule("runtime_args.max_relay_episode", reason="episode replay is not in rl"),
-    Rule("runtime_args.stream_data_loader_type", reason=_INFRA, status="ignored"),
-    Rule("runtime_args.concurrent_setup", reason=_INFRA, status="ignored"),
-    Rule("runtime_args.cpu_schedule_strategy", reason=_INFRA, status="ignored"),
-    Rule("runtime_args.policy_to_regroup_queue", reason=_INFRA, status="ignored"),
-    Rule("runtime_args.debug", reason="rl logs with Python's logging levels", status="ignored"),
-    Rule("runtime_args.nsys", reason=PROFILING, status="ignored"),
-    Rule("runtime_args.profiler_dir", reason=PROFILING, status="ignored"),
+    *unsupported_for(
+        "episode replay is not in rl",
+        "runtime_args.replay_episode_offset",
+        "runtime_args.max_relay_episode",
+    ),
+    *ignored_for(
+        _INFRA,
+        "runtime_args.stream_data_loader_type",
+        "runtime_args.concurrent_setup",
+        "runtime_args.cpu_schedule_strategy",
+        "runtime_args.policy_to_regroup_queue",
+    ),
+    ignore("runtime_args.debug", "rl logs with Python's logging levels"),
+    *ignored_for(PROFILING, "runtime_args.nsys", "runtime_args.profiler_dir"),
     # models.policy: the rollout engine
     Rule(POLICY + "num_inference_per_prompt", "rollout.n"),
     Rule(POLICY + "max_prompt_tokens_length", "data.max_prompt_length"),
@@ -201,8 +200,8 @@ RULES: list[Rule] = [
     Rule(POLICY + "load", "model.path", derive=values.model_path),
     Rule(POLICY + "seed", "rollout.seed"),
     Rule(POLICY + "trust_remote_code", "model.trust_remote_code"),
-    Rule(POLICY + "seq_length", reason=_DERIVED, status="ignored"),
-    Rule(POLICY + "max_seq_len_to_capture", reason=_DERIVED, status="ignored"),
+    ignore(POLICY + "seq_length", _DERIVED),
+    ignore(POLICY + "max_seq_len_to_capture", _DERIVED),
     Rule(POLICY + "is_sync_mode", reason=_ASYNC),
     Rule(POLICY + "*_penalty", reason="rl samples with repetition_penalty only"),
     Rule(
@@ -216,10 +215,9 @@ RULES: list[Rule] = [
     Rule(POLICY + "vllm_input_ids_key", reason=_PROMPT_FIELD, convert=values.unless("input_ids")),
     Rule(POLICY + "pipeline_model_parallel_size", reason=ROLLOUT_TP_ONLY),
     Rule(POLICY + "expert_model_parallel_size", reason=ROLLOUT_TP_ONLY),
-    Rule(
+    ignore(
         POLICY + "free_gpu_memory.",
-        reason="rl frees the rollout's KV cache between phases (rollout.free_cache_engine)",
-        status="ignored",
+        "rl frees the rollout's KV cache between phases (rollout.free_cache_engine)",
     ),
     Rule(POLICY + "enable_stage_resume", reason=_ASYNC),
     # models.policy_trainer: the actor
@@ -311,92 +309,76 @@ RULES: list[Rule] = [
         "actor.megatron.grad_offload",
         derive=_MEGATRON(TRAINER + "free_gpu_memory.free_grad_buffers"),
     ),
-    Rule(
-        TRAINER + "fsdp_size",
-        reason="ChatLearn sets it to num_gpu (full shard, our -1)",
-        status="ignored",
-    ),
+    ignore(TRAINER + "fsdp_size", "ChatLearn sets it to num_gpu (full shard, our -1)"),
     Rule(TRAINER + "ulysses_sequence_parallel_size", "actor.ulysses_sequence_parallel_size"),
     Rule(TRAINER + "meta_init", "actor.fsdp_config.meta_init"),
-    Rule(TRAINER + "groupgemm", reason="a MoE expert kernel choice (same math)", status="ignored"),
+    ignore(TRAINER + "groupgemm", "a MoE expert kernel choice (same math)"),
     *[Rule(TRAINER + key, f"actor.megatron.{key}") for key in _MEGATRON_KEYS],
     *[
         Rule(TRAINER + key, f"actor.megatron.override_transformer_config.{key}")
         for key in _TRANSFORMER_KEYS
     ],
-    Rule(TRAINER + "bf16", reason="read with train_backend (model.dtype)", status="ignored"),
+    ignore(TRAINER + "bf16", "read with train_backend (model.dtype)"),
     Rule(
         TRAINER + "use_checkpoint_opt_param_scheduler",
         "actor.optim.use_checkpoint_opt_param_scheduler",
     ),
-    Rule(
-        TRAINER + "calculate_per_token_loss",
-        reason="rl's token-mean is per token",
-        status="ignored",
-    ),
-    Rule(TRAINER + "seq_length", reason=_DERIVED, status="ignored"),
+    ignore(TRAINER + "calculate_per_token_loss", "rl's token-mean is per token"),
+    ignore(TRAINER + "seq_length", _DERIVED),
     Rule(
         TRAINER + "megatron_model_cfg.", reason="rl reads the architecture from model.path's config"
     ),
-    Rule(TRAINER + "trainable", reason="the trainer is trainable", status="ignored"),
+    ignore(TRAINER + "trainable", "the trainer is trainable"),
     # models.ref_policy
     Rule("models.ref_policy.generation_batch_size", "ref.log_prob_micro_batch_size_per_gpu"),
     Rule("models.ref_policy.packing", "ref.log_prob_use_dynamic_bsz"),
     Rule("models.ref_policy.max_token_in_packing", "ref.log_prob_max_token_len_per_gpu"),
-    Rule("models.ref_policy.", reason=REF_LAYOUT, status="ignored"),
+    ignore("models.ref_policy.", REF_LAYOUT),
     # models.reward and the rollout managers
     Rule("models.reward.num_cpu", "reward.num_workers"),
-    Rule("models.reward.cpu_per_process", reason=_INFRA, status="ignored"),
-    Rule(
+    ignore("models.reward.cpu_per_process", _INFRA),
+    ignore(
         "models.reward.generation_batch_size",
-        reason="the batch ChatLearn scores at once; rl scores each step's responses",
-        status="ignored",
+        "the batch ChatLearn scores at once; rl scores each step's responses",
     ),
     Rule("models.reward.", reason=_REWARD),
     # read only while their switch is on (SWITCHES), and then the switch itself is refused
-    Rule(
+    ignore(
         "models.rollout_manager.",
-        reason="part of ChatLearn's rollout manager (runtime_args.use_rollout_manager)",
-        status="ignored",
+        "part of ChatLearn's rollout manager (runtime_args.use_rollout_manager)",
     ),
-    Rule(
+    ignore(
         "models.partial_rollout_manager.",
-        reason="part of ChatLearn's partial rollout (runtime_args.use_partial_rollout)",
-        status="ignored",
+        "part of ChatLearn's partial rollout (runtime_args.use_partial_rollout)",
     ),
     # what every model section has and rl sets elsewhere
-    Rule(
-        "models.*.num_gpu",
-        reason="read with runtime_args.colocation into cluster.colocation / placement",
-        status="ignored",
+    ignore(
+        "models.*.num_gpu", "read with runtime_args.colocation into cluster.colocation / placement"
     ),
-    Rule("models.*.num_cpu", reason=_INFRA, status="ignored"),
-    Rule("models.*.gpu_per_process", reason=_INFRA, status="ignored"),
-    Rule("models.*.cpu_per_process", reason=_INFRA, status="ignored"),
-    Rule("models.*.use_expandable_segments", reason=_ALLOCATOR, status="ignored"),
-    Rule("models.*.tokenizer_type", reason=TOKENIZER_FROM_MODEL, status="ignored"),
-    Rule("models.*.tokenizer_model", reason=TOKENIZER_FROM_MODEL, status="ignored"),
-    Rule("models.*.model_provider_module", reason=_MODEL_BUILDER, status="ignored"),
-    Rule("models.*.empty_unused_memory_level", reason=_ALLOCATOR, status="ignored"),
-    Rule("models.*.replica_dp_size", reason=_DERIVED, status="ignored"),
-    Rule("models.*.num_replica", reason=_DERIVED, status="ignored"),
+    *ignored_for(
+        _INFRA, "models.*.num_cpu", "models.*.gpu_per_process", "models.*.cpu_per_process"
+    ),
+    ignore("models.*.use_expandable_segments", _ALLOCATOR),
+    *ignored_for(TOKENIZER_FROM_MODEL, "models.*.tokenizer_type", "models.*.tokenizer_model"),
+    ignore("models.*.model_provider_module", _MODEL_BUILDER),
+    ignore("models.*.empty_unused_memory_level", _ALLOCATOR),
+    *ignored_for(_DERIVED, "models.*.replica_dp_size", "models.*.num_replica"),
     Rule("models.*.sync_frequency", reason=WEIGHT_SYNC_EVERY_UPDATE),
-    Rule(
+    ignore(
         "models.*.generation_batch_size",
-        reason="a forward batch size (rollout, reward or log-prob): rl's engines batch a "
+        "a forward batch size (rollout, reward or log-prob): rl's engines batch a "
         "step's work themselves",
-        status="ignored",
     ),
-    Rule("models.*.trainable", reason="rl knows which roles train", status="ignored"),
+    ignore("models.*.trainable", "rl knows which roles train"),
     Rule("models.*.packing", reason="rl packs sequences whenever use_remove_padding is on"),
     Rule("models.*.max_token_in_packing", reason="set rollout.max_num_batched_tokens"),
     Rule("models.*.free_gpu_memory.", reason=_INFRA),
-    Rule("models.*.max_*_tokens_length", reason="rl reads the policy's lengths", status="ignored"),
-    Rule("models.*.num_inference_per_prompt", reason="rl reads the policy's", status="ignored"),
-    Rule("models.*.enable_thinking", reason=_NOT_READ, status="ignored"),
-    Rule("models.*.load", reason="rl starts every role from model.path", status="ignored"),
-    Rule("models.*.seed", reason=SEEDED_BY_TRAINER, status="ignored"),
-    Rule("models.*.trust_remote_code", reason="rl reads the policy's", status="ignored"),
+    ignore("models.*.max_*_tokens_length", "rl reads the policy's lengths"),
+    ignore("models.*.num_inference_per_prompt", "rl reads the policy's"),
+    ignore("models.*.enable_thinking", _NOT_READ),
+    ignore("models.*.load", "rl starts every role from model.path"),
+    ignore("models.*.seed", SEEDED_BY_TRAINER),
+    ignore("models.*.trust_remote_code", "rl reads the policy's"),
     Rule(TRAINER + "*", reason="a ChatLearn trainer option rl does not have"),
 ]
 

@@ -122,13 +122,7 @@ def check(values: dict[str, Any]) -> list[str]:
     return notes
 
 
-RLINF = Dialect(
-    name="rlinf",
-    table=Table("rlinf", RULES, REASONS, "", DESCRIPTION, DOCUMENTED),
-    compose=compose,
-    check=check,
-    # what RLinf does to its config before reading it: the keys it does not read for the
-    # role's backend and precision are dropped
-    rewrites=(unread_keys,),
-    launch=LAUNCH,
-)
+TABLE = Table("rlinf", RULES, REASONS, description=DESCRIPTION, documented=DOCUMENTED)
+# what RLinf does to its config before reading it: the keys it does not read for the role's
+# backend and precision are dropped (`unread`)
+RLINF = Dialect("rlinf", TABLE, compose, check, rewrites=(unread_keys,), launch=LAUNCH)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from rl.cli.dialects.mapping import Rule
+from rl.cli.dialects.mapping import Rule, ignore, ignored_for, unsupported_for
 from rl.cli.dialects.rlinf import values
 from rl.cli.dialects.vocabulary import (
     CRITIC_WARMUP,
+    MEGATRON_PARALLEL_KEYS,
     OUTPUT_DIR_LOGS,
     PROFILING,
     ROLLOUT_TP_ONLY,
@@ -51,47 +52,26 @@ RLINF_LORA = (
     "RLinf's LoRA also adapts the output layer (lm_head) and sets alpha = rank; rl's "
     "LoRA (model.lora_rank) does not adapt lm_head"
 )
-_PARALLEL_KEYS = (
-    "tensor_model_parallel_size",
-    "pipeline_model_parallel_size",
-    "virtual_pipeline_model_parallel_size",
-    "context_parallel_size",
-    "expert_model_parallel_size",
-    "expert_tensor_parallel_size",
-    "sequence_parallel",
-)
 
 
 def _trainer_rules(section: str, ours: str) -> list[Rule]:
     """What the actor and the critic share: the megatron or FSDP model, optimizer, schedule."""
     model, optim, sched = f"{section}.model.", f"{section}.optim.", f"{section}.lr_sched."
     return [
-        *[Rule(model + key, f"{ours}.megatron.{key}") for key in _PARALLEL_KEYS],
+        *[Rule(model + key, f"{ours}.megatron.{key}") for key in MEGATRON_PARALLEL_KEYS],
         *[
             Rule(model + key, f"{ours}.megatron.override_transformer_config.{key}")
             for key in _TRANSFORMER_KEYS
         ],
         Rule(model + "megatron_checkpoint", f"{ours}.megatron.dist_checkpointing_path"),
-        Rule(model + "seq_length", reason=_DERIVED + " from runner.seq_length", status="ignored"),
-        Rule(model + "encoder_seq_length", reason=_DERIVED, status="ignored"),
-        Rule(
-            model + "variable_seq_lengths",
-            reason="rl packs variable lengths always",
-            status="ignored",
-        ),
-        Rule(
-            model + "model_type",
-            reason="rl reads the model type from model.path's config",
-            status="ignored",
-        ),
+        ignore(model + "seq_length", _DERIVED + " from runner.seq_length"),
+        ignore(model + "encoder_seq_length", _DERIVED),
+        ignore(model + "variable_seq_lengths", "rl packs variable lengths always"),
+        ignore(model + "model_type", "rl reads the model type from model.path's config"),
         Rule(model + "is_lora", reason=RLINF_LORA, convert=lambda v: v or None),
-        Rule(
-            model + "lora_*",
-            reason=f"read only with is_lora, which is refused ({RLINF_LORA})",
-            status="ignored",
-        ),
+        ignore(model + "lora_*", f"read only with is_lora, which is refused ({RLINF_LORA})"),
         Rule(model + "use_cpu_initialization", reason="rl initialises on the device (or meta)"),
-        Rule(model + "*", reason=_ARCH, status="ignored"),
+        ignore(model + "*", _ARCH),
         Rule(optim + "lr", f"{ours}.optim.lr"),
         Rule(optim + "weight_decay", f"{ours}.optim.weight_decay"),
         Rule(optim + "adam_beta1", f"{ours}.optim.betas", derive=values.betas(section)),
@@ -109,9 +89,7 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
         Rule(optim + "lr_warmup_steps_ratio", f"{ours}.optim.lr_warmup_ratio"),
         Rule(optim + "use_distributed_optimizer", f"{ours}.megatron.use_distributed_optimizer"),
         *ddp_overlap_rules(optim, ours),
-        Rule(
-            optim + "optimizer", reason="rl's optimizer is AdamW (RLinf's adam)", status="ignored"
-        ),
+        ignore(optim + "optimizer", "rl's optimizer is AdamW (RLinf's adam)"),
         Rule(optim + "fp16", "model.dtype", derive=values.optim_precision(section, "fp16")),
         Rule(optim + "bf16", "model.dtype", derive=values.optim_precision(section, "bf16")),
         # megatron's fp16 loss scaling (static loss_scale, else dynamic): its own fields
@@ -125,19 +103,14 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
                 "hysteresis",
             )
         ],
-        Rule(
+        ignore(
             optim + "optimizer_cpu_offload",
-            reason="megatron's CPU optimizer runs the same Adam on the host; rl keeps it on "
+            "megatron's CPU optimizer runs the same Adam on the host; rl keeps it on "
             "the device (offload between phases: actor.megatron.optimizer_offload)",
-            status="ignored",
         ),
-        Rule(optim + "optimizer_offload_fraction", reason=_INFRA, status="ignored"),
-        Rule(optim + "optimizer_enable_pin", reason=_INFRA, status="ignored"),
-        Rule(
-            optim + "total_training_steps",
-            reason="rl takes it from trainer.total_training_steps",
-            status="ignored",
-        ),
+        ignore(optim + "optimizer_offload_fraction", _INFRA),
+        ignore(optim + "optimizer_enable_pin", _INFRA),
+        ignore(optim + "total_training_steps", "rl takes it from trainer.total_training_steps"),
         Rule(optim + "*", reason="a megatron optimizer option rl does not expose"),
         Rule(sched + "lr_decay_style", f"{ours}.optim.lr_scheduler", convert=values.scheduler),
         Rule(sched + "lr_warmup_fraction", f"{ours}.optim.lr_warmup_ratio"),
@@ -145,7 +118,7 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
         Rule(sched + "lr_warmup_init", f"{ours}.optim.lr_warmup_init"),
         Rule(sched + "lr_decay_iters", f"{ours}.optim.lr_decay_steps"),
         Rule(sched + "min_lr", f"{ours}.optim.min_lr_ratio", derive=values.min_lr_ratio(section)),
-        Rule(sched + "max_lr", reason="RLinf sets it to optim.lr", status="ignored"),
+        ignore(sched + "max_lr", "RLinf sets it to optim.lr"),
         Rule(sched + "weight_decay_incr_style", f"{ours}.optim.weight_decay_incr_style"),
         Rule(
             sched + "start_weight_decay",
@@ -164,20 +137,16 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
         ),
         Rule(sched + "*", reason="a megatron scheduler option rl does not expose"),
         Rule(f"{section}.megatron.use_dist_ckpt", f"{ours}.megatron.use_dist_checkpointing"),
-        Rule(f"{section}.megatron.ckpt_convertor.", reason=_CKPT, status="ignored"),
-        Rule(f"{section}.megatron.use_hf_ckpt", reason=_CKPT, status="ignored"),
-        Rule(f"{section}.megatron.mbridge", reason=_CKPT, status="ignored"),
-        Rule(f"{section}.megatron.profiler.", reason=PROFILING, status="ignored"),
+        ignore(f"{section}.megatron.ckpt_convertor.", _CKPT),
+        ignore(f"{section}.megatron.use_hf_ckpt", _CKPT),
+        ignore(f"{section}.megatron.mbridge", _CKPT),
+        ignore(f"{section}.megatron.profiler.", PROFILING),
         Rule(f"{section}.megatron.use_profiler", reason=PROFILING),
         Rule(
             f"{section}.megatron.ddp_bucket_size",
             f"{ours}.megatron.override_ddp_config.bucket_size",
         ),
-        Rule(
-            f"{section}.megatron.*",
-            reason="a megatron runtime option rl sets itself",
-            status="ignored",
-        ),
+        ignore(f"{section}.megatron.*", "a megatron runtime option rl sets itself"),
         Rule(
             f"{section}.fsdp_config.reshard_after_forward",
             f"{ours}.fsdp_config.reshard_after_forward",
@@ -194,19 +163,18 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
             convert=values.mixed_precision,
         ),
         Rule(f"{section}.fsdp_config.gradient_checkpointing", "model.gradient_checkpointing"),
-        Rule(f"{section}.fsdp_config.strategy", reason="rl's FSDP is FSDP2", status="ignored"),
+        ignore(f"{section}.fsdp_config.strategy", "rl's FSDP is FSDP2"),
         Rule(
             f"{section}.fsdp_config.sharding_strategy",
             f"{ours}.fsdp_config.fsdp_size",
             convert=values.sharding,
         ),
-        Rule(
+        ignore(
             f"{section}.fsdp_config.mixed_precision.buffer_dtype",
-            reason="rl keeps buffers in the parameters' dtype",
-            status="ignored",
+            "rl keeps buffers in the parameters' dtype",
         ),
         *[
-            Rule(f"{section}.fsdp_config.{key}", reason=_FSDP_INFRA, status="ignored")
+            ignore(f"{section}.fsdp_config.{key}", _FSDP_INFRA)
             for key in (
                 "enable_gradient_accumulation",
                 "forward_prefetch",
@@ -231,16 +199,12 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
         Rule(f"{section}.fsdp_config.grad_scaler.", f"{ours}.fsdp_config.grad_scaler."),
         Rule(f"{section}.fsdp_config.", reason="an FSDP detail rl sets itself"),
         Rule(f"{section}.tokenizer.trust_remote_code", "model.trust_remote_code"),
-        Rule(
-            f"{section}.tokenizer.",
-            reason=TOKENIZER_FROM_MODEL,
-            status="ignored",
-        ),
-        Rule(f"{section}.micro_batch_size", reason=_DERIVED, status="ignored"),
-        Rule(f"{section}.global_batch_size", reason=_DERIVED, status="ignored"),
-        Rule(f"{section}.group_name", reason=_INFRA, status="ignored"),
-        Rule(f"{section}.mcore_gpt", reason="rl builds megatron's GPT model", status="ignored"),
-        Rule(f"{section}.spec_name", reason=_SPEC, status="ignored"),
+        ignore(f"{section}.tokenizer.", TOKENIZER_FROM_MODEL),
+        ignore(f"{section}.micro_batch_size", _DERIVED),
+        ignore(f"{section}.global_batch_size", _DERIVED),
+        ignore(f"{section}.group_name", _INFRA),
+        ignore(f"{section}.mcore_gpt", "rl builds megatron's GPT model"),
+        ignore(f"{section}.spec_name", _SPEC),
         Rule(
             f"{section}.offload_weight",
             f"{ours}.megatron.param_offload",
@@ -260,21 +224,21 @@ def _trainer_rules(section: str, ours: str) -> list[Rule]:
 
 
 RULES: list[Rule] = [
-    Rule("hydra.", reason="Hydra's own run settings", status="ignored"),
+    ignore("hydra.", "Hydra's own run settings"),
     # cluster and runner
     Rule("cluster.num_nodes", "cluster.nnodes"),
     Rule("cluster.num_gpus_per_node", "cluster.n_gpus_per_node"),
     Rule("cluster.component_placement.", "cluster.component_placement."),
-    Rule("cluster.auto_scheduler", reason=_DYNAMIC),
-    Rule("cluster.use_*_policy", reason=_DYNAMIC),
-    Rule("cluster.recreate_nccl_groups", reason=_DYNAMIC),
+    *unsupported_for(
+        _DYNAMIC, "cluster.auto_scheduler", "cluster.use_*_policy", "cluster.recreate_nccl_groups"
+    ),
     Rule("cluster.node_groups.", reason="heterogeneous node groups are not in rl"),
     Rule("cluster.", reason=_INFRA),
-    Rule("runner.task_type", reason="checked: reasoning", status="ignored"),
+    ignore("runner.task_type", "checked: reasoning"),
     Rule("runner.logger.logger_backends", "trainer.logger", convert=values.loggers),
     Rule("runner.logger.project_name", "trainer.project_name"),
     Rule("runner.logger.experiment_name", "trainer.experiment_name"),
-    Rule("runner.logger.log_path", reason=OUTPUT_DIR_LOGS, status="ignored"),
+    ignore("runner.logger.log_path", OUTPUT_DIR_LOGS),
     Rule("runner.output_dir", "trainer.output_dir", derive=values.output_dir),
     Rule("runner.experiment_name", "trainer.experiment_name"),
     Rule("runner.max_epochs", "trainer.total_epochs"),
@@ -300,12 +264,12 @@ RULES: list[Rule] = [
         "rollout.log_prob_micro_batch_size_per_gpu",
         also=(("ref.log_prob_micro_batch_size_per_gpu", None),),
     ),
-    Rule("algorithm.*_rollout_batch_size_per_gpu", reason=_DEAD, status="ignored"),
-    Rule("algorithm.rollout_batch_size_per_gpu", reason=_DEAD, status="ignored"),
-    Rule(
+    *ignored_for(
+        _DEAD, "algorithm.*_rollout_batch_size_per_gpu", "algorithm.rollout_batch_size_per_gpu"
+    ),
+    ignore(
         "algorithm.recompute_logprobs",
-        reason="rl recomputes the old log-probs with the trainer when the update needs them",
-        status="ignored",
+        "rl recomputes the old log-probs with the trainer when the update needs them",
     ),
     Rule("algorithm.shuffle_rollout", "actor.shuffle"),
     Rule(
@@ -331,14 +295,14 @@ RULES: list[Rule] = [
     Rule("algorithm.clip_ratio_high", "actor.clip_ratio_high"),
     Rule("algorithm.clip_ratio_c", "actor.clip_ratio_c", convert=values.clip_ratio_c),
     Rule("algorithm.entropy_bonus", "actor.entropy_coeff", derive=values.entropy),
-    Rule("algorithm.calculate_entropy", reason="rl always logs the entropy", status="ignored"),
+    ignore("algorithm.calculate_entropy", "rl always logs the entropy"),
     Rule(
         "algorithm.adv_type",
         "algorithm.adv_estimator",
         derive=values.estimator,
         also=(("algorithm.norm_adv_by_std_in_grpo", lambda flat: True),),
     ),
-    Rule("algorithm.use_reinpp_baseline", reason="read with adv_type", status="ignored"),
+    ignore("algorithm.use_reinpp_baseline", "read with adv_type"),
     Rule(
         "algorithm.reinpp_kl_beta",
         "algorithm.kl_ctrl.kl_coef",
@@ -376,31 +340,26 @@ RULES: list[Rule] = [
     Rule("rollout.validate_weight", "rollout.load_format", convert=values.load_format),
     Rule("rollout.model.model_path", "model.path", derive=values.model_path),
     Rule("rollout.model.precision", "rollout.dtype", convert=values.dtype),
-    Rule(
-        "rollout.model.model_type",
-        reason="rl reads the model type from model.path's config",
-        status="ignored",
-    ),
+    ignore("rollout.model.model_type", "rl reads the model type from model.path's config"),
     Rule("rollout.model.trust_remote_code", "model.trust_remote_code"),
     Rule("rollout.vllm.enable_chunked_prefill", "rollout.enable_chunked_prefill"),
     Rule("rollout.vllm.enable_prefix_caching", "rollout.enable_prefix_caching"),
     Rule("rollout.vllm.max_num_batched_tokens", "rollout.max_num_batched_tokens"),
     Rule("rollout.cuda_graph_max_bs", "rollout.engine_kwargs.sglang.cuda_graph_max_bs"),
-    Rule(
-        "rollout.return_logprobs",
-        reason="rl's engines return log-probs when asked",
-        status="ignored",
-    ),
+    ignore("rollout.return_logprobs", "rl's engines return log-probs when asked"),
     Rule("rollout.pipeline_parallel_size", reason=ROLLOUT_TP_ONLY, convert=values.one_is_off),
-    Rule("rollout.sglang.", reason=_ROLLOUT_INFRA, status="ignored"),
-    Rule("rollout.vllm.attention_backend", reason=_ROLLOUT_INFRA, status="ignored"),
-    Rule("rollout.vllm.enable_flash_infer_sampler", reason=_ROLLOUT_INFRA, status="ignored"),
-    Rule("rollout.distributed_executor_backend", reason=_ROLLOUT_INFRA, status="ignored"),
-    Rule("rollout.disable_log_stats", reason=_ROLLOUT_INFRA, status="ignored"),
+    *ignored_for(
+        _ROLLOUT_INFRA,
+        "rollout.sglang.",
+        "rollout.vllm.attention_backend",
+        "rollout.vllm.enable_flash_infer_sampler",
+        "rollout.distributed_executor_backend",
+        "rollout.disable_log_stats",
+    ),
     Rule("rollout.custom_chat_template", "model.custom_chat_template"),
-    Rule("rollout.group_name", reason=_INFRA, status="ignored"),
+    ignore("rollout.group_name", _INFRA),
     Rule("rollout.print_outputs", reason=VAL_GENERATIONS),
-    Rule("rollout.validate_save_dir", reason=_DEAD, status="ignored"),
+    ignore("rollout.validate_save_dir", _DEAD),
     Rule(
         "rollout.weight_reload",
         reason="rl syncs the weights after every update (RLinf's sync)",
@@ -409,7 +368,7 @@ RULES: list[Rule] = [
     Rule("rollout.", reason=_ENGINE),
     # data
     Rule("data.type", "data.chat_template", derive=values.data_type),
-    Rule("data.dataset_name", reason="a label RLinf logs", status="ignored"),
+    ignore("data.dataset_name", "a label RLinf logs"),
     Rule("data.max_prompt_length", "data.max_prompt_length"),
     Rule(
         "data.filter_prompt_by_length",
@@ -427,12 +386,8 @@ RULES: list[Rule] = [
     Rule("data.seed", "data.seed"),
     Rule("data.train_data_paths", "data.train_files"),
     Rule("data.val_data_paths", "data.val_files"),
-    Rule("data.num_workers", reason="rl reads the data in the driver", status="ignored"),
-    Rule(
-        "data.validation_shuffle",
-        reason="not read by RLinf; rl validates on the whole set in order",
-        status="ignored",
-    ),
+    ignore("data.num_workers", "rl reads the data in the driver"),
+    ignore("data.validation_shuffle", "not read by RLinf; rl validates on the whole set in order"),
     Rule("data.", reason="a data option rl does not have (see data.* in rl config show)"),
     # actor
     Rule("actor.training_backend", "actor.strategy", convert=values.backend),
@@ -451,26 +406,14 @@ RULES: list[Rule] = [
         ),
     ),
     *_trainer_rules("actor", "actor"),
-    Rule(
-        "actor.enable_dp_load_balance",
-        reason="rl balances rows over data-parallel ranks by tokens",
-        status="ignored",
-    ),
+    ignore("actor.enable_dp_load_balance", "rl balances rows over data-parallel ranks by tokens"),
     Rule("actor.calculate_flops", reason=PROFILING),
     # critic (PPO)
-    Rule(
-        "critic.use_critic_model",
-        reason="RLinf's critic serves adv_type gae, which is refused",
-        status="ignored",
-    ),
+    ignore("critic.use_critic_model", "RLinf's critic serves adv_type gae, which is refused"),
     Rule("critic.training_backend", "critic.strategy", convert=values.backend),
-    Rule("critic.model.precision", reason="the critic runs in model.dtype", status="ignored"),
-    Rule(
-        "critic.model.model_path",
-        reason="the critic starts from model.path in rl",
-        status="ignored",
-    ),
-    Rule("critic.seed", reason=SEEDED_BY_TRAINER, status="ignored"),
+    ignore("critic.model.precision", "the critic runs in model.dtype"),
+    ignore("critic.model.model_path", "the critic starts from model.path in rl"),
+    ignore("critic.seed", SEEDED_BY_TRAINER),
     Rule("critic.enable_offload", reason="set critic.fsdp_config offload keys"),
     *_trainer_rules("critic", "critic"),
     Rule("critic.", reason="a critic option rl does not have"),
@@ -486,10 +429,10 @@ RULES: list[Rule] = [
     Rule(
         "reward.use_reward_model", reason="RLinf's reward model is not implemented upstream either"
     ),
-    Rule("reward.tokenizer.", reason=TOKENIZER_FROM_MODEL, status="ignored"),
-    Rule("reward.group_name", reason=_INFRA, status="ignored"),
+    ignore("reward.tokenizer.", TOKENIZER_FROM_MODEL),
+    ignore("reward.group_name", _INFRA),
     Rule("reward.", reason="a reward option rl does not have"),
-    Rule("inference.", reason=_INFERENCE, status="ignored"),
+    ignore("inference.", _INFERENCE),
 ]
 
 REASONS: list[Rule] = []

@@ -167,10 +167,5 @@ def check(values: dict[str, Any]) -> list[str]:
     return [*notes, f"ROLL batch: {prompts} prompts × {n} responses per step"]
 
 
-ROLL = Dialect(
-    name="roll",
-    table=Table("roll", RULES, REASONS, "", DESCRIPTION, DOCUMENTED),
-    compose=compose,
-    check=check,
-    launch=LAUNCH,
-)
+TABLE = Table("roll", RULES, REASONS, description=DESCRIPTION, documented=DOCUMENTED)
+ROLL = Dialect("roll", TABLE, compose, check, launch=LAUNCH)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rl.cli.dialects.mapping import Rule, Unsupported
+from rl.cli.dialects.mapping import Rule, Unsupported, ignore
 from rl.cli.dialects.roll import values
 from rl.cli.dialects.switches import truthy
 from rl.core.algorithms.distillation import ESTIMATOR_LOSS_MODES
@@ -82,7 +82,7 @@ RULES: list[Rule] = [
         reason="ROLL's teacher then scores only rows of these tags; rl's scores every row",
         convert=lambda v: v or None,
     ),
-    Rule("teacher.", reason=_ON_ACTOR, status="ignored"),
+    ignore("teacher.", _ON_ACTOR),
     Rule(
         "student_*",
         reason="ROLL's pure-OPD names of actor_train / actor_infer, read only with "

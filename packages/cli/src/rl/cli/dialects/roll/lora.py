@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rl.cli.dialects.mapping import Rule, Unsupported
+from rl.cli.dialects.mapping import Rule, Unsupported, ignore, ignored_for
 from rl.cli.dialects.vocabulary import LORA_MERGED_SYNC
 
 _ACTOR = "actor_train.model_args."
@@ -66,13 +66,12 @@ RULES = [
         _ACTOR + "additional_target",
         reason="modules trained beside the LoRA layers are not in rl",
     ),
-    Rule(
-        _ACTOR + "autocast_adapter_dtype",
-        reason="rl keeps adapters in the model's dtype",
-        status="ignored",
+    ignore(_ACTOR + "autocast_adapter_dtype", "rl keeps adapters in the model's dtype"),
+    *ignored_for(
+        LORA_MERGED_SYNC,
+        "actor_infer.model_args.lora_*",
+        "actor_infer.model_args.adapter_name_or_path",
     ),
-    Rule("actor_infer.model_args.lora_*", reason=LORA_MERGED_SYNC, status="ignored"),
-    Rule("actor_infer.model_args.adapter_name_or_path", reason=LORA_MERGED_SYNC, status="ignored"),
     Rule(
         "critic.model_args.lora_target",
         reason="a LoRA critic is not in rl (LoRA is the actor's)",

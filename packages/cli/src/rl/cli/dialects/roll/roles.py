@@ -3,9 +3,13 @@ training arguments, batches and placement, as the role's keys of ours."""
 
 from __future__ import annotations
 
-from rl.cli.dialects.mapping import Rule
+from rl.cli.dialects.mapping import Rule, ignore
 from rl.cli.dialects.roll import batch, values
-from rl.cli.dialects.vocabulary import DECODER_LAYER_WRAP, ddp_overlap_rules
+from rl.cli.dialects.vocabulary import (
+    DECODER_LAYER_WRAP,
+    MEGATRON_PARALLEL_KEYS,
+    ddp_overlap_rules,
+)
 
 # megatron-core TransformerConfig fields ROLL files set in strategy_config: passed through
 TRANSFORMER_CONFIG_KEYS = (
@@ -30,20 +34,11 @@ TRANSFORMER_CONFIG_KEYS = (
 
 def _megatron_rules(role: str, ours: str) -> list[Rule]:
     block = f"{role}.strategy_args.megatron_*."
-    parallel = (
-        "tensor_model_parallel_size",
-        "pipeline_model_parallel_size",
-        "virtual_pipeline_model_parallel_size",
-        "context_parallel_size",
-        "expert_model_parallel_size",
-        "expert_tensor_parallel_size",
-        "sequence_parallel",
-        "use_distributed_optimizer",
-    )
+    parallel = (*MEGATRON_PARALLEL_KEYS, "use_distributed_optimizer")
     rules = [Rule(block + key, f"{ours}.megatron.{key}") for key in parallel]
     rules += [
-        Rule(block + "bf16", reason="the dtype comes from model_args.dtype", status="ignored"),
-        Rule(block + "fp16", reason="the dtype comes from model_args.dtype", status="ignored"),
+        ignore(block + "bf16", "the dtype comes from model_args.dtype"),
+        ignore(block + "fp16", "the dtype comes from model_args.dtype"),
         *ddp_overlap_rules(block, ours),
         Rule(
             block + "optimizer_cpu_offload",
@@ -115,9 +110,9 @@ def _training_rules(role: str, ours: str) -> list[Rule]:
             derive=batch.mini_batch(role),
         ),
         Rule(args + "save_hf_model", "trainer.save_hf"),
-        Rule(args + "max_steps", reason="ROLL derives it from max_steps", status="ignored"),
-        Rule(args + "seed", reason="ROLL copies the top-level seed", status="ignored"),
-        Rule(args + "output_dir", reason="ROLL copies the top-level output_dir", status="ignored"),
+        ignore(args + "max_steps", "ROLL derives it from max_steps"),
+        ignore(args + "seed", "ROLL copies the top-level seed"),
+        ignore(args + "output_dir", "ROLL copies the top-level output_dir"),
         Rule(args + "*", reason="a Hugging Face TrainingArguments option rl does not have"),
     ]
 

@@ -3,7 +3,7 @@ of the training roles are in `roles`, ROLL's fields without a counterpart in `op
 
 from __future__ import annotations
 
-from rl.cli.dialects.mapping import Rule, as_list
+from rl.cli.dialects.mapping import Rule, as_list, ignore, ignored_for, unsupported_for
 from rl.cli.dialects.roll import distillation, lora, rewards, values
 from rl.cli.dialects.roll.options import (
     INFRA,
@@ -42,62 +42,43 @@ RULES: list[Rule] = [
         reason="ROLL's env group is one GRPO group of trajectories: with an rl environment "
         "set rollout.n to it and data.train_batch_size to num_env_groups",
     ),
-    Rule("train_env_manager.", reason=_ENVS),
-    Rule("val_env_manager.", reason=_ENVS),
-    Rule("env_manager_cls", reason=_ENVS),
+    *unsupported_for(_ENVS, "train_env_manager.", "val_env_manager.", "env_manager_cls"),
     # ROLL's per-domain reward workers: the worker and its routing are refused by name,
     # the rest of its section is its own plumbing
-    Rule("rewards.*.worker_cls", reason=REWARDS),
-    Rule("rewards.*.tag_included", reason=REWARDS),
+    *unsupported_for(REWARDS, "rewards.*.worker_cls", "rewards.*.tag_included"),
     Rule(
         "rewards.*.query_filter_config.type",
         "algorithm.filter_groups.enable",
         derive=rewards.query_filter,
         also=(("algorithm.filter_groups.metric", rewards.filter_metric),),
     ),
-    Rule("rewards.*.query_filter_config.", reason=rewards.QUERY_FILTER, status="ignored"),
-    Rule("rewards.*.", reason=_REWARD_WORKER, status="ignored"),
+    ignore("rewards.*.query_filter_config.", rewards.QUERY_FILTER),
+    ignore("rewards.*.", _REWARD_WORKER),
     Rule("reward_model.model_args.model_name_or_path", reason=REWARDS),
-    Rule("reward_model.", reason=_REWARD_WORKER, status="ignored"),
-    *[Rule(f"*.{key}", reason=why, status="ignored") for key, why in WORKER_INFRA.items()],
+    ignore("reward_model.", _REWARD_WORKER),
+    *[ignore(f"*.{key}", why) for key, why in WORKER_INFRA.items()],
     Rule(
         "rollout_mock.mode",
         convert=lambda v: None if v == "dump" else v,  # dump only records the rollouts
         reason="ROLL's rollout replay (mock mode) is not in rl",
     ),
-    Rule(
-        "rollout_mock.",
-        reason="ROLL's rollout dump for precision tests",
-        status="ignored",
-    ),
-    Rule("sequence_length", reason="ROLL derives it (prompt + response)", status="ignored"),
-    Rule("*_agent_template", reason=_ENVS),
-    Rule("*_agent_system_template", reason=_ENVS),
+    ignore("rollout_mock.", "ROLL's rollout dump for precision tests"),
+    ignore("sequence_length", "ROLL derives it (prompt + response)"),
+    *unsupported_for(_ENVS, "*_agent_template", "*_agent_system_template"),
     Rule(
         "reward_normalization.",
         reason="the agentic pipeline's reward normalisation is not in rl (its RLVR keys "
         "norm_mean_type / norm_std_type map)",
     ),
     # ROLL's plumbing
-    Rule("hydra.", reason="Hydra's own run settings", status="ignored"),
-    Rule("**.worker_cls", reason="ROLL's worker class path", status="ignored"),
-    Rule(
-        "system_envs.",
-        reason="set environment variables in the shell that runs rl",
-        status="ignored",
+    ignore("hydra.", "Hydra's own run settings"),
+    ignore("**.worker_cls", "ROLL's worker class path"),
+    *ignored_for(
+        "set environment variables in the shell that runs rl", "system_envs.", "**.system_envs."
     ),
-    Rule(
-        "**.system_envs.",
-        reason="set environment variables in the shell that runs rl",
-        status="ignored",
-    ),
-    Rule("logging_dir", reason=OUTPUT_DIR_LOGS, status="ignored"),
-    Rule("logging_steps", reason="rl logs every step", status="ignored"),
-    Rule(
-        "checkpoint_config.",
-        reason="rl checkpoints under trainer.output_dir/checkpoints",
-        status="ignored",
-    ),
+    ignore("logging_dir", OUTPUT_DIR_LOGS),
+    ignore("logging_steps", "rl logs every step"),
+    ignore("checkpoint_config.", "rl checkpoints under trainer.output_dir/checkpoints"),
     Rule("rpc_timeout", "trainer.worker_timeout_s"),
     Rule(
         "num_gpus_per_node",
@@ -111,12 +92,8 @@ RULES: list[Rule] = [
     Rule("track_with", "trainer.logger", convert=values.loggers),
     Rule("tracker_kwargs.project", "trainer.project_name"),
     Rule("tracker_kwargs.name", "trainer.experiment_name"),
-    Rule(
-        "tracker_kwargs.",
-        reason="a tracker option rl does not pass (use the tracker's env vars)",
-        status="ignored",
-    ),
-    Rule("*.name", reason="ROLL's cluster name", status="ignored"),
+    ignore("tracker_kwargs.", "a tracker option rl does not pass (use the tracker's env vars)"),
+    ignore("*.name", "ROLL's cluster name"),
     Rule("max_steps", "trainer.total_training_steps"),
     Rule("save_steps", "trainer.save_freq"),
     Rule("max_ckpt_to_keep", "trainer.max_ckpt_to_keep", convert=lambda v: v or None),
@@ -132,10 +109,8 @@ RULES: list[Rule] = [
     Rule("actor_train.model_args.model_name_or_path", "model.path", derive=values.model_path),
     Rule("actor_infer.model_args.model_name_or_path", "model.path", derive=values.model_path),
     Rule("reference.model_args.model_name_or_path", "model.path", derive=values.model_path),
-    Rule(
-        "reward_pretrain",
-        reason="read by ROLL's reward workers only (refused by rewards.*.worker_cls)",
-        status="ignored",
+    ignore(
+        "reward_pretrain", "read by ROLL's reward workers only (refused by rewards.*.worker_cls)"
     ),
     Rule("rollout_batch_size", "data.train_batch_size"),
     Rule("val_batch_size", "data.val_batch_size"),
@@ -173,23 +148,17 @@ RULES: list[Rule] = [
         )
         for key in ("global_template", "actor_train.data_args.template")
     ],
-    Rule(
+    ignore(
         "*.data_args.template",
-        reason="ROLL renders every prompt, validation's too, with actor_train's template "
+        "ROLL renders every prompt, validation's too, with actor_train's template "
         "(or global_template)",
-        status="ignored",
     ),
-    Rule(
+    ignore(
         "*.data_args.dataset_dir",
-        reason="not a field of ROLL's DataArguments: ROLL drops it (file names are "
+        "not a field of ROLL's DataArguments: ROLL drops it (file names are "
         "relative to where it runs)",
-        status="ignored",
     ),
-    Rule(
-        "*.data_args.interleave_probs",
-        reason="not a field of ROLL's DataArguments: ROLL drops it",
-        status="ignored",
-    ),
+    ignore("*.data_args.interleave_probs", "not a field of ROLL's DataArguments: ROLL drops it"),
     Rule("*.data_args.prompt", "data.prompt_key"),
     Rule("*.data_args.messages", "data.prompt_key"),
     Rule("*.data_args.preprocessing_num_workers", "data.filter_num_workers"),
@@ -205,23 +174,16 @@ RULES: list[Rule] = [
     Rule("actor_infer.generating_args.top_p", "rollout.top_p"),
     Rule("actor_infer.generating_args.top_k", "rollout.top_k"),
     Rule("actor_infer.generating_args.repetition_penalty", "rollout.repetition_penalty"),
-    Rule(
-        "*.generating_args.num_return_sequences",
-        reason="ROLL sets it from num_return_sequences_in_group",
-        status="ignored",
+    ignore(
+        "*.generating_args.num_return_sequences", "ROLL sets it from num_return_sequences_in_group"
     ),
-    Rule(
-        "*.generating_args.max_new_tokens",
-        reason="ROLL sets it from response_length",
-        status="ignored",
-    ),
+    ignore("*.generating_args.max_new_tokens", "ROLL sets it from response_length"),
     Rule("validation.generating_args.temperature", "rollout.val_kwargs.temperature"),
     Rule("validation.generating_args.top_p", "rollout.val_kwargs.top_p"),
     Rule("validation.generating_args.top_k", "rollout.val_kwargs.top_k"),
-    Rule(
+    ignore(
         "*.generating_args.do_sample",
-        reason="rl samples when the temperature is > 0 and decodes greedily at 0",
-        status="ignored",
+        "rl samples when the temperature is > 0 and decodes greedily at 0",
     ),
     Rule(
         "*.generating_args.num_beams",
@@ -245,7 +207,7 @@ RULES: list[Rule] = [
     Rule("gamma", "algorithm.gamma"),
     Rule("lambd", "algorithm.lam"),
     Rule("pg_clip", "actor.clip_ratio"),
-    Rule("use_pg_clip_range", reason="decides whether pg_clip_low/high apply", status="ignored"),
+    ignore("use_pg_clip_range", "decides whether pg_clip_low/high apply"),
     Rule("pg_clip_low", "actor.clip_ratio_low", derive=values.clip("low")),
     Rule("pg_clip_high", "actor.clip_ratio_high", derive=values.clip("high")),
     Rule("dual_clip_loss", "actor.clip_ratio_c", derive=values.dual_clip),
@@ -281,11 +243,7 @@ RULES: list[Rule] = [
         "train_infer_correction.is_weight.upper_bound",
         "algorithm.rollout_correction.rollout_is_threshold",
     ),
-    Rule(
-        "train_infer_correction.is_weight.weight_type",
-        reason="read with is_weight.enabled",
-        status="ignored",
-    ),
+    ignore("train_infer_correction.is_weight.weight_type", "read with is_weight.enabled"),
     Rule(
         "train_infer_correction.",
         reason="ROLL's mismatch filters: use algorithm.rollout_correction.rollout_rs",
@@ -294,20 +252,19 @@ RULES: list[Rule] = [
     Rule(
         "actor_train.router_replay.mode", "actor.router_replay.mode", convert=values.router_replay
     ),
-    Rule("actor_infer.router_replay.mode", reason=ROLLOUT_ROUTES, status="ignored"),
-    Rule("pg_variant", reason="a name ROLL files interpolate elsewhere", status="ignored"),
+    ignore("actor_infer.router_replay.mode", ROLLOUT_ROUTES),
+    ignore("pg_variant", "a name ROLL files interpolate elsewhere"),
     Rule("max_len_mask", reason=_MASKS),
-    Rule(
-        "difficulty_*_threshold",
-        reason="read only with difficulty_mask (refused when on)",
-        status="ignored",
+    ignore("difficulty_*_threshold", "read only with difficulty_mask (refused when on)"),
+    *unsupported_for(
+        _MASKS,
+        "difficulty_*",
+        "error_max_len_clip",
+        "error_max_len_threshold",
+        "length_loss_weight",
+        "mask_type",
+        "balance_length",
     ),
-    Rule("difficulty_*", reason=_MASKS),
-    Rule("error_max_len_clip", reason=_MASKS),
-    Rule("error_max_len_threshold", reason=_MASKS),
-    Rule("length_loss_weight", reason=_MASKS),
-    Rule("mask_type", reason=_MASKS),
-    Rule("balance_length", reason=_MASKS),
     Rule(
         "importance_sampling",
         "actor.policy_loss",
@@ -318,21 +275,19 @@ RULES: list[Rule] = [
         reason="rl runs generation ahead with trainer.mode: async and trainer.max_staleness "
         "(set them by hand)",
     ),
-    Rule("is_num_return_sequences_expand", reason=INFRA, status="ignored"),
+    ignore("is_num_return_sequences_expand", INFRA),
     Rule("max_running_requests", "rollout.max_num_seqs"),
     Rule("model_update_buffer_size_mb", "rollout.update_weights_bucket_megabytes"),
     Rule("tag_to_template.", reason="per-tag chat templates are not in rl"),
     *distillation.RULES,  # use_opd, is_pure_opd, teacher.*, student_*
     *lora.RULES,  # actor_train's LoRA keys map (roll/lora.py); any other is refused
-    Rule(
+    ignore(
         "lora_*",
-        reason="a variable of the file (ROLL reads LoRA from <role>.model_args.lora_*, where "
+        "a variable of the file (ROLL reads LoRA from <role>.model_args.lora_*, where "
         "the examples interpolate it)",
-        status="ignored",
     ),
     Rule("**.lora_*", reason=LORA),
-    Rule("rewards.", reason=REWARDS),
-    Rule("reward_model.", reason=REWARDS),
+    *unsupported_for(REWARDS, "rewards.", "reward_model."),
     # ROLL's `reward` role (a WorkerConfig); rl's own reward.custom_reward_function.* is not
     # one of its fields, so it stays ours on a command line (own_keys)
     *[
@@ -347,20 +302,14 @@ RULES: list[Rule] = [
         "model.gradient_checkpointing",
         convert=lambda v: not v,
     ),
-    Rule(
-        "*.model_args.attn_implementation",
-        reason="rl picks the attention kernel itself",
-        status="ignored",
-    ),
-    Rule(
+    ignore("*.model_args.attn_implementation", "rl picks the attention kernel itself"),
+    ignore(
         "actor_infer.model_args.disable_gradient_checkpointing",
-        reason="ROLL's inference role: nothing is checkpointed",
-        status="ignored",
+        "ROLL's inference role: nothing is checkpointed",
     ),
-    Rule(
+    ignore(
         "actor_train.training_args.num_train_epochs",
-        reason="ROLL's RLVR pipeline runs max_steps steps (it reads no epoch count)",
-        status="ignored",
+        "ROLL's RLVR pipeline runs max_steps steps (it reads no epoch count)",
     ),
     Rule("actor_train.infer_batch_size", "rollout.log_prob_micro_batch_size_per_gpu"),
     Rule("actor_train.use_dynamic_batching_in_infer", "rollout.log_prob_use_dynamic_bsz"),
@@ -370,22 +319,20 @@ RULES: list[Rule] = [
     *role_rules("actor_train", "actor"),
     *role_rules("critic", "critic"),
     Rule("critic.model_args.", reason="the critic shares model.* with the actor in rl"),
-    Rule("*.pg_variant", reason="ROLL reads pg_variant on actor_train only", status="ignored"),
-    Rule("actor_infer.training_args.", reason=_NO_TRAINING, status="ignored"),
-    Rule("actor_infer.*_in_train", reason=_NO_TRAINING, status="ignored"),
-    Rule("reference.training_args.", reason=_NO_TRAINING, status="ignored"),
-    Rule("reference.*_in_train", reason=_NO_TRAINING, status="ignored"),
+    ignore("*.pg_variant", "ROLL reads pg_variant on actor_train only"),
+    *ignored_for(
+        _NO_TRAINING,
+        "actor_infer.training_args.",
+        "actor_infer.*_in_train",
+        "reference.training_args.",
+        "reference.*_in_train",
+    ),
     Rule("actor_infer.strategy_args.strategy_name", "rollout.name", convert=values.infer_strategy),
-    Rule(
+    ignore(
         "actor_infer.strategy_args.vllm.sleep_level",
-        reason="rl frees the KV cache between phases (rollout.free_cache_engine)",
-        status="ignored",
+        "rl frees the KV cache between phases (rollout.free_cache_engine)",
     ),
-    Rule(
-        "actor_infer.strategy_args.vllm.VLLM_USE_V1",
-        reason="rl runs vLLM's V1 engine",
-        status="ignored",
-    ),
+    ignore("actor_infer.strategy_args.vllm.VLLM_USE_V1", "rl runs vLLM's V1 engine"),
     Rule("actor_infer.strategy_args.sglang.mem_fraction_static", "rollout.gpu_memory_utilization"),
     *[
         Rule(f"actor_infer.strategy_args.*.{key}", f"rollout.{key}")
@@ -406,32 +353,22 @@ RULES: list[Rule] = [
     Rule("actor_infer.strategy_args.", reason="a rollout backend rl does not have"),
     Rule("actor_infer.model_args.dtype", "rollout.dtype", convert=values.dtype),
     Rule("actor_infer.device_mapping", "cluster.placement.rollout", convert=values.placement),
-    Rule(
-        "actor_infer.num_gpus_per_worker",
-        reason="rl takes it from the tensor-parallel size",
-        status="ignored",
-    ),
-    Rule(
-        "actor_infer.infer_batch_size",
-        reason="rl's engine batches all prompts of a step",
-        status="ignored",
-    ),
+    ignore("actor_infer.num_gpus_per_worker", "rl takes it from the tensor-parallel size"),
+    ignore("actor_infer.infer_batch_size", "rl's engine batches all prompts of a step"),
     Rule("reference.infer_batch_size", "ref.log_prob_micro_batch_size_per_gpu"),
     Rule("reference.use_dynamic_batching_in_infer", "ref.log_prob_use_dynamic_bsz"),
     Rule("reference.max_tokens_per_microbatch_in_infer", "ref.log_prob_max_token_len_per_gpu"),
     Rule("reference.device_mapping", "cluster.placement.ref", convert=values.placement),
-    Rule(
+    ignore(
         "reference.strategy_args.strategy_name",
-        reason="rl computes the reference log-probs on the actor's backend (the same "
+        "rl computes the reference log-probs on the actor's backend (the same "
         "weights; only the kernels differ)",
-        status="ignored",
     ),
-    Rule("reference.strategy_args.", reason=REF_LAYOUT, status="ignored"),
-    Rule("reference.model_args.", reason=REF_LAYOUT, status="ignored"),
+    *ignored_for(REF_LAYOUT, "reference.strategy_args.", "reference.model_args."),
     Rule("reference.", reason=REF_LAYOUT),
     Rule("*.model_args.", reason="a model option rl does not have (it reads model.path's config)"),
-    Rule("*.world_size", reason="ROLL derives it from device_mapping", status="ignored"),
-    Rule("*.num_gpus_per_worker", reason="ROLL derives it from the strategy", status="ignored"),
+    ignore("*.world_size", "ROLL derives it from device_mapping"),
+    ignore("*.num_gpus_per_worker", "ROLL derives it from the strategy"),
     Rule("*.infer_batch_size", reason="rl's critic forward uses its ppo_micro_batch_size_per_gpu"),
     *[Rule(f"*.{key}", reason=why) for key, why in WORKER_OPTIONS.items()],
     *[Rule(key, reason=why) for key, why in PIPELINE_OPTIONS.items()],
