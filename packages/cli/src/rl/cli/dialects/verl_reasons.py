@@ -25,6 +25,7 @@ from rl.cli.dialects.vocabulary import (
     ROUTE_FILES,
     ROUTER_REPLAY,
     SEEDED_BY_TRAINER,
+    schedule_shape_rules,
 )
 
 _FSDP = (
@@ -61,16 +62,7 @@ REASONS: list[Rule] = [
         "verl fills it in from trainer.total_training_steps at run time; rl's "
         "schedule reads that key",
     ),
-    Rule(
-        "**.optim.num_cycles",
-        reason="rl's cosine schedule is the half cosine (num_cycles 0.5)",
-        convert=off_when(0.5),
-    ),
-    Rule(
-        "**.optim.zero_indexed_step",
-        reason="rl's schedule counts steps from 0, as verl's default",
-        convert=off_when(True),
-    ),
+    *schedule_shape_rules("**.optim."),
     Rule(
         "**.optim.*_dtype",
         reason="rl keeps the optimizer's moments and main gradients in fp32",

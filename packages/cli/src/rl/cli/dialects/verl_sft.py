@@ -14,7 +14,12 @@ from rl.cli.dialects import verl_sft_engine
 from rl.cli.dialects.mapping import Rule, Unsupported, as_list, ignore, off_when
 from rl.cli.dialects.record import Table, Variant
 from rl.cli.dialects.verl_values import loggers as verl_loggers
-from rl.cli.dialects.vocabulary import DATACLASS_PATH, DECODER_LAYER_WRAP, MODEL_FROM_DISK
+from rl.cli.dialects.vocabulary import (
+    DATACLASS_PATH,
+    DECODER_LAYER_WRAP,
+    MODEL_FROM_DISK,
+    schedule_shape_rules,
+)
 
 DESCRIPTION = """
 verl's SFT trainer configs become ours for `rl sft` (`rl sft --from verl FILE`): the older
@@ -153,16 +158,7 @@ RULES: list[Rule] = [
     Rule("optim.warmup_style", "sft.lr_scheduler", convert=_schedule),
     Rule("optim.lr_scheduler_type", "sft.lr_scheduler", convert=_schedule),
     Rule("optim.min_lr_ratio", "sft.min_lr_ratio"),
-    Rule(
-        "optim.num_cycles",
-        reason="rl's cosine schedule is the half cosine (num_cycles 0.5)",
-        convert=off_when(0.5),
-    ),
-    Rule(
-        "optim.zero_indexed_step",
-        reason="rl's schedule counts steps from 0, as verl's default",
-        convert=off_when(True),
-    ),
+    *schedule_shape_rules("optim."),
     Rule("optim.", reason=_SCHEDULE),
     Rule("ulysses_sequence_parallel_size", "actor.ulysses_sequence_parallel_size"),
     Rule("use_remove_padding", "actor.use_remove_padding"),

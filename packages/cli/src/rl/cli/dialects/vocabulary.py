@@ -4,7 +4,7 @@ dialects), and the rules more than one table holds."""
 
 from __future__ import annotations
 
-from rl.cli.dialects.mapping import Rule
+from rl.cli.dialects.mapping import Rule, off_when
 
 CRITIC_WARMUP = "critic warm-up steps are not in rl yet"
 DATACLASS_PATH = "verl's dataclass class path"
@@ -50,6 +50,23 @@ MEGATRON_PARALLEL_KEYS = (
     "expert_tensor_parallel_size",
     "sequence_parallel",
 )
+
+
+def schedule_shape_rules(optim: str) -> list[Rule]:
+    """verl's LR-schedule shape keys under `optim` (a prefix): rl's schedule is verl's
+    default one (the half cosine, steps counted from 0); another shape is refused."""
+    return [
+        Rule(
+            optim + "num_cycles",
+            reason="rl's cosine schedule is the half cosine (num_cycles 0.5)",
+            convert=off_when(0.5),
+        ),
+        Rule(
+            optim + "zero_indexed_step",
+            reason="rl's schedule counts steps from 0, as verl's default",
+            convert=off_when(True),
+        ),
+    ]
 
 
 def ddp_overlap_rules(prefix: str, ours: str) -> list[Rule]:
