@@ -77,6 +77,7 @@ def nll(output, micro, mini):
 
 
 def make_engine(family: str, world_rank: int, options: dict, seed: int = 0):
+    from rl.core.role_spec import RoleSpec
     from rl.fsdp.engine import FSDPTrainEngine
 
     meta_init = bool(options.get("meta_init"))
@@ -84,12 +85,14 @@ def make_engine(family: str, world_rank: int, options: dict, seed: int = 0):
     model = tied_model(family, seed=seed, meta=meta, tie=options.get("tie", True))
     return FSDPTrainEngine(
         model,
-        "actor",
-        optim=OptimConfig(lr=LR),
-        mini_batch_size=8,
-        micro_batch_size=2,
-        use_fused_kernels=options.get("fused"),
-        fsdp=FSDPConfig(meta_init=meta_init),
+        RoleSpec(
+            "actor",
+            optim=OptimConfig(lr=LR),
+            mini_batch_size=8,
+            micro_batch_size=2,
+            use_fused_kernels=options.get("fused"),
+            backends={"fsdp_config": FSDPConfig(meta_init=meta_init)},
+        ),
     )
 
 

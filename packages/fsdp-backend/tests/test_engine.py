@@ -11,6 +11,7 @@ from transformers import AutoModelForCausalLM
 from rl.core.config import OptimConfig, load_config
 from rl.core.engines import Rollouts
 from rl.core.models import load_causal_lm, load_tokenizer
+from rl.core.role_spec import RoleSpec
 from rl.core.trainer.rollout_batch import build_batch
 from rl.fsdp.engine import FSDPTrainEngine
 
@@ -60,7 +61,7 @@ def reference_logprobs(model, batch, temperature=1.0):
 def test_logprobs_and_entropy_match_an_unpadded_float64_forward(tokenizer):
     model = make_model(tokenizer)
     plain = copy.deepcopy(model)
-    engine = FSDPTrainEngine(model, "ref", micro_batch_size=4, temperature=0.8)
+    engine = FSDPTrainEngine(model, RoleSpec("ref", micro_batch_size=4, temperature=0.8))
     batch = make_batch(tokenizer)
     output = engine.compute_logprobs(batch)
     mask = batch["response_mask"].bool()
@@ -79,10 +80,12 @@ def nll(output, micro, mini):
 def train_once(tokenizer, micro_batch_size):
     engine = FSDPTrainEngine(
         make_model(tokenizer),
-        "actor",
-        optim=OptimConfig(lr=1e-2),
-        mini_batch_size=6,
-        micro_batch_size=micro_batch_size,
+        RoleSpec(
+            "actor",
+            optim=OptimConfig(lr=1e-2),
+            mini_batch_size=6,
+            micro_batch_size=micro_batch_size,
+        ),
     )
     metrics = engine.train_step(make_batch(tokenizer), nll)
     # Gradients of the (single) mini-batch stay on the parameters after the step.
@@ -104,12 +107,13 @@ def test_micro_batch_size_does_not_change_the_gradient(tokenizer):
 def test_save_load_round_trip_continues_identically(tokenizer, tmp_path):
     batch = make_batch(tokenizer)
     first = FSDPTrainEngine(
-        make_model(tokenizer), "actor", optim=OptimConfig(lr=1e-2), mini_batch_size=3
+        make_model(tokenizer), RoleSpec("actor", optim=OptimConfig(lr=1e-2), mini_batch_size=3)
     )
     first.train_step(batch, nll)
     first.save(str(tmp_path / "actor"))
     second = FSDPTrainEngine(
-        make_model(tokenizer, seed=5), "actor", optim=OptimConfig(lr=1e-2), mini_batch_size=3
+        make_model(tokenizer, seed=5),
+        RoleSpec("actor", optim=OptimConfig(lr=1e-2), mini_batch_size=3),
     )
     second.load(str(tmp_path / "actor"))
     first.train_step(batch, nll)
@@ -119,7 +123,7 @@ def test_save_load_round_trip_continues_identically(tokenizer, tmp_path):
 
 
 def test_hf_export_loads_with_from_pretrained(tokenizer, tmp_path):
-    engine = FSDPTrainEngine(make_model(tokenizer), "actor", optim=OptimConfig(lr=1e-3))
+    engine = FSDPTrainEngine(make_model(tokenizer), RoleSpec("actor", optim=OptimConfig(lr=1e-3)))
     previous = os.umask(0o027)
     try:
         engine.save_hf(str(tmp_path / "hf"), tokenizer)
@@ -139,19 +143,23 @@ def test_fused_kernel_path_matches_the_logits_path(tokenizer):
     batch = make_batch(tokenizer)
     plain = FSDPTrainEngine(
         make_model(tokenizer),
-        "actor",
-        optim=OptimConfig(lr=1e-3),
-        mini_batch_size=6,
-        temperature=0.9,
-        use_fused_kernels=False,
+        RoleSpec(
+            "actor",
+            optim=OptimConfig(lr=1e-3),
+            mini_batch_size=6,
+            temperature=0.9,
+            use_fused_kernels=False,
+        ),
     )
     fused = FSDPTrainEngine(
         make_model(tokenizer),
-        "actor",
-        optim=OptimConfig(lr=1e-3),
-        mini_batch_size=6,
-        temperature=0.9,
-        use_fused_kernels=True,
+        RoleSpec(
+            "actor",
+            optim=OptimConfig(lr=1e-3),
+            mini_batch_size=6,
+            temperature=0.9,
+            use_fused_kernels=True,
+        ),
     )
     a, b = plain.compute_logprobs(batch), fused.compute_logprobs(batch)
     mask = batch["response_mask"].bool()  # the fused path computes real tokens only
@@ -172,7 +180,7 @@ def test_a_skipped_update_leaves_weights_and_lr_schedule_alone(tokenizer):
     batch = make_batch(tokenizer)
     optim = OptimConfig(lr=1e-2, lr_scheduler="linear", min_lr_ratio=0.0)
     engine = FSDPTrainEngine(
-        make_model(tokenizer), "actor", optim=optim, total_steps=4, mini_batch_size=6
+        make_model(tokenizer), RoleSpec("actor", optim=optim, total_steps=4, mini_batch_size=6)
     )
     before = {n: t.clone() for n, t in engine.export_weights()}
 
@@ -196,10 +204,13 @@ def test_bf16_mixed_precision_stays_close_to_fp32_and_trains(tokenizer):
 
     batch = make_batch(tokenizer)
     mask = batch["response_mask"].bool()
-    exact = FSDPTrainEngine(make_model(tokenizer), "ref").compute_logprobs(batch).logprobs
+    exact = FSDPTrainEngine(make_model(tokenizer), RoleSpec("ref")).compute_logprobs(batch).logprobs
     policy = FSDPConfig(mixed_precision=MixedPrecisionConfig(param_dtype="bfloat16"))
     engine = FSDPTrainEngine(
-        make_model(tokenizer), "actor", optim=OptimConfig(lr=1e-3), mini_batch_size=6, fsdp=policy
+        make_model(tokenizer),
+        RoleSpec(
+            "actor", optim=OptimConfig(lr=1e-3), mini_batch_size=6, backends={"fsdp_config": policy}
+        ),
     )
     mixed = engine.compute_logprobs(batch).logprobs
     difference = float((mixed - exact)[mask].abs().max())
@@ -217,7 +228,10 @@ def test_the_cpu_offload_policy_is_refused_on_cpu_with_what_to_do(tokenizer):
     from rl.fsdp.config import FSDPConfig
 
     with pytest.raises(ConfigError, match="offload_policy = true needs trainer.device=cuda"):
-        FSDPTrainEngine(make_model(tokenizer), "ref", fsdp=FSDPConfig(offload_policy=True))
+        FSDPTrainEngine(
+            make_model(tokenizer),
+            RoleSpec("ref", backends={"fsdp_config": FSDPConfig(offload_policy=True)}),
+        )
 
 
 def test_one_rank_in_full_precision_trains_the_plain_model_as_fsdp2_would(tokenizer, monkeypatch):
@@ -230,7 +244,7 @@ def test_one_rank_in_full_precision_trains_the_plain_model_as_fsdp2_would(tokeni
 
     def two_steps():
         engine = FSDPTrainEngine(
-            make_model(tokenizer), "actor", optim=OptimConfig(lr=1e-2), mini_batch_size=3
+            make_model(tokenizer), RoleSpec("actor", optim=OptimConfig(lr=1e-2), mini_batch_size=3)
         )
         metrics = [engine.train_step(batch, nll) for _ in range(2)]
         return engine, metrics, dict(engine.export_weights())
@@ -267,14 +281,13 @@ def test_a_frozen_copy_gives_the_training_logprobs_bit_for_bit(tokenizer, use_fu
     batch = make_batch(tokenizer)
     options = dict(mini_batch_size=6, micro_batch_size=3, temperature=0.9)
     ref = FSDPTrainEngine(
-        make_model(tokenizer), "ref", use_fused_kernels=use_fused_kernels, **options
+        make_model(tokenizer), RoleSpec("ref", use_fused_kernels=use_fused_kernels, **options)
     )
     actor = FSDPTrainEngine(
         make_model(tokenizer),
-        "actor",
-        optim=OptimConfig(lr=1e-3),
-        use_fused_kernels=use_fused_kernels,
-        **options,
+        RoleSpec(
+            "actor", optim=OptimConfig(lr=1e-3), use_fused_kernels=use_fused_kernels, **options
+        ),
     )
     frozen = ref.compute_logprobs(batch).logprobs
     # as the controller asks for the reference's and old log-probs: without entropy
@@ -301,7 +314,7 @@ def test_fsdp2_dtensors_step_with_foreach_adamw_as_the_single_tensor_loop_does(
     """Under FSDP2 (forced here at one rank) AdamW runs torch's foreach implementation over
     the DTensors (torch itself picks it on GPU only); two updates equal the single-tensor
     loop's within fp32 rounding."""
-    import rl.fsdp.engine
+    import rl.fsdp.optimizer
     import rl.fsdp.wrap
 
     monkeypatch.setattr(rl.fsdp.wrap, "needs_fsdp", lambda mesh, fsdp: True)
@@ -309,7 +322,7 @@ def test_fsdp2_dtensors_step_with_foreach_adamw_as_the_single_tensor_loop_does(
 
     def two_steps():
         engine = FSDPTrainEngine(
-            make_model(tokenizer), "actor", optim=OptimConfig(lr=1e-2), mini_batch_size=3
+            make_model(tokenizer), RoleSpec("actor", optim=OptimConfig(lr=1e-2), mini_batch_size=3)
         )
         for _ in range(2):
             engine.train_step(batch, nll)
@@ -319,7 +332,7 @@ def test_fsdp2_dtensors_step_with_foreach_adamw_as_the_single_tensor_loop_does(
     assert all(hasattr(p, "full_tensor") for p in foreach.model.parameters())
     assert foreach.optimizer.defaults["foreach"] is True
     monkeypatch.setattr(
-        rl.fsdp.engine,
+        rl.fsdp.optimizer,
         "adamw_implementation",
         lambda model, trained=None, scaled=False: {"foreach": False},
     )
@@ -339,15 +352,15 @@ def test_forward_only_passes_record_no_graph(tokenizer, monkeypatch, sharded):
     import rl.fsdp.wrap
 
     monkeypatch.setattr(rl.fsdp.wrap, "needs_fsdp", lambda mesh, fsdp: sharded)
-    engine = FSDPTrainEngine(make_model(tokenizer), "ref", mini_batch_size=6)
+    engine = FSDPTrainEngine(make_model(tokenizer), RoleSpec("ref", mini_batch_size=6))
     assert engine.exports_views is not sharded
-    modes, forward = [], engine._forward
+    modes, forward = [], engine.passes.forward
 
     def watched(micro, with_entropy, *phase):
         modes.append((torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
         return forward(micro, with_entropy, *phase)
 
-    monkeypatch.setattr(engine, "_forward", watched)
+    monkeypatch.setattr(engine.passes, "forward", watched)
     output = engine.compute_logprobs(make_batch(tokenizer))
     assert modes and set(modes) == {(False, not sharded)}
     assert not output.logprobs.requires_grad and not output.entropy.requires_grad
@@ -360,7 +373,8 @@ def test_adams_eps_and_betas_come_from_the_config_and_change_the_update(tokenize
 
     def after_one_step(**optim):
         engine = FSDPTrainEngine(
-            make_model(tokenizer), "actor", optim=OptimConfig(lr=1e-2, **optim), mini_batch_size=6
+            make_model(tokenizer),
+            RoleSpec("actor", optim=OptimConfig(lr=1e-2, **optim), mini_batch_size=6),
         )
         group = engine.optimizer.param_groups[0]
         engine.train_step(batch, nll)

@@ -10,6 +10,7 @@ from rl.core.config import ConfigError, OptimConfig, load_config
 from rl.core.engines import Rollouts
 from rl.core.models import load_causal_lm, load_tokenizer
 from rl.core.models.lora import LoraSettings
+from rl.core.role_spec import RoleSpec
 from rl.core.trainer.rollout_batch import build_batch
 from rl.fsdp.engine import FSDPTrainEngine
 
@@ -47,7 +48,7 @@ def nll(output, micro, mini):
 
 def lora_actor(tokenizer, lora=LORA, **options):
     options = {"optim": OptimConfig(lr=1e-2), "mini_batch_size": 6, **options}
-    return FSDPTrainEngine(make_model(tokenizer), "actor", lora=lora, **options)
+    return FSDPTrainEngine(make_model(tokenizer), RoleSpec("actor", lora=lora, **options))
 
 
 def randomise_b(engine, seed=1):
@@ -96,7 +97,9 @@ def test_merged_export_has_the_base_names_and_w_plus_scaled_b_a(tokenizer):
     engine = lora_actor(tokenizer)
     randomise_b(engine)
     exported = dict(engine.export_weights())
-    plain_names = {n for n, _ in FSDPTrainEngine(make_model(tokenizer), "ref").export_weights()}
+    plain_names = {
+        n for n, _ in FSDPTrainEngine(make_model(tokenizer), RoleSpec("ref")).export_weights()
+    }
     assert list(exported) and set(exported) == plain_names  # no PEFT name reaches a rollout engine
     layer = engine.model.get_submodule("model.layers.1.mlp.down_proj")
     w, a, b = (
@@ -111,7 +114,7 @@ def test_merged_export_has_the_base_names_and_w_plus_scaled_b_a(tokenizer):
     # the merged weights in a plain model give the adapted model's log-probs
     plain = make_model(tokenizer)
     plain.load_state_dict(exported, strict=False)
-    merged = FSDPTrainEngine(plain, "ref")
+    merged = FSDPTrainEngine(plain, RoleSpec("ref"))
     batch = make_batch(tokenizer)
     assert torch.allclose(
         merged.compute_logprobs(batch).logprobs, engine.compute_logprobs(batch).logprobs, atol=1e-5
@@ -122,7 +125,9 @@ def test_merged_export_has_the_base_names_and_w_plus_scaled_b_a(tokenizer):
 @pytest.mark.parametrize("use_fused_kernels", [False, True])
 def test_base_logprobs_are_the_base_models_after_training(tokenizer, use_fused_kernels):
     batch = make_batch(tokenizer)
-    base = FSDPTrainEngine(make_model(tokenizer), "ref", use_fused_kernels=use_fused_kernels)
+    base = FSDPTrainEngine(
+        make_model(tokenizer), RoleSpec("ref", use_fused_kernels=use_fused_kernels)
+    )
     engine = lora_actor(tokenizer, use_fused_kernels=use_fused_kernels)
     engine.train_step(batch, nll)
     engine.train_step(batch, nll)
@@ -145,11 +150,13 @@ def test_gradient_checkpointing_and_padded_rows_train_the_adapters(tokenizer):
     for checkpointing, packed in ((False, True), (True, True), (False, False)):
         engine = FSDPTrainEngine(
             make_model(tokenizer, gradient_checkpointing=checkpointing),
-            "actor",
-            optim=OptimConfig(lr=1e-2),
-            mini_batch_size=6,
-            use_remove_padding=packed,
-            lora=LORA,
+            RoleSpec(
+                "actor",
+                optim=OptimConfig(lr=1e-2),
+                mini_batch_size=6,
+                use_remove_padding=packed,
+                lora=LORA,
+            ),
         )
         runs.append([engine.train_step(batch, nll) for _ in range(2)])
     first = runs[0]
@@ -193,7 +200,7 @@ def test_save_hf_writes_a_peft_adapter_that_peft_loads_on_the_base_folder(tokeni
     merged = AutoModelForCausalLM.from_pretrained(tmp_path / "hf" / "merged")
     expected = engine.compute_logprobs(batch).logprobs
     for model in (peft_model, merged):
-        got = FSDPTrainEngine(model, "ref").compute_logprobs(batch).logprobs
+        got = FSDPTrainEngine(model, RoleSpec("ref")).compute_logprobs(batch).logprobs
         assert torch.allclose(got, expected, atol=1e-5)
 
     # and a new run starts from it (model.lora_adapter_path)

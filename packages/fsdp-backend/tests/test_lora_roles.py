@@ -9,6 +9,7 @@ from rl.core.demo import DEMO_CONFIG
 from rl.core.engines import SamplingParams
 from rl.core.errors import TrainingError
 from rl.core.models import load_causal_lm, load_tokenizer
+from rl.core.role_spec import RoleSpec
 from rl.core.trainer.rollout_batch import build_batch
 from rl.core.trainer.sync_probe import SyncProbe
 from rl.core.workers.base_reference import BaseReference
@@ -61,8 +62,7 @@ def test_the_lora_reference_is_the_actor_with_adapters_off_and_no_second_model(w
     worker.run("actor", "train_step", batch, nll)
     base = FSDPTrainEngine(
         load_causal_lm(config.model, worker.engines["rollout"].tokenizer, seed=config.trainer.seed),
-        "ref",
-        temperature=config.rollout.temperature,
+        RoleSpec("ref", temperature=config.rollout.temperature),
     )
     reference = worker.run("ref", "compute_logprobs", batch, False).logprobs
     adapted = worker.run("actor", "compute_logprobs", batch, False).logprobs

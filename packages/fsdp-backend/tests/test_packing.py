@@ -15,6 +15,7 @@ from rl.core.config import ConfigError, OptimConfig, load_config
 from rl.core.engines import Rollouts
 from rl.core.micro_batches import MicroBatching
 from rl.core.models import load_causal_lm, load_tokenizer, load_value_model
+from rl.core.role_spec import RoleSpec
 from rl.core.trainer.rollout_batch import build_batch
 from rl.fsdp.engine import FSDPTrainEngine
 from rl.fsdp.packing import pack, prompt_owners, shared_prompt_fraction
@@ -72,12 +73,14 @@ def engine(model, role="actor", packed=True, rows=8, max_tokens=None, use_fused_
     batching = MicroBatching(rows, max_tokens, "actor.ppo_max_token_len_per_gpu")
     return FSDPTrainEngine(
         model,
-        role,
-        optim=None if role == "ref" else OptimConfig(lr=1e-2),
-        mini_batch_size=7,
-        use_remove_padding=packed,
-        train_batching=batching,
-        use_fused_kernels=use_fused_kernels,
+        RoleSpec(
+            role,
+            optim=None if role == "ref" else OptimConfig(lr=1e-2),
+            mini_batch_size=7,
+            use_remove_padding=packed,
+            train_batching=batching,
+            use_fused_kernels=use_fused_kernels,
+        ),
     )
 
 
@@ -275,7 +278,7 @@ def test_distinct_prompts_pack_as_before(tokenizer):
 
 def grouping_engine(model, role="actor", share=True, fused=False, rows=16):
     trained = engine(model, role, rows=rows, use_fused_kernels=fused)
-    trained.share_prompts = share
+    trained.passes.share_prompts = share
     return trained
 
 
@@ -328,13 +331,15 @@ def test_one_update_has_the_unshared_gradients(tokenizer, name, rows):
 
 
 def test_it_is_on_by_default_for_packed_rows_and_off_for_padded_ones(tokenizer):
-    assert engine(qwen2(tokenizer)).share_prompts
-    assert not engine(qwen2(tokenizer), packed=False).share_prompts
+    assert engine(qwen2(tokenizer)).passes.share_prompts
+    assert not engine(qwen2(tokenizer), packed=False).passes.share_prompts
 
 
 def test_asking_for_it_on_padded_rows_names_the_keys(tokenizer):
     with pytest.raises(ConfigError, match=r"actor.use_prefix_grouper = true needs actor.use_re"):
-        FSDPTrainEngine(qwen2(tokenizer), "ref", use_remove_padding=False, use_prefix_grouper=True)
+        FSDPTrainEngine(
+            qwen2(tokenizer), RoleSpec("ref", use_remove_padding=False, use_prefix_grouper=True)
+        )
 
 
 @pytest.mark.parametrize("layout", ["padded", "packed", "shared"])
@@ -392,7 +397,7 @@ def test_shared_prompt_gradients_are_bit_identical_run_to_run_with_two_threads(t
         runs = []
         for _ in range(4):
             trained.model.zero_grad(set_to_none=True)
-            loss, _ = nll(trained._forward(batch, True), batch, batch)
+            loss, _ = nll(trained.passes.forward(batch, True), batch, batch)
             loss.backward()
             runs.append([full(p.grad).clone() for p in trained.model.parameters()])
     finally:

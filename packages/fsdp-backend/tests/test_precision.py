@@ -9,6 +9,7 @@ import torch
 from rl.core.config import ConfigError, OptimConfig, load_config
 from rl.core.engines import Rollouts
 from rl.core.models import load_causal_lm, load_tokenizer
+from rl.core.role_spec import RoleSpec
 from rl.core.trainer.rollout_batch import build_batch
 from rl.fsdp.config import AutocastConfig, FSDPConfig, GradScalerConfig, MixedPrecisionConfig
 from rl.fsdp.engine import FSDPTrainEngine
@@ -39,10 +40,12 @@ def nll(output, micro, mini):
 def engine(tokenizer, **fsdp):
     return FSDPTrainEngine(
         load_causal_lm(load_config().model, tokenizer, seed=0),
-        "actor",
-        optim=OptimConfig(lr=1e-2),
-        mini_batch_size=6,
-        fsdp=FSDPConfig(**fsdp),
+        RoleSpec(
+            "actor",
+            optim=OptimConfig(lr=1e-2),
+            mini_batch_size=6,
+            backends={"fsdp_config": FSDPConfig(**fsdp)},
+        ),
     )
 
 

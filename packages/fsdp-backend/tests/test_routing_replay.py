@@ -10,6 +10,7 @@ from rl.core.config import OptimConfig, load_config
 from rl.core.engines import Rollouts
 from rl.core.models import load_tokenizer
 from rl.core.models.routing_replay import NO_ROUTE, RoutingReplayError
+from rl.core.role_spec import RoleSpec
 from rl.core.trainer.rollout_batch import build_batch
 from rl.fsdp.engine import FSDPTrainEngine
 from rl.fsdp.routing_replay import check_replay
@@ -60,13 +61,15 @@ def batch_of(tokenizer):
 def engine(model, mode, layout="packed"):
     return FSDPTrainEngine(
         model,
-        "actor",
-        optim=OptimConfig(lr=1e-2),
-        mini_batch_size=5,
-        micro_batch_size=2,
-        use_remove_padding=layout != "padded",
-        use_prefix_grouper=layout == "shared",
-        router_replay=mode,
+        RoleSpec(
+            "actor",
+            optim=OptimConfig(lr=1e-2),
+            mini_batch_size=5,
+            micro_batch_size=2,
+            use_remove_padding=layout != "padded",
+            use_prefix_grouper=layout == "shared",
+            router_replay=mode,
+        ),
     )
 
 
@@ -131,7 +134,7 @@ def test_what_cannot_replay_is_refused_by_name(tokenizer):
     with pytest.raises(RoutingReplayError, match="ulysses_sequence_parallel_size > 1"):
         check_replay(tiny_moe(tokenizer), "R3", 2)
     # the reference routes as the model does: no routes needed, none recorded
-    ref = FSDPTrainEngine(tiny_moe(tokenizer), "ref", router_replay="R3")
+    ref = FSDPTrainEngine(tiny_moe(tokenizer), RoleSpec("ref", router_replay="R3"))
     assert ref.compute_logprobs(batch_of(tokenizer), False).routed_experts is None
 
 
@@ -158,5 +161,5 @@ def test_activation_checkpointing_recomputes_with_the_replayed_routes(tokenizer)
         # no routes left behind: another pass through the model (a reference through the
         # same weights, on other rows) routes by itself
         rows = {key: value[:2] for key, value in batch.items()}
-        FSDPTrainEngine(model, "ref").compute_logprobs(rows, False)
+        FSDPTrainEngine(model, RoleSpec("ref")).compute_logprobs(rows, False)
     torch.testing.assert_close(weights[1], weights[0], rtol=0, atol=1e-6)

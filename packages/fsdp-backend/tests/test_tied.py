@@ -80,7 +80,7 @@ def test_a_step_at_one_rank_keeps_the_tie_and_equals_a_plain_torch_step(family):
     engine = ranks.make_engine(family, 0, {})
     model = engine.model
     embedding = model.model.embed_tokens.weight
-    trained = engine._trained_parameters()
+    trained = engine.training.parameters()
     assert sum(p is embedding for p in trained) == 1
     assert len(trained) == len(list(model.parameters())) == len(model.state_dict()) - 1
     reference = ranks.tied_model(family)  # the same seed: the same weights
@@ -107,7 +107,7 @@ def test_fsdp2_at_one_rank_keeps_the_tie_as_the_plain_model_does(monkeypatch):
     model = wrapped.model
     assert hasattr(model.lm_head.weight, "full_tensor")  # a DTensor: FSDP2 ran
     assert model.lm_head.weight is model.model.embed_tokens.weight
-    assert len(wrapped._trained_parameters()) == len(plain._trained_parameters())
+    assert len(wrapped.training.parameters()) == len(plain.training.parameters())
     wrapped.train_step(batch, ranks.nll)
     assert model.lm_head.weight is model.model.embed_tokens.weight
     ours, theirs = dict(wrapped.export_weights()), dict(plain.export_weights())
@@ -183,7 +183,7 @@ def test_two_gloo_ranks_keep_the_tie_through_steps_checkpoints_and_hf_export(
     tie = options.get("tie", True)
     first, second = run_ranks(warm_ranks, tmp_path, 2, family=family, **options)
     one = ranks.make_engine(family, 0, {"fused": options.get("fused"), "tie": tie})
-    assert first["model_params"] == first["optimizer_params"] == len(one._trained_parameters())
+    assert first["model_params"] == first["optimizer_params"] == len(one.training.parameters())
     batch = ranks.make_batch()
     one.train_step(batch, ranks.nll)
     expected = dict(one.export_weights())
@@ -237,7 +237,7 @@ def test_at_a_real_vocabulary_the_lookup_adds_its_rows_in_place_and_the_step_is_
     engine = ranks.make_engine("qwen2", 0, {})
     model = engine.model
     embedding = model.model.embed_tokens
-    assert isinstance(embedding.forward, functools.partial) and engine._fused()
+    assert isinstance(embedding.forward, functools.partial) and engine.passes.fused()
     batch = ranks.make_batch()
     with WholeTensorSums() as sums:
         engine.train_step(batch, ranks.nll)

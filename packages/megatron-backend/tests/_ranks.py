@@ -22,6 +22,7 @@ import torch  # noqa: E402
 from rl.core.config import OptimConfig  # noqa: E402
 from rl.core.engines import Rollouts  # noqa: E402
 from rl.core.micro_batches import MicroBatching  # noqa: E402
+from rl.core.role_spec import RoleSpec  # noqa: E402
 from rl.core.trainer.rollout_batch import build_batch  # noqa: E402
 from rl.megatron.config import MegatronConfig  # noqa: E402
 
@@ -105,13 +106,15 @@ def engine(model_type: str, layout: dict, role: str = "ref", packed: bool = True
         MegatronTrainEngine(
             model.config,
             lambda: iter(tensors.items()),
-            role,
-            megatron=MegatronConfig(**layout),
-            optim=None if role == "ref" else ACTOR_OPTIM,
-            mini_batch_size=8,
-            use_remove_padding=packed,
-            train_batching=MicroBatching(rows=3),
-            **kwargs,
+            RoleSpec(
+                role,
+                optim=None if role == "ref" else ACTOR_OPTIM,
+                mini_batch_size=8,
+                use_remove_padding=packed,
+                train_batching=MicroBatching(rows=3),
+                **kwargs,
+                backends={"megatron": MegatronConfig(**layout)},
+            ),
         ),
         model,
         tensors,
@@ -168,10 +171,9 @@ def scenario_train(layout: dict, model_type: str = "qwen2", steps: int = 2) -> d
 
         fsdp = FSDPTrainEngine(
             copy.deepcopy(reference(model_type)[0]),
-            "actor",
-            optim=ACTOR_OPTIM,
-            mini_batch_size=8,
-            train_batching=MicroBatching(rows=3),
+            RoleSpec(
+                "actor", optim=ACTOR_OPTIM, mini_batch_size=8, train_batching=MicroBatching(rows=3)
+            ),
         )
         out["fsdp_metrics"] = [fsdp.train_step(batch, token_mean_loss) for _ in range(steps)]
         out["fsdp_weights"] = dict(fsdp.export_weights())
@@ -280,12 +282,13 @@ def scenario_critic(layout: dict, model_type: str = "qwen2") -> dict:
     critic = MegatronTrainEngine(
         hf.config,
         lambda: iter(tensors.items()),
-        "critic",
-        megatron=MegatronConfig(**layout),
-        optim=CRITIC_OPTIM,
-        mini_batch_size=8,
-        train_batching=MicroBatching(rows=3),
-        section="critic",
+        RoleSpec(
+            "critic",
+            optim=CRITIC_OPTIM,
+            mini_batch_size=8,
+            train_batching=MicroBatching(rows=3),
+            backends={"megatron": MegatronConfig(**layout)},
+        ),
     )
     out: dict = {"values": critic.compute_values(batch), "mask": batch["response_mask"]}
     with torch.no_grad():
@@ -300,10 +303,12 @@ def scenario_critic(layout: dict, model_type: str = "qwen2") -> dict:
 
         fsdp = FSDPTrainEngine(
             copy.deepcopy(hf),
-            "critic",
-            optim=CRITIC_OPTIM,
-            mini_batch_size=8,
-            train_batching=MicroBatching(rows=3),
+            RoleSpec(
+                "critic",
+                optim=CRITIC_OPTIM,
+                mini_batch_size=8,
+                train_batching=MicroBatching(rows=3),
+            ),
         )
         out["fsdp_metrics"] = [fsdp.train_step(batch, value_loss) for _ in range(2)]
         out["fsdp_weights"] = dict(fsdp.export_weights())
@@ -328,7 +333,10 @@ def scenario_reads(layout: dict, model_type: str = "qwen2") -> dict:
         raise AssertionError("the folder, not a stream, must be read")
 
     mcore = MegatronTrainEngine(
-        model.config, no_stream, "ref", megatron=MegatronConfig(**layout), hf_folder=folder
+        model.config,
+        no_stream,
+        RoleSpec("ref", backends={"megatron": MegatronConfig(**layout)}),
+        hf_folder=folder,
     )
     batch = ragged_batch()
     with torch.no_grad():
@@ -372,11 +380,12 @@ def scenario_critic_from_dist(layout: dict, model_type: str = "qwen2") -> dict:
         return MegatronTrainEngine(
             hf.config,
             no_stream,
-            "critic",
-            megatron=MegatronConfig(**options),
-            optim=CRITIC_OPTIM,
-            mini_batch_size=8,
-            section="critic",
+            RoleSpec(
+                "critic",
+                optim=CRITIC_OPTIM,
+                mini_batch_size=8,
+                backends={"megatron": MegatronConfig(**options)},
+            ),
         )
 
     hf = hf_value_model(model_type)

@@ -168,13 +168,14 @@ def test_a_layout_shrinks_to_one_the_smaller_world_runs(hf, layout, world, expec
 def test_shared_prompts_are_refused_before_anything_starts():
     """`use_prefix_grouper` is rl-fsdp's: asked for with megatron, preflight names the key."""
     from rl.core.config import load_config
+    from rl.core.workers.build import role_spec
     from rl.megatron.engine import MegatronTrainEngine
 
     config = load_config(overrides=["actor.strategy=megatron", "actor.use_prefix_grouper=true"])
     with pytest.raises(ConfigError, match=r"actor.use_prefix_grouper = true is not supported"):
-        MegatronTrainEngine.preflight(config, "actor")
+        MegatronTrainEngine.preflight(role_spec(config, "actor"), 1)
     auto = load_config(overrides=["actor.strategy=megatron"])
-    MegatronTrainEngine.preflight(auto, "actor")  # null: nothing asked, nothing refused
+    MegatronTrainEngine.preflight(role_spec(auto, "actor"), 1)  # null: nothing refused
 
 
 @pytest.mark.parametrize("key", ["param_offload", "grad_offload", "optimizer_offload"])

@@ -56,15 +56,18 @@ def model(tokenizer, family="qwen2", tie=True, seed=0):
 
 
 def trainer(tokenizer, family="qwen2", tie=True, seed=1):
+    from rl.core.role_spec import RoleSpec
     from rl.fsdp.engine import FSDPTrainEngine
 
     return FSDPTrainEngine(
         model(tokenizer, family, tie, seed),
-        "actor",
-        optim=OptimConfig(lr=3e-2),
-        mini_batch_size=8,
-        micro_batch_size=8,
-        temperature=0.9,
+        RoleSpec(
+            "actor",
+            optim=OptimConfig(lr=3e-2),
+            mini_batch_size=8,
+            micro_batch_size=8,
+            temperature=0.9,
+        ),
     )
 
 

@@ -22,6 +22,7 @@ from rl.core.algorithms.importance import mismatch_metrics
 from rl.core.config import OptimConfig
 from rl.core.engines import SamplingParams
 from rl.core.models.routing_replay import NO_ROUTE, RoutingReplayError
+from rl.core.role_spec import RoleSpec
 from rl.core.trainer.rollout_batch import build_batch
 from rl.fsdp.engine import FSDPTrainEngine
 from rl.rollout.hf import HFRolloutEngine
@@ -95,7 +96,9 @@ def rollout_batch(model, tokenizer, prompts, dtype, record):
 def gap(model, batch, mode):
     """Mean |log p_trainer - log p_rollout| over the response tokens, and the trainer's
     own routes (R2 records them) or None."""
-    trainer = FSDPTrainEngine(model, "actor", optim=OptimConfig(lr=1e-5), router_replay=mode)
+    trainer = FSDPTrainEngine(
+        model, RoleSpec("actor", optim=OptimConfig(lr=1e-5), router_replay=mode)
+    )
     out = trainer.compute_logprobs(batch, False)
     metrics = mismatch_metrics(out.logprobs, batch["rollout_logprobs"], batch["response_mask"])
     return metrics["mismatch/abs_logprob_diff"], out.routed_experts

@@ -35,16 +35,19 @@ def tokenizer(config):
 @pytest.fixture(scope="module")
 def actor(config, tokenizer):
     # built before the engine, as the trainer does (its process group comes first)
+    from rl.core.role_spec import RoleSpec
     from rl.fsdp.engine import FSDPTrainEngine
 
     model = load_causal_lm(config.model, tokenizer, seed=3)
     return FSDPTrainEngine(
         model,
-        "actor",
-        optim=OptimConfig(lr=3e-2),
-        mini_batch_size=8,
-        micro_batch_size=8,
-        temperature=0.8,
+        RoleSpec(
+            "actor",
+            optim=OptimConfig(lr=3e-2),
+            mini_batch_size=8,
+            micro_batch_size=8,
+            temperature=0.8,
+        ),
     )
 
 

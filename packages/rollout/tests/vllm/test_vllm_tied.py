@@ -58,17 +58,20 @@ def tied_model(tokenizer, family, seed, tie=True):
 def setup(request, tmp_path_factory):
     """The trainer (built first: its process group comes before vLLM's), its HF export,
     and a vLLM engine that loads that folder's real weights."""
+    from rl.core.role_spec import RoleSpec
     from rl.fsdp.engine import FSDPTrainEngine
     from rl.rollout.vllm import VLLMRolloutEngine
 
     family, tokenizer = request.param, build_char_tokenizer()
     actor = FSDPTrainEngine(
         tied_model(tokenizer, family, seed=1),
-        "actor",
-        optim=OptimConfig(lr=3e-2),
-        mini_batch_size=8,
-        micro_batch_size=8,
-        temperature=TEMPERATURE,
+        RoleSpec(
+            "actor",
+            optim=OptimConfig(lr=3e-2),
+            mini_batch_size=8,
+            micro_batch_size=8,
+            temperature=TEMPERATURE,
+        ),
     )
     folder = tmp_path_factory.mktemp(f"{family}-hf")
     actor.save_hf(str(folder), tokenizer)

@@ -22,6 +22,7 @@ SHAPES = {"qwen2.5-0.5b": 128, "qwen3-0.6b": 256, "llama-3.2-1b": 128}
 
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_syncs_into_dummy_weights_give_the_trainers_logprobs(model_folder, shape):
+    from rl.core.role_spec import RoleSpec
     from rl.fsdp.engine import FSDPTrainEngine
     from rl.rollout.vllm import VLLMRolloutEngine
 
@@ -39,7 +40,7 @@ def test_syncs_into_dummy_weights_give_the_trainers_logprobs(model_folder, shape
     tokenizer = load_tokenizer(config.model)
     model = load_causal_lm(config.model, tokenizer)
     assert model.lm_head.weight is model.model.embed_tokens.weight
-    actor = FSDPTrainEngine(model, "actor", optim=OptimConfig(lr=1e-3), temperature=1.0)
+    actor = FSDPTrainEngine(model, RoleSpec("actor", optim=OptimConfig(lr=1e-3), temperature=1.0))
     engine = VLLMRolloutEngine.from_config(config, tokenizer)
     try:
         prompts = [tokenizer(text).input_ids for text in ("What is 3+4?", "Name a colour.")]

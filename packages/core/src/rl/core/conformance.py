@@ -4,7 +4,7 @@ A backend's test suite calls `check_train_engine(name, folder)` or
 `check_rollout_engine(name)` for each engine it registers (rl-fsdp, rl-megatron and
 rl-rollout do, parametrised over their entries in the registry); a new backend passes
 them or is not registered. The checks build the engine the way a run does (registry ->
-`from_config` on the built-in tiny model) and hold it to what `rl.core.engines` promises,
+`from_spec` on the built-in tiny model) and hold it to what `rl.core.engines` promises,
 each against an independent computation: a plain `transformers` forward, a second engine,
 the files written. Plain functions raising `AssertionError`: no test framework needed.
 """

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
+
+if TYPE_CHECKING:
+    from rl.core.role_spec import RoleSpec
 
 SEED_LIMIT = 2**63  # per-sample seeds fit a signed 64-bit generator seed (torch, vLLM)
 
@@ -165,19 +168,10 @@ class TrainEngine(Protocol):
     declared."""
 
     @classmethod
-    def from_config(
-        cls,
-        config: Any,
-        role: str,
-        tokenizer: Any,
-        total_steps: int = 1,
-        responses_per_prompt: int = 1,
-        section: Any = None,
-        temperature: float | None = None,
-    ) -> TrainEngine:
-        """The `role` engine ("actor", "ref", "critic") from config (`actor.*` or
-        `critic.*`, or `section` in their place); log-probs use `rollout.temperature`
-        unless `temperature` is given."""
+    def from_spec(cls, spec: RoleSpec, tokenizer: Any) -> TrainEngine:
+        """The engine of `spec.role` ("actor", "ref", "critic") from what `spec` says (its
+        model, optimizer, batching, backend section); the engine reads nothing else of the
+        config (`rl.core.role_spec`)."""
         ...
 
     def compute_logprobs(
@@ -270,10 +264,10 @@ class Offloading(Protocol):
         ...
 
     @classmethod
-    def offload_keys(cls, config: Any, role: str) -> tuple[str, ...]:
+    def offload_keys(cls, spec: RoleSpec) -> tuple[str, ...]:
         """The config keys (dotted, e.g. `actor.fsdp_config.param_offload`) that ask the
-        `role` engine to offload in this config: empty when none does. Read before any
-        engine is built (a mode that overlaps roles refuses them by name)."""
+        engine of `spec` to offload: empty when none does. Read before any engine is built
+        (a mode that overlaps roles refuses them by name)."""
         ...
 
     def offload(self) -> None:
@@ -345,13 +339,23 @@ class Closable(Protocol):
 
 
 class Preflighted(Protocol):
-    """An engine class with checks of its own on the config, run before any model loads
-    (a parallel layout against the model's shapes and the devices, the engine's limits)."""
+    """A train engine class with checks of its own on a role's settings, run before any
+    model loads (a parallel layout against the model's shapes and the devices)."""
 
     @classmethod
-    def preflight(cls, config: Any, role: str) -> None:
-        """Raise `ConfigError` naming the key and the fix; `role` is the role it will serve
-        ("actor", "critic", "rollout")."""
+    def preflight(cls, spec: RoleSpec, world: int) -> None:
+        """Raise `ConfigError` naming the key and the fix; `world` is the number of ranks
+        the role will run on."""
+        ...
+
+
+class PreflightedRollout(Protocol):
+    """A rollout engine class with checks of its own on the config (its limits), run
+    before any model loads."""
+
+    @classmethod
+    def preflight(cls, config: Any) -> None:
+        """Raise `ConfigError` naming the key and the fix."""
         ...
 
 
@@ -359,14 +363,14 @@ class Replicated(Protocol):
     """A train engine class whose model copy spans several consecutive ranks."""
 
     @classmethod
-    def replica_size(cls, config: Any, role: str) -> int:
-        """Ranks that hold one copy of `role`'s model between them and take the same rows
+    def replica_size(cls, spec: RoleSpec) -> int:
+        """Ranks that hold one copy of the role's model between them and take the same rows
         (Ulysses' group, megatron's TP x CP x PP); 1 when not declared."""
         ...
 
     @classmethod
-    def fit_world(cls, config: Any, role: str, world: int) -> dict[str, Any]:
-        """The overrides (our dotted key -> value) that shrink `role`'s parallel sizes to a
+    def fit_world(cls, spec: RoleSpec, world: int) -> dict[str, Any]:
+        """The overrides (our dotted key -> value) that shrink the role's parallel sizes to a
         layout that `world` ranks can run, e.g. {"actor.ulysses_sequence_parallel_size": 1};
         {} when the layout fits already. Preflight prints them when a run asks for more
         devices than it gets."""
@@ -402,6 +406,6 @@ CAPABILITIES: dict[str, tuple[type, ...]] = {
         ReplaysRoutes,
         HasAdapters,
     ),
-    "rollout": (SharesWeights, Closable, Preflighted, RecordsRoutes, ScoresTokens),
+    "rollout": (SharesWeights, Closable, PreflightedRollout, RecordsRoutes, ScoresTokens),
 }
 CONTRACTS: dict[str, type] = {"train": TrainEngine, "rollout": RolloutEngine}

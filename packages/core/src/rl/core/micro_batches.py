@@ -14,13 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 import torch.distributed as dist
 
 from rl.core.batch import batch_size, select
-from rl.core.config import Config
 
 
 def mini_batches(
@@ -78,33 +76,3 @@ def _max_over_ranks(count: int, group: dist.ProcessGroup | None) -> int:
         value = value.cuda()
     dist.all_reduce(value, op=dist.ReduceOp.MAX, group=group)
     return int(value.item())
-
-
-def micro_batching(config: Config, role: str, section: Any) -> tuple[MicroBatching, MicroBatching]:
-    """(updates, forward-only passes) micro-batching of `role` from its config keys (verl's
-    names: `ppo_max_token_len_per_gpu`, `log_prob_max_token_len_per_gpu`, ...)."""
-    if role == "critic":
-        critic = config.critic
-        rows = critic.ppo_micro_batch_size_per_gpu
-        if not critic.use_dynamic_bsz:
-            return MicroBatching(rows), MicroBatching(rows)
-        return (
-            MicroBatching(
-                rows, critic.ppo_max_token_len_per_gpu, "critic.ppo_max_token_len_per_gpu"
-            ),
-            MicroBatching(
-                rows, critic.forward_max_token_len_per_gpu, "critic.forward_max_token_len_per_gpu"
-            ),
-        )
-    log_prob = config.ref if role == "ref" else config.rollout
-    prefix = "ref" if role == "ref" else "rollout"
-    forward = MicroBatching(
-        log_prob.log_prob_micro_batch_size_per_gpu,
-        log_prob.log_prob_max_token_len_per_gpu if log_prob.log_prob_use_dynamic_bsz else None,
-        f"{prefix}.log_prob_max_token_len_per_gpu",
-    )
-    budget = section.ppo_max_token_len_per_gpu if section.use_dynamic_bsz else None
-    train = MicroBatching(
-        section.ppo_micro_batch_size_per_gpu, budget, "actor.ppo_max_token_len_per_gpu"
-    )
-    return train, forward

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from rl.core.config import Config, ConfigError
+from rl.core.config import ConfigError
 from rl.megatron.config import MegatronConfig
 from rl.megatron.convert import load_dist_model
 from rl.megatron.layouts import LayoutConverter
@@ -144,18 +144,18 @@ def load_initial_weights(
     return read
 
 
-def hf_folder(config: Config) -> Path | None:
+def hf_folder(model: Any) -> Path | None:
     """`model.path` when it is a folder of safetensors files (read slice by slice)."""
     from rl.core.models import model_source
 
-    source = model_source(config.model)
+    source = model_source(model)
     if source is not None and any(Path(source).glob("*.safetensors")):
         return Path(source)
     return None
 
 
 def hf_weights(
-    config: Config, tokenizer: Any, critic: bool = False
+    model_config: Any, seed: int, tokenizer: Any, critic: bool = False
 ) -> Iterator[tuple[str, torch.Tensor]]:
     """The tensors of `model.path` loaded whole (the built-in model, or a checkpoint
     without safetensors; `hf_folder` covers the rest), one at a time; for the `critic`
@@ -165,5 +165,5 @@ def hf_weights(
     from rl.core.weight_sync.ties import tied_aliases, without_aliases
 
     load = load_value_model if critic else load_causal_lm
-    model = load(config.model, tokenizer, seed=config.trainer.seed)
+    model = load(model_config, tokenizer, seed=seed)
     yield from without_aliases(model.state_dict().items(), tied_aliases(model))

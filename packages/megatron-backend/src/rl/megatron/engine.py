@@ -22,12 +22,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 import torch.distributed as dist
 
-from rl.core.config import Config, ConfigError, OptimConfig
+from rl.core.config import ConfigError
 from rl.core.distributed import ensure_process_group
 from rl.core.engines import (
     ExportsHF,
@@ -38,7 +38,8 @@ from rl.core.engines import (
     Replicated,
     TrainEngine,
 )
-from rl.core.micro_batches import MicroBatching, micro_batching, mini_batches
+from rl.core.micro_batches import mini_batches
+from rl.core.role_spec import RoleSpec
 from rl.megatron import cpu_mode
 from rl.megatron.build import DTYPES, build_chunks, hf_folder, hf_weights, load_initial_weights
 from rl.megatron.checkpoint import Checkpoints
@@ -52,7 +53,7 @@ from rl.megatron.parallel import check_layout, fit_world, init_model_parallel
 from rl.megatron.schedule import PipelineSchedule
 from rl.megatron.update import TrainSteps
 
-Role = Literal["actor", "ref", "critic"]
+SECTION = "megatron"  # the backend section this engine reads (`actor.megatron`)
 OFFLOAD_KEYS = ("param_offload", "grad_offload", "optimizer_offload")
 
 
@@ -66,38 +67,25 @@ class MegatronTrainEngine(TrainEngine, Offloading, ExportsHF, Preflighted, Repli
         self,
         hf_config: Any,
         hf_weights: Callable[[], Iterable[tuple[str, torch.Tensor]]],
-        role: Role,
-        megatron: MegatronConfig | None = None,
-        device: str = "cpu",
-        dtype: str = "float32",
-        optim: OptimConfig | None = None,
-        total_steps: int = 1,
-        mini_batch_size: int = 8,
-        ppo_epochs: int = 1,
-        shuffle: bool = False,
-        temperature: float = 1.0,
-        seed: int = 0,
-        use_remove_padding: bool = True,
-        train_batching: MicroBatching | None = None,
-        forward_batching: MicroBatching | None = None,
-        section: str = "actor",
+        spec: RoleSpec,
         hf_folder: Path | None = None,
     ) -> None:
-        self.role, self.section = role, section
-        self.device = torch.device(device)
-        self.m = megatron or MegatronConfig()
+        self.role_spec, self.role, self.section = spec, spec.role, spec.section
+        self.device = torch.device(spec.device)
+        self.m = spec.backend(SECTION, MegatronConfig)
+        section, seed = spec.section, spec.seed
         ensure_process_group(self.device.type)
         cpu_mode.install_for(self.device)  # megatron-core on CPU: the debug mode; never on CUDA
-        check_layout(hf_config, self.m, dist.get_world_size(), section, use_remove_padding)
+        check_layout(hf_config, self.m, dist.get_world_size(), section, spec.use_remove_padding)
         init_model_parallel(self.m)
         from megatron.core import parallel_state as ps
 
         self.ps = ps
-        self.dtype = DTYPES[self.m.dtype or dtype]
+        self.dtype = DTYPES[self.m.dtype or spec.dtype]
         self.spec = resolve_spec("auto")
         self.hf_config = hf_config
         self.converter = converter_for(hf_config, spec=self.spec)
-        critic = role == "critic"
+        critic = spec.kind.values
         # the random init is overwritten below; the run's random stream stays untouched
         with torch.random.fork_rng(devices=[]):
             self.chunks, self.tf_config = build_chunks(
@@ -106,27 +94,36 @@ class MegatronTrainEngine(TrainEngine, Offloading, ExportsHF, Preflighted, Repli
         self.weights_read = load_initial_weights(  # the HF blocks read (slices)
             self.chunks, self.m, self.converter, hf_config, seed, critic, hf_folder, hf_weights
         )
-        self.mini_batch_size, self.ppo_epochs, self.shuffle = mini_batch_size, ppo_epochs, shuffle
-        self.train_batching = train_batching or MicroBatching(rows=8)
-        self.forward_batching = forward_batching or self.train_batching
+        self.mini_batch_size, self.ppo_epochs, self.shuffle = (
+            spec.mini_batch_size,
+            spec.ppo_epochs,
+            spec.shuffle,
+        )
+        self.train_batching, self.forward_batching = spec.updates, spec.forwards
         self.generator = torch.Generator().manual_seed(seed)
         self.optimizer: Any = None
         self.lr_scheduler: Any = None
-        if role == "ref":
+        if not spec.kind.trains:
             for chunk in self.chunks:
                 chunk.requires_grad_(False)
         else:
-            assert optim is not None, f"the {role} engine needs an optimizer config"
+            assert spec.optim is not None, f"the {spec.role} engine needs an optimizer config"
             self.chunks, self.optimizer, self.lr_scheduler = make_training(
-                self.chunks, self.tf_config, self.m, optim, total_steps, self.dtype, section
+                self.chunks,
+                self.tf_config,
+                self.m,
+                spec.optim,
+                spec.total_steps,
+                self.dtype,
+                section,
             )
         self._schedule = PipelineSchedule(
             self.chunks,
             self.m,
             self.tf_config,
             critic,
-            use_remove_padding,
-            temperature,
+            spec.use_remove_padding,
+            spec.temperature,
             self.device,
         )
         self._steps = (
@@ -143,77 +140,44 @@ class MegatronTrainEngine(TrainEngine, Offloading, ExportsHF, Preflighted, Repli
     # --- from config ------------------------------------------------------------------
 
     @classmethod
-    def from_config(
-        cls,
-        config: Config,
-        role: Role,
-        tokenizer: Any,
-        total_steps: int = 1,
-        responses_per_prompt: int = 1,
-        section: Any = None,
-        temperature: float | None = None,
-    ) -> MegatronTrainEngine:
-        """Build the `role` engine from config (`actor.*`, or `section`); the reference
-        uses the actor's `megatron` layout."""
+    def from_spec(cls, spec: RoleSpec, tokenizer: Any) -> MegatronTrainEngine:
+        """The engine of `spec`, starting from `model.path`'s safetensors folder or the
+        tensors of the model it names (the reference uses the actor's `megatron` layout)."""
         from rl.core.models import load_model_config
 
-        name = "critic" if role == "critic" else "actor"
-        if section is None:
-            section = config.critic if role == "critic" else config.actor
-        _refuse_prefix_grouper(section, name)
-        train, forward = micro_batching(config, role, section)
+        _refuse_prefix_grouper(spec)
         return cls(
-            load_model_config(config.model, tokenizer),
-            partial(hf_weights, config, tokenizer, role == "critic"),
-            role,
-            megatron=(config.critic if role == "critic" else config.actor).megatron,
-            device=config.trainer.device,
-            dtype=config.model.dtype,
-            optim=None if role == "ref" else section.optim,
-            total_steps=total_steps,
-            mini_batch_size=section.ppo_mini_batch_size * responses_per_prompt,
-            ppo_epochs=section.ppo_epochs,
-            shuffle=getattr(section, "shuffle", False),
-            temperature=config.rollout.temperature if temperature is None else temperature,
-            seed=config.trainer.seed,
-            use_remove_padding=section.use_remove_padding,
-            train_batching=train,
-            forward_batching=forward,
-            section=name,
-            hf_folder=hf_folder(config),
+            load_model_config(spec.model, tokenizer),
+            partial(hf_weights, spec.model, spec.seed, tokenizer, spec.kind.values),
+            spec,
+            hf_folder=hf_folder(spec.model),
         )
 
     @classmethod
-    def preflight(cls, config: Config, role: str) -> None:
+    def preflight(cls, spec: RoleSpec, world: int) -> None:
         """The layout against the model's shapes and the world, before any process starts."""
         from rl.core.models import load_model_config, load_tokenizer
 
-        if config.model.lora_rank > 0 and role != "critic":
+        if spec.lora is not None:
             raise ConfigError(
-                f"model.lora_rank = {config.model.lora_rank}: LoRA on the megatron engine is "
+                f"model.lora_rank = {spec.model.lora_rank}: LoRA on the megatron engine is "
                 "not in rl; the FSDP engine has it (actor.strategy=fsdp)"
             )
-
-        world = 1
-        if config.trainer.launcher == "ray":
-            from rl.core.workers.launch import ray_world
-
-            world = ray_world(config)[0]
-        hf_config = load_model_config(config.model, load_tokenizer(config.model))
-        section = getattr(config, role)
-        _refuse_prefix_grouper(section, role)
-        check_layout(hf_config, section.megatron, world, role, section.use_remove_padding)
+        hf_config = load_model_config(spec.model, load_tokenizer(spec.model))
+        _refuse_prefix_grouper(spec)
+        megatron = spec.backend(SECTION, MegatronConfig)
+        check_layout(hf_config, megatron, world, spec.section, spec.use_remove_padding)
 
     @classmethod
-    def replica_size(cls, config: Config, role: str) -> int:
+    def replica_size(cls, spec: RoleSpec) -> int:
         """Consecutive ranks that hold one model copy between them and share its rows."""
-        return (config.critic if role == "critic" else config.actor).megatron.model_parallel_size
+        return spec.backend(SECTION, MegatronConfig).model_parallel_size
 
     @classmethod
-    def fit_world(cls, config: Config, role: str, world: int) -> dict[str, Any]:
+    def fit_world(cls, spec: RoleSpec, world: int) -> dict[str, Any]:
         """TP, CP, PP, EP (and what depends on them) shrunk to a layout of `world` ranks."""
-        name = "critic" if role == "critic" else "actor"
-        return fit_world(getattr(config, name).megatron, world, f"{name}.megatron")
+        megatron = spec.backend(SECTION, MegatronConfig)
+        return fit_world(megatron, world, f"{spec.section}.{SECTION}")
 
     # --- forward and update -----------------------------------------------------------
 
@@ -241,7 +205,7 @@ class MegatronTrainEngine(TrainEngine, Offloading, ExportsHF, Preflighted, Repli
     def compute_values(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
         """A critic's values of the response positions: float32 [B, R], in the caller's
         order (every rank of a model copy returns them)."""
-        assert self.role == "critic", f"compute_values on the {self.role} engine"
+        assert self.role_spec.kind.values, f"compute_values on the {self.role} engine"
         with torch.no_grad():
             return self._schedule.forward_only(
                 batch, self.forward_batching, lambda values: {"values": values}
@@ -288,13 +252,12 @@ class MegatronTrainEngine(TrainEngine, Offloading, ExportsHF, Preflighted, Repli
     # --- colocation -------------------------------------------------------------------
 
     @classmethod
-    def offload_keys(cls, config: Config, role: str) -> tuple[str, ...]:
+    def offload_keys(cls, spec: RoleSpec) -> tuple[str, ...]:
         """`<section>.megatron.param_offload` / `grad_offload` / `optimizer_offload` where
         they are on (the reference uses the actor's section and has no optimizer)."""
-        section = "critic" if role == "critic" else "actor"
-        m = config.critic.megatron if section == "critic" else config.actor.megatron
-        keys = ("param_offload",) if role == "ref" else OFFLOAD_KEYS
-        return tuple(f"{section}.megatron.{key}" for key in keys if getattr(m, key))
+        m = spec.backend(SECTION, MegatronConfig)
+        keys = OFFLOAD_KEYS if spec.kind.trains else ("param_offload",)
+        return tuple(f"{spec.section}.{SECTION}.{key}" for key in keys if getattr(m, key))
 
     @property
     def offloads(self) -> bool:
@@ -312,9 +275,10 @@ class MegatronTrainEngine(TrainEngine, Offloading, ExportsHF, Preflighted, Repli
         self._offloader.onload()
 
 
-def _refuse_prefix_grouper(section: Any, name: str) -> None:
+def _refuse_prefix_grouper(spec: RoleSpec) -> None:
     """Shared prompts are rl-fsdp's (megatron packs each row whole)."""
-    if getattr(section, "use_prefix_grouper", None):
+    name = spec.section
+    if spec.use_prefix_grouper:
         raise ConfigError(
             f"{name}.use_prefix_grouper = true is not supported with {name}.strategy=megatron "
             "(rl-fsdp shares prompts; megatron packs each row whole): set it to null or false"

@@ -33,6 +33,7 @@ from rl.core.plan.memory import (
     state_bytes,
 )
 from rl.core.plan.model_dims import ModelDims, ParameterCounts, model_dims, parameter_counts
+from rl.core.role_spec import KINDS, role_section, section_name
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ def check_divisions(plan: Plan) -> None:
 
 
 def _train_batches(config: Config, role: str, ranks: int, per_copy: int) -> TrainBatches:
-    section: Any = config.critic if role == "critic" else config.actor
+    section: Any = role_section(config, role)
     data = config.data
     return TrainBatches(
         role=role,
@@ -155,12 +156,12 @@ def _role_memory(
 
 
 def _backend(config: Config, role: str, name: str) -> Any:
-    section: Any = config.critic if role == "critic" else config.actor
+    section: Any = role_section(config, role)
     return section.backends.get(name)
 
 
 def _sharding(config: Config, role: str, ranks: int, params: ParameterCounts) -> Sharding:
-    section: Any = config.critic if role == "critic" else config.actor
+    section: Any = role_section(config, role)
     if section.strategy == "megatron":
         m = _backend(config, role, "megatron")
         tp, pp = m.tensor_model_parallel_size, m.pipeline_model_parallel_size
@@ -176,7 +177,7 @@ def _sharding(config: Config, role: str, ranks: int, params: ParameterCounts) ->
 def _sequence_split(config: Config, role: str) -> int:
     """Ranks one row's tokens are split over: Ulysses, or megatron's TP × CP (sequence
     parallel)."""
-    section: Any = config.critic if role == "critic" else config.actor
+    section: Any = role_section(config, role)
     if section.strategy == "megatron":
         m = _backend(config, role, "megatron")
         return m.tensor_model_parallel_size * m.context_parallel_size
@@ -185,7 +186,7 @@ def _sequence_split(config: Config, role: str) -> int:
 
 def _offloads(config: Config, role: str) -> tuple[bool, bool]:
     """(parameters, optimizer) moved off the device between phases."""
-    owner = "critic" if role == "critic" else "actor"
+    owner = section_name(role)
     section: Any = getattr(config, owner)
     name = "megatron" if section.strategy == "megatron" else "fsdp_config"
     backend = _backend(config, owner, name)
@@ -197,7 +198,7 @@ def _offloads(config: Config, role: str) -> tuple[bool, bool]:
 
 
 def _offload_policy(config: Config, role: str) -> bool:
-    section: Any = config.critic if role == "critic" else config.actor
+    section: Any = role_section(config, role)
     if section.strategy == "megatron":
         return False
     return bool(getattr(_backend(config, role, "fsdp_config"), "offload_policy", False))
@@ -213,7 +214,8 @@ def _train_memory(
     config: Config, plan: Plan, role: str, layer: Layer, params: ParameterCounts
 ) -> RoleMemory:
     b = DTYPE_BYTES[config.model.dtype]
-    total = params.critic_total if role == "critic" else params.total
+    values = KINDS[role].values  # the critic: a value head, no vocabulary logits
+    total = params.critic_total if values else params.total
     sharding = _sharding(config, role, plan.layout.train_ranks, params)
     weights, grads, optim = state_bytes(total, b, sharding, with_optimizer=True)
     if _offload_policy(config, role) and config.trainer.device == "cuda":
@@ -225,7 +227,7 @@ def _train_memory(
     tokens = -(-batches.micro_tokens // split)
     acts = activation_bytes(layer, tokens, b, config.model.gradient_checkpointing)
     logits = 0
-    if role == "actor":
+    if not values:
         response = -(-batches.micro_response_tokens // split)
         logits = logits_bytes(
             layer.vocab, response, fused=_fused(config, layer.vocab), training=True

@@ -11,6 +11,7 @@ from rl.core.plan.build import DeviceGroup, Plan, check_divisions, make_plan
 from rl.core.plan.device_memory import GIB, kv_cache_space
 from rl.core.plan.memory import DTYPE_BYTES, kv_cache_bytes
 from rl.core.plan.model_dims import NoModelConfig
+from rl.core.role_spec import KINDS, section_name
 
 
 def check_plan(config: Config) -> Plan | None:
@@ -128,8 +129,8 @@ def _fix(config: Config, group: DeviceGroup) -> str:
     role = group.peak_role
     memory = group.phases[role]
     part = max(_PARTS, key=lambda name: getattr(memory, name))
-    owner = "critic" if role == "critic" else "actor"
-    if role == "ref":
+    owner = section_name(role)
+    if not KINDS[role].trains:  # the reference: a forward pass, no optimizer
         return "lower ref.log_prob_micro_batch_size_per_gpu, or actor.use_fused_kernels=true"
     strategy = "megatron" if getattr(config, owner).strategy == "megatron" else "fsdp"
     fix = _FIXES[part].format(owner=owner, shard=_SHARD[strategy].format(owner=owner))

@@ -130,13 +130,11 @@ def build_sft_engine(config: Config, tokenizer: Any, total_steps: int | None = N
         ppo_epochs=1,
         shuffle=False,
     )
-    engine_class = load_engine_class(config.actor.strategy, "train")
-    return engine_class.from_config(
-        config,
-        "actor",
-        tokenizer,
-        total_steps=max(config.sft.steps if total_steps is None else total_steps, 1),
-        responses_per_prompt=1,
-        section=section,
-        temperature=1.0,
+    from rl.core.workers.build import role_spec
+
+    steps = max(config.sft.steps if total_steps is None else total_steps, 1)
+    spec = role_spec(
+        config, "actor", steps, settings=section, responses_per_prompt=1, temperature=1.0
     )
+    engine_class = load_engine_class(config.actor.strategy, "train")
+    return engine_class.from_spec(spec, tokenizer)

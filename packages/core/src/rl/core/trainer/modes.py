@@ -9,7 +9,7 @@ from rl.core.config import Config
 from rl.core.engine_contract import declares
 from rl.core.engines import Offloading
 from rl.core.errors import ConfigError
-from rl.core.workers.build import train_engine_class
+from rl.core.workers.build import role_spec, train_engine_class
 
 
 def check(config: Config) -> None:
@@ -31,7 +31,8 @@ def check(config: Config) -> None:
         )
     for role in ("actor", "critic") if config.uses_critic else ("actor",):
         engine_class = train_engine_class(config, role)
-        keys = engine_class.offload_keys(config, role) if declares(engine_class, Offloading) else ()
+        offloading = declares(engine_class, Offloading)
+        keys = engine_class.offload_keys(role_spec(config, role)) if offloading else ()
         if keys:
             raise ConfigError(
                 f"{keys[0]} with trainer.mode: {trainer.mode}: the rollout generates while "

@@ -21,7 +21,7 @@ from rl.core.config.paths import python_file, user_path
 from rl.core.data.reader import SUPPORTED
 from rl.core.demo import BUILTIN_DATA, is_builtin
 from rl.core.engine_contract import declares
-from rl.core.engines import ExportsHF, Preflighted, ScoresTokens
+from rl.core.engines import ExportsHF, PreflightedRollout, ScoresTokens
 from rl.core.imports import MissingDependencyError, is_installed
 from rl.core.models.loading import check_model_folder, check_model_path
 from rl.core.registry import check_engine
@@ -188,12 +188,9 @@ def _train_engines(config: Config) -> None:
 def _engine_checks(config: Config, role: str) -> Any:
     """The train engine's own checks of the config (a parallel layout against the model's
     shapes and the world) when its class declares `Preflighted`; returns the class."""
-    from rl.core.workers.build import train_engine_class
+    from rl.core.workers.build import preflight_train_engine
 
-    engine_class = train_engine_class(config, role)
-    if declares(engine_class, Preflighted):
-        engine_class.preflight(config, role)
-    return engine_class
+    return preflight_train_engine(config, role)
 
 
 def _launcher(config: Config) -> None:
@@ -228,8 +225,8 @@ def _rl_engines(config: Config) -> None:
     from rl.core.registry import load_engine_class
 
     engine_class = load_engine_class(config.rollout.name, "rollout", key="rollout.name")
-    if declares(engine_class, Preflighted):  # the engine's own limits
-        engine_class.preflight(config, "rollout")
+    if declares(engine_class, PreflightedRollout):  # the engine's own limits
+        engine_class.preflight(config)
     if config.model.lora_rank > 0 and not declares(engine_class, ScoresTokens):
         raise ConfigError(  # each LoRA sync is checked by the probe (trainer.sync_probe)
             f"model.lora_rank > 0 with rollout.name = {config.rollout.name}: that engine cannot "

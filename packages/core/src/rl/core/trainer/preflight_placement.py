@@ -262,9 +262,7 @@ def _all(value: Any) -> bool:
 def _passes(config: Config, local: bool, with_rl_roles: bool) -> None:
     """The checks a shrunk config must pass: the placement, the ranks per model copy and
     the batch split, the rollout's devices, and the train engines' own layout checks."""
-    from rl.core.engine_contract import declares
-    from rl.core.engines import Preflighted
-    from rl.core.workers.build import train_engine_class
+    from rl.core.workers.build import preflight_train_engine
 
     cluster_placement(config)
     if local:
@@ -274,6 +272,4 @@ def _passes(config: Config, local: bool, with_rl_roles: bool) -> None:
     if with_rl_roles:
         check_rollout_devices(config)
     for role in ("actor", "critic") if with_rl_roles and config.uses_critic else ("actor",):
-        engine_class = train_engine_class(config, role)
-        if declares(engine_class, Preflighted):
-            engine_class.preflight(config, role)
+        preflight_train_engine(config, role)

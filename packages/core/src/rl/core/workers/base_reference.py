@@ -23,7 +23,7 @@ class BaseReference(TrainEngine):
         self.actor = actor
 
     @classmethod
-    def from_config(cls, *args: Any, **kwargs: Any) -> BaseReference:
+    def from_spec(cls, *args: Any, **kwargs: Any) -> BaseReference:
         raise TypeError("BaseReference is built from the actor engine (BaseReference(actor))")
 
     def compute_logprobs(

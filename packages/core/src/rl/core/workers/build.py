@@ -7,17 +7,100 @@ from typing import Any
 
 from rl.core.config import Config
 from rl.core.engine_contract import declares
-from rl.core.engines import RecordsRoutes, ReplaysRoutes, RolloutEngine, TrainEngine
+from rl.core.engines import (
+    Preflighted,
+    RecordsRoutes,
+    ReplaysRoutes,
+    RolloutEngine,
+    TrainEngine,
+)
+from rl.core.micro_batches import MicroBatching
+from rl.core.models.lora import LoraSettings
 from rl.core.models.routing_replay import RoutingReplayError
 from rl.core.registry import load_engine_class
+from rl.core.role_spec import RoleSpec, role_section, section_name
 
 
 def train_engine_class(config: Config, role: str) -> Any:
     """The class of the `role` engine ("actor", "ref", "critic"): `actor.strategy`'s, the
     critic's `critic.strategy`'s."""
-    section = "critic" if role == "critic" else "actor"
-    strategy = config.critic.strategy if section == "critic" else config.actor.strategy
+    section = section_name(role)
+    strategy = role_section(config, role).strategy
     return load_engine_class(strategy, "train", key=f"{section}.strategy")
+
+
+def role_spec(
+    config: Config,
+    role: str,
+    total_steps: int = 1,
+    *,
+    settings: Any = None,
+    responses_per_prompt: int | None = None,
+    temperature: float | None = None,
+) -> RoleSpec:
+    """What the `role` engine ("actor", "ref", "critic") is built from, out of the config:
+    its section's keys (`settings` in their place: SFT's), mini-batches of
+    `ppo_mini_batch_size` × `responses_per_prompt` rows (`rollout.n` by default), log-probs
+    at `rollout.temperature` unless `temperature` is given."""
+    if settings is None:
+        settings = role_section(config, role)
+    kind_policy = role == "actor"
+    n = config.rollout.n if responses_per_prompt is None else responses_per_prompt
+    train, forward = micro_batching(config, role, settings)
+    return RoleSpec(
+        role=role,  # type: ignore[arg-type]
+        model=config.model,
+        device=config.trainer.device,
+        dtype=config.model.dtype,
+        seed=config.trainer.seed,
+        optim=settings.optim if role != "ref" else None,
+        total_steps=total_steps,
+        mini_batch_size=settings.ppo_mini_batch_size * n,
+        micro_batch_size=settings.ppo_micro_batch_size_per_gpu,
+        ppo_epochs=settings.ppo_epochs,
+        shuffle=getattr(settings, "shuffle", False),
+        temperature=config.rollout.temperature if temperature is None else temperature,
+        use_fused_kernels=getattr(settings, "use_fused_kernels", None),
+        use_remove_padding=settings.use_remove_padding,
+        use_prefix_grouper=settings.use_prefix_grouper,
+        train_batching=train,
+        forward_batching=forward,
+        sequence_parallel_size=role_section(config, role).ulysses_sequence_parallel_size,
+        router_replay=config.actor.router_replay.mode,
+        lora=LoraSettings.of(config.model) if kind_policy else None,
+        lora_save_merged=config.model.lora_save_merged,
+        backends=dict(role_section(config, role).backends),
+    )
+
+
+def micro_batching(config: Config, role: str, section: Any) -> tuple[MicroBatching, MicroBatching]:
+    """(updates, forward-only passes) micro-batching of `role` from its config keys (verl's
+    names: `ppo_max_token_len_per_gpu`, `log_prob_max_token_len_per_gpu`, ...)."""
+    if role == "critic":
+        critic = config.critic
+        rows = critic.ppo_micro_batch_size_per_gpu
+        if not critic.use_dynamic_bsz:
+            return MicroBatching(rows), MicroBatching(rows)
+        return (
+            MicroBatching(
+                rows, critic.ppo_max_token_len_per_gpu, "critic.ppo_max_token_len_per_gpu"
+            ),
+            MicroBatching(
+                rows, critic.forward_max_token_len_per_gpu, "critic.forward_max_token_len_per_gpu"
+            ),
+        )
+    log_prob = config.ref if role == "ref" else config.rollout
+    prefix = "ref" if role == "ref" else "rollout"
+    forward = MicroBatching(
+        log_prob.log_prob_micro_batch_size_per_gpu,
+        log_prob.log_prob_max_token_len_per_gpu if log_prob.log_prob_use_dynamic_bsz else None,
+        f"{prefix}.log_prob_max_token_len_per_gpu",
+    )
+    budget = section.ppo_max_token_len_per_gpu if section.use_dynamic_bsz else None
+    train = MicroBatching(
+        section.ppo_micro_batch_size_per_gpu, budget, "actor.ppo_max_token_len_per_gpu"
+    )
+    return train, forward
 
 
 def build_train_engine(config: Config, role: str, tokenizer: Any, total_steps: int) -> TrainEngine:
@@ -29,10 +112,23 @@ def build_train_engine(config: Config, role: str, tokenizer: Any, total_steps: i
         from rl.core.workers.teacher import teacher_config
 
         config, role = teacher_config(config, tokenizer), "ref"
-    engine: TrainEngine = train_engine_class(config, role).from_config(
-        config, role, tokenizer, total_steps=total_steps, responses_per_prompt=config.rollout.n
-    )
+    spec = role_spec(config, role, total_steps)
+    engine: TrainEngine = train_engine_class(config, role).from_spec(spec, tokenizer)
     return engine
+
+
+def preflight_train_engine(config: Config, role: str) -> Any:
+    """The `role` train engine's own checks of its settings (a parallel layout against the
+    model's shapes and the world) when its class declares `Preflighted`; returns the class."""
+    engine_class = train_engine_class(config, role)
+    if declares(engine_class, Preflighted):
+        world = 1
+        if config.trainer.launcher == "ray":
+            from rl.core.workers.launch import ray_world
+
+            world = ray_world(config)[0]
+        engine_class.preflight(role_spec(config, role), world)
+    return engine_class
 
 
 def build_rollout_engine(config: Config, tokenizer: Any) -> RolloutEngine:

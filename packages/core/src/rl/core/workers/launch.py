@@ -119,10 +119,12 @@ def replica_size(config: Config, role: str) -> int:
     its class declares `Replicated`, else 1."""
     from rl.core.engine_contract import declares
     from rl.core.engines import Replicated
-    from rl.core.workers.build import train_engine_class
+    from rl.core.workers.build import role_spec, train_engine_class
 
     engine_class = train_engine_class(config, role)
-    return int(engine_class.replica_size(config, role)) if declares(engine_class, Replicated) else 1
+    if not declares(engine_class, Replicated):
+        return 1
+    return int(engine_class.replica_size(role_spec(config, role)))
 
 
 def fit_world(config: Config, role: str, world: int) -> dict[str, Any]:
@@ -130,12 +132,12 @@ def fit_world(config: Config, role: str, world: int) -> dict[str, Any]:
     engine's answer when its class declares `Replicated`, else none)."""
     from rl.core.engine_contract import declares
     from rl.core.engines import Replicated
-    from rl.core.workers.build import train_engine_class
+    from rl.core.workers.build import role_spec, train_engine_class
 
     engine_class = train_engine_class(config, role)
     if not declares(engine_class, Replicated):
         return {}
-    return dict(engine_class.fit_world(config, role, world))
+    return dict(engine_class.fit_world(role_spec(config, role), world))
 
 
 def check_divisible(config: Config, world: int) -> None:

@@ -29,7 +29,7 @@ import torch
 from rl.core.config import Config
 from rl.core.engines import (
     Closable,
-    Preflighted,
+    PreflightedRollout,
     RolloutEngine,
     Rollouts,
     SamplingParams,
@@ -47,7 +47,7 @@ from rl.rollout.vllm.weights import WeightTable, refresh_tied_layers
 log = logging.getLogger(__name__)
 
 
-class VLLMRolloutEngine(RolloutEngine, Closable, Preflighted, ScoresTokens):
+class VLLMRolloutEngine(RolloutEngine, Closable, PreflightedRollout, ScoresTokens):
     """Token ids in, token ids and their log-probs out, from an in-process vLLM engine."""
 
     def __init__(
@@ -72,7 +72,7 @@ class VLLMRolloutEngine(RolloutEngine, Closable, Preflighted, ScoresTokens):
         self.tensor_parallel_size = tensor_parallel_size
 
     @classmethod
-    def preflight(cls, config: Config, role: str = "rollout") -> None:
+    def preflight(cls, config: Config) -> None:
         """What this engine cannot run, refused before any model loads (ConfigError)."""
         check_tensor_parallel(config)
 
