@@ -14,6 +14,7 @@ from typing import Literal
 
 from rl.core.algorithms.distillation import DistillationLossConfig, check_loss_mode
 from rl.core.config.errors import FieldError
+from rl.core.config.resume_rules import free
 from rl.core.config.rollout import LOG_PROB_RULES
 from rl.core.config.rules import NOT_EMPTY, check, optional
 
@@ -27,9 +28,9 @@ class TeacherModelConfig:
     model_path: str | None = None
     # None: model.dtype
     dtype: Literal["float32", "bfloat16", "float16"] | None = None
-    log_prob_micro_batch_size_per_gpu: int = 16
-    log_prob_use_dynamic_bsz: bool = False
-    log_prob_max_token_len_per_gpu: int = 16384
+    log_prob_micro_batch_size_per_gpu: int = free(16)
+    log_prob_use_dynamic_bsz: bool = free(False)
+    log_prob_max_token_len_per_gpu: int = free(16384)
 
     def __post_init__(self) -> None:
         check(self, model_path=optional(NOT_EMPTY), **LOG_PROB_RULES)

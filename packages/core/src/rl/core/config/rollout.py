@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rl.core.config.errors import FieldError
+from rl.core.config.resume_rules import free
 from rl.core.config.rules import (
     NON_NEGATIVE,
     NOT_EMPTY,
@@ -110,11 +111,11 @@ class RolloutConfig:
     repetition_penalty: float = 1.0
     ignore_eos: bool = False
     stop_token_ids: tuple[int, ...] = ()  # besides the tokenizer's EOS
-    val_kwargs: ValKwargs = field(default_factory=ValKwargs)
+    val_kwargs: ValKwargs = free(default_factory=ValKwargs)
     # the actor's old log-prob pass over the generated batch (verl's rollout.log_prob_*)
-    log_prob_micro_batch_size_per_gpu: int = 16
-    log_prob_use_dynamic_bsz: bool = False
-    log_prob_max_token_len_per_gpu: int = 16384
+    log_prob_micro_batch_size_per_gpu: int = free(16)
+    log_prob_use_dynamic_bsz: bool = free(False)
+    log_prob_max_token_len_per_gpu: int = free(16384)
     # --- the engine (vllm, sglang; the hf engine reads only dtype)
     dtype: str = "auto"  # auto: model.dtype
     tensor_parallel_size: int = 1

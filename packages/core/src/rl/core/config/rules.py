@@ -28,6 +28,13 @@ def check(instance: Any, **rules: Rule) -> None:
             raise FieldError(name, value, rule.allowed)
 
 
+def require(condition: bool, key: str, value: object, allowed: str) -> None:
+    """Raise `FieldError` unless `condition`: a check across fields (`key` is relative to
+    the dataclass checked)."""
+    if not condition:
+        raise FieldError(key, value, allowed)
+
+
 def at_least(low: int | float) -> Rule:
     return Rule(lambda value: value >= low, f">= {low}")
 
@@ -67,3 +74,9 @@ FRACTION = between(0, 1, open_high=True)
 NOT_EMPTY = Rule(lambda value: len(value) > 0, "not empty")
 SEED = Rule(lambda value: 0 <= value < 2**32, "in [0, 2**32)")
 FILES = Rule(lambda value: len(value) > 0, "at least one file")
+# test_freq, save_freq: -1 and 0 are off, else every N steps
+FREQUENCY = off_or_at_least_one((-1, 0))
+BETAS = Rule(
+    lambda betas: len(betas) == 2 and all(0 <= beta < 1 for beta in betas),
+    "two numbers in [0, 1)",
+)

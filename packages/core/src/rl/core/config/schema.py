@@ -14,20 +14,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from rl.core.algorithms.rollout_correction import RolloutCorrectionConfig
+from rl.core.config.algorithm import AlgorithmConfig, KLControlConfig
 from rl.core.config.cluster import ClusterConfig
-from rl.core.config.dapo import (
-    FilterGroupsConfig,
-    OverlongBufferConfig,
-    RewardManagerName,
-    check_dapo,
-)
+from rl.core.config.dapo import check_dapo
 from rl.core.config.distillation import DistillationConfig
-from rl.core.config.errors import FieldError
 from rl.core.config.lora import check_lora
+from rl.core.config.resume_rules import free
+from rl.core.config.reward import (
+    CustomRewardConfig,
+    RewardConfig,
+    RewardModelConfig,
+    SandboxConfig,
+)
 from rl.core.config.rollout import LOG_PROB_RULES, RolloutConfig
 from rl.core.config.router_replay import RouterReplayConfig
 from rl.core.config.rules import (
+    BETAS,
     FILES,
     FRACTION,
     NON_NEGATIVE,
@@ -36,23 +38,28 @@ from rl.core.config.rules import (
     POSITIVE_INT,
     PROBABILITY,
     SEED,
-    Rule,
     above,
     between,
     check,
-    off_or_at_least_one,
     optional,
+    require,
 )
 from rl.core.config.sections import HasBackendSections, default_sections
+from rl.core.config.sft import SFTConfig
+from rl.core.config.trainer import LOGGERS, TrainerConfig
 
-
-def _check(condition: bool, key: str, value: object, allowed: str) -> None:
-    """Raise `FieldError` unless `condition`; `key` is relative to the dataclass checked."""
-    if not condition:
-        raise FieldError(key, value, allowed)
-
-
-FREQUENCY = off_or_at_least_one((-1, 0))
+# sections defined in their own modules, importable from here as before
+__all__ = [
+    "LOGGERS",
+    "AlgorithmConfig",
+    "CustomRewardConfig",
+    "KLControlConfig",
+    "RewardConfig",
+    "RewardModelConfig",
+    "SFTConfig",
+    "SandboxConfig",
+    "TrainerConfig",
+]
 
 
 # actor.use_fused_kernels=null on CPU: the fused log-prob path from this vocabulary size on.
@@ -90,7 +97,7 @@ class TinyModelConfig:
             intermediate_size=POSITIVE_INT,
         )
         head_dim, rest = divmod(self.hidden_size, self.num_attention_heads)
-        _check(
+        require(
             rest == 0 and head_dim in (32, 64, 128, 256),
             "hidden_size",
             self.hidden_size,
@@ -98,7 +105,7 @@ class TinyModelConfig:
             "(the head dims vLLM's CPU build serves)",
         )
         heads, kv_heads = self.num_attention_heads, self.num_key_value_heads
-        _check(
+        require(
             kv_heads >= 1 and heads % kv_heads == 0,
             "num_key_value_heads",
             kv_heads,
@@ -141,7 +148,7 @@ class ModelConfig:
 @dataclass(frozen=True)
 class DataConfig:
     train_files: tuple[str, ...] = ("builtin:arithmetic",)
-    val_files: tuple[str, ...] = ("builtin:arithmetic",)
+    val_files: tuple[str, ...] = free(("builtin:arithmetic",))
     prompt_key: str = "prompt"
     answer_key: str = "answer"
     data_source_key: str = "data_source"
@@ -157,16 +164,16 @@ class DataConfig:
     max_response_length: int = 8
     truncation: Literal["error", "left", "right"] = "error"
     filter_overlong_prompts: bool = False
-    filter_num_workers: int = 1
+    filter_num_workers: int = free(1)
     train_batch_size: int = 16
     gen_batch_size: int | None = (
         None  # prompts per generation (dynamic sampling); null: train_batch_size
     )
-    val_batch_size: int = 64
+    val_batch_size: int = free(64)
     shuffle: bool = True
     seed: int = 1
     builtin_train_size: int = 2000
-    builtin_val_size: int = 64
+    builtin_val_size: int = free(64)
     builtin_max_operand: int = 9
 
     def __post_init__(self) -> None:
@@ -195,12 +202,6 @@ class DataConfig:
         from rl.core.demo import is_builtin
 
         return is_builtin(self.train_files)
-
-
-BETAS = Rule(
-    lambda betas: len(betas) == 2 and all(0 <= beta < 1 for beta in betas),
-    "two numbers in [0, 1)",
-)
 
 
 @dataclass(frozen=True)
@@ -258,7 +259,7 @@ class ActorConfig(HasBackendSections):
     strategy: str = "fsdp"  # the train engine, found through the rl.engines registry
     optim: OptimConfig = field(default_factory=OptimConfig)
     ppo_mini_batch_size: int = 8  # prompts per optimizer step (× rollout.n responses)
-    ppo_micro_batch_size_per_gpu: int = 16  # responses per forward/backward
+    ppo_micro_batch_size_per_gpu: int = free(16)  # responses per forward/backward
     ppo_epochs: int = 1
     shuffle: bool = False
     policy_loss: str = "vanilla"
@@ -295,8 +296,8 @@ class ActorConfig(HasBackendSections):
     # position-wise layer runs on fewer tokens, the results are the same to rounding;
     # null = on wherever it applies (packed rows, no Ulysses), for the reference pass too
     use_prefix_grouper: bool | None = None
-    use_dynamic_bsz: bool = False
-    ppo_max_token_len_per_gpu: int = 16384
+    use_dynamic_bsz: bool = free(False)
+    ppo_max_token_len_per_gpu: int = free(16384)
     # the train backends' own sections, by their keys (`actor.fsdp_config`, `actor.megatron`;
     # also the reference's): rl.core.config.sections
     backends: dict[str, Any] = field(default_factory=default_sections)
@@ -329,16 +330,16 @@ class CriticConfig(HasBackendSections):
     strategy: str = "fsdp"
     optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-4))
     ppo_mini_batch_size: int = 8
-    ppo_micro_batch_size_per_gpu: int = 16
+    ppo_micro_batch_size_per_gpu: int = free(16)
     ppo_epochs: int = 1
     cliprange_value: float = 0.5
     loss_agg_mode: str = "token-mean"
     loss_scale_factor: float | None = None
     use_remove_padding: bool = True
     use_prefix_grouper: bool | None = None  # as the actor's
-    use_dynamic_bsz: bool = False
-    ppo_max_token_len_per_gpu: int = 32768
-    forward_max_token_len_per_gpu: int = 32768  # compute_values (no gradients)
+    use_dynamic_bsz: bool = free(False)
+    ppo_max_token_len_per_gpu: int = free(32768)
+    forward_max_token_len_per_gpu: int = free(32768)  # compute_values (no gradients)
     backends: dict[str, Any] = field(default_factory=default_sections)  # as the actor's
     ulysses_sequence_parallel_size: int = 1
 
@@ -356,261 +357,12 @@ class CriticConfig(HasBackendSections):
 class RefConfig:
     """The reference policy's log-prob pass (the model is the actor's)."""
 
-    log_prob_micro_batch_size_per_gpu: int = 16
-    log_prob_use_dynamic_bsz: bool = False
-    log_prob_max_token_len_per_gpu: int = 16384
+    log_prob_micro_batch_size_per_gpu: int = free(16)
+    log_prob_use_dynamic_bsz: bool = free(False)
+    log_prob_max_token_len_per_gpu: int = free(16384)
 
     def __post_init__(self) -> None:
         check(self, **LOG_PROB_RULES)
-
-
-@dataclass(frozen=True)
-class CustomRewardConfig:
-    path: str | None = None
-    name: str = "compute_score"
-    reward_kwargs: dict[str, Any] = field(default_factory=dict)  # passed to it by keyword
-
-    def __post_init__(self) -> None:
-        check(self, path=optional(NOT_EMPTY), name=NOT_EMPTY)
-        _check(
-            self.path is not None or not self.reward_kwargs,
-            "reward_kwargs",
-            self.reward_kwargs,
-            "options of a custom reward function: set reward.custom_reward_function.path too",
-        )
-
-
-@dataclass(frozen=True)
-class RewardModelConfig:
-    """A sequence-classification reward model (one output) instead of rule-based scores."""
-
-    path: str | None = None
-    batch_size: int = 16
-    max_length: int = 2048
-
-    def __post_init__(self) -> None:
-        check(self, path=optional(NOT_EMPTY), batch_size=POSITIVE_INT, max_length=POSITIVE_INT)
-
-
-@dataclass(frozen=True)
-class SandboxConfig:
-    """Where model-written code runs (the code reward and the `python` tool): its promise
-    under each boundary is in `rl.core.agent.sandbox`. verl's counterpart is a remote
-    service (`reward.sandbox_fusion.url`); rl runs its own."""
-
-    # auto: the strongest that works here (bwrap, then unshare, then the guard alone);
-    # a named one that does not work here is refused at start
-    boundary: Literal["auto", "bwrap", "unshare", "guard"] = "auto"
-
-
-@dataclass(frozen=True)
-class RewardConfig:
-    custom_reward_function: CustomRewardConfig = field(default_factory=CustomRewardConfig)
-    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
-    reward_model: RewardModelConfig = field(default_factory=RewardModelConfig)
-    reward_manager: RewardManagerName = "naive"  # dapo: verl's DAPO manager (overlong_buffer)
-    overlong_buffer: OverlongBufferConfig = field(default_factory=OverlongBufferConfig)
-    reward_scale: float | None = None
-    num_workers: int = 0
-    timeout_s: float = 10.0
-    # stop the run when more than this share of responses fail to score (errors, non-finite
-    # or wrong-typed results, timeouts) over the last `error_rate_window` scoring calls;
-    # 1.0 never stops
-    max_error_rate: float = 0.5
-    error_rate_window: int = 5
-
-    def __post_init__(self) -> None:
-        check(
-            self,
-            reward_scale=optional(POSITIVE),  # scores become +-reward_scale: < 0 flips them
-            num_workers=NON_NEGATIVE,  # 0: score in the trainer process
-            timeout_s=POSITIVE,
-            max_error_rate=between(0, 1, open_low=True),
-            error_rate_window=POSITIVE_INT,
-        )
-
-
-@dataclass(frozen=True)
-class KLControlConfig:
-    type: Literal["fixed", "adaptive"] = "fixed"
-    kl_coef: float = 0.001
-    target_kl: float = 0.1
-    horizon: int = 10000
-
-    def __post_init__(self) -> None:
-        check(self, kl_coef=NON_NEGATIVE, target_kl=POSITIVE, horizon=POSITIVE_INT)
-
-
-@dataclass(frozen=True)
-class AlgorithmConfig:
-    adv_estimator: str = "grpo"
-    gamma: float = 1.0
-    lam: float = 1.0
-    norm_adv_by_std_in_grpo: bool = True
-    # grpo's group std: sample (unbiased, verl's) or population (ddof 0, ChatLearn's),
-    # and the epsilon added to it
-    grpo_std: Literal["sample", "population"] = "sample"
-    grpo_std_eps: float = 1e-6
-    use_kl_in_reward: bool = False
-    kl_penalty: str = "kl"
-    kl_ctrl: KLControlConfig = field(default_factory=KLControlConfig)
-    # ROLL's shaping around the estimator (rl.core.algorithms.shaping), all off by
-    # default: clamp sequence scores (and token rewards after the KL penalty) to
-    # +-reward_clip; whiten token rewards over the batch before the estimator, and
-    # advantages after it; clamp advantages to +-advantage_clip, last
-    reward_clip: float | None = None
-    whiten_rewards: bool = False
-    whiten_advantages: bool = False
-    # how both whiten: roll, (x - mean) / sqrt(var_sample + 1e-8); rlinf, (x - mean) /
-    # (std_population + 1e-5) (RLinf's normalize_advantages)
-    whiten_style: Literal["roll", "rlinf"] = "roll"
-    advantage_clip: float | None = None
-    # IS weights / rejection sampling / veto against the rollout engine's log-probs
-    rollout_correction: RolloutCorrectionConfig = field(default_factory=RolloutCorrectionConfig)
-    # DAPO's dynamic sampling (rl.core.trainer.dynamic_sampling)
-    filter_groups: FilterGroupsConfig = field(default_factory=FilterGroupsConfig)
-
-    def __post_init__(self) -> None:
-        check(
-            self,
-            gamma=PROBABILITY,
-            lam=PROBABILITY,
-            grpo_std_eps=NON_NEGATIVE,
-            reward_clip=optional(POSITIVE),
-            advantage_clip=optional(POSITIVE),
-        )
-
-
-@dataclass(frozen=True)
-class SFTConfig:
-    """Supervised warm-start (`rl sft`, and `enable` before RL in `rl train`)."""
-
-    enable: bool = False
-    steps: int = 0  # 0 with `epochs`: epochs × (rows // batch_size)
-    batch_size: int = 32
-    lr: float = 1e-3
-    # AdamW's and the LR schedule's settings over the SFT steps (verl's SFT trainer optim.*;
-    # the defaults are the plain warm-start: constant LR, no weight decay)
-    weight_decay: float = 0.0
-    betas: tuple[float, ...] = (0.9, 0.999)
-    lr_scheduler: Literal["constant", "cosine", "linear", "wsd"] = "constant"
-    lr_warmup_ratio: float = 0.0
-    min_lr_ratio: float = 0.0
-    # null: `steps` batches of rows drawn at random; N: N epochs, each a shuffled pass over
-    # the rows without replacement (the last partial batch dropped), as verl's SFT trainer
-    epochs: int | None = None
-    # null: the prompt and the answer bounded apart (data.max_prompt_length /
-    # max_response_length); N: prompt + answer tokens together at most N, cut as
-    # data.truncation says (verl's SFT data.max_length: error, left or right)
-    max_length: int | None = None
-
-    def __post_init__(self) -> None:
-        check(
-            self,
-            steps=NON_NEGATIVE,
-            batch_size=POSITIVE_INT,
-            lr=POSITIVE,
-            weight_decay=NON_NEGATIVE,
-            betas=BETAS,
-            lr_warmup_ratio=FRACTION,
-            min_lr_ratio=PROBABILITY,
-            epochs=optional(POSITIVE_INT),
-            max_length=optional(POSITIVE_INT),
-        )
-
-
-LOGGERS = ("console", "jsonl", "tensorboard", "wandb", "mlflow", "swanlab")
-
-
-@dataclass(frozen=True)
-class TrainerConfig:
-    project_name: str = "rl"
-    experiment_name: str = "demo"
-    output_dir: str = "outputs/demo"
-    device: Literal["cpu", "cuda"] = "cpu"
-    seed: int = 1
-    total_epochs: int = 1
-    total_training_steps: int | None = None
-    val_before_train: bool = True
-    test_freq: int = 5
-    save_freq: int = -1
-    max_ckpt_to_keep: int | None = 2
-    # each checkpoint also holds the actor as a Hugging Face folder (<ckpt>/actor/hf),
-    # ChatLearn's save_hf / verl's checkpoint.save_contents "hf_model"; `rl merge` makes
-    # one from any checkpoint afterwards
-    save_hf: bool = False
-    # stop when this many steps in a row skip their update (non-finite gradients)
-    max_skipped_steps: int = 5
-    resume_mode: Literal["auto", "disable", "path"] = "auto"
-    resume_from_path: str | None = None
-    # a fresh run in a folder holding an earlier run's files removes them (else refused)
-    overwrite_output_dir: bool = False
-    # settings that change training and may differ from the resumed checkpoint's config
-    # (dotted keys or shell patterns; `rl train --allow-config-change KEY`)
-    allow_config_change: tuple[str, ...] = ()
-    # SIGTERM/SIGINT: finish the step and checkpoint within this many seconds, else
-    # abandon the step (rl.core.trainer.stop)
-    stop_grace_s: float = 300.0
-    # the dense peak of one device for model.dtype, in TFLOPS: `perf/mfu/actor` is the
-    # update's model FLOPs per second per device over it (rl.core.trainer.perf); null = the
-    # known GPUs' bf16/fp16 tensor-core peak on CUDA, none on CPU (`perf/tflops/actor` only)
-    device_peak_tflops: float | None = None
-    logger: tuple[str, ...] = ("console", "jsonl")
-    log_val_generations: int = 4
-    progress_bar: bool = True
-    # where the roles run: in this process, or one Ray actor per device (the `cluster` section)
-    launcher: Literal["local", "ray"] = "local"
-    ray_address: str | None = None  # join this Ray cluster (multi-node); none: start one here
-    worker_timeout_s: float = 1800.0  # a call to the workers that takes longer fails the run
-    # sync: generate, then learn; one_step_off: step k+1's rollouts are generated (with the
-    # weights before step k's update) while step k learns (verl's one-step-off policy);
-    # async: rollouts run ahead by up to max_staleness updates, weights are pushed every
-    # sync_every steps (rl.core.trainer.pipeline)
-    mode: Literal["sync", "one_step_off", "async"] = "sync"
-    max_staleness: int = 1  # async: how many updates a rollout's weights may lag
-    sync_every: int = 1  # async: push the weights into the rollout engine every N steps
-    # one_step_off / async: generate in pieces of partial_rollout_chunk tokens, so that a
-    # weight push lands between pieces and a response goes on under the new weights
-    # (verl: async_training.partial_rollout; ChatLearn: runtime_args.use_partial_rollout)
-    partial_rollout: bool = False
-    partial_rollout_chunk: int = 16
-    # upstream settings this run goes without (`rl train --from X --allow-unsupported KEY`):
-    # "dialect:key" -> "value (why rl cannot honour it)"; printed when the run starts
-    dropped_settings: dict[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        check(
-            self,
-            output_dir=NOT_EMPTY,
-            seed=SEED,
-            total_epochs=POSITIVE_INT,
-            total_training_steps=optional(POSITIVE_INT),
-            test_freq=FREQUENCY,  # the loop validates / saves when freq > 0
-            save_freq=FREQUENCY,
-            max_ckpt_to_keep=optional(POSITIVE_INT),
-            max_skipped_steps=POSITIVE_INT,
-            log_val_generations=NON_NEGATIVE,
-            worker_timeout_s=POSITIVE,
-            stop_grace_s=POSITIVE,
-            device_peak_tflops=optional(POSITIVE),
-            max_staleness=NON_NEGATIVE,
-            sync_every=POSITIVE_INT,
-            partial_rollout_chunk=POSITIVE_INT,
-        )
-        _check(
-            self.resume_mode != "path" or bool(self.resume_from_path),
-            "resume_from_path",
-            self.resume_from_path,
-            "a checkpoint folder when resume_mode is 'path'",
-        )
-        _check(
-            not (self.overwrite_output_dir and self.resume_mode == "path"),
-            "overwrite_output_dir",
-            self.overwrite_output_dir,
-            "false when resume_mode is 'path' (a run cannot both resume and replace)",
-        )
-        for name in self.logger:
-            _check(name in LOGGERS, "logger", name, f"one of {sorted(LOGGERS)}")
 
 
 @dataclass(frozen=True)
@@ -625,7 +377,7 @@ class Config:
     algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
-    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    cluster: ClusterConfig = free(default_factory=ClusterConfig)
     distillation: DistillationConfig = field(default_factory=DistillationConfig)
 
     def __post_init__(self) -> None:
@@ -635,13 +387,13 @@ class Config:
         if self.uses_critic:
             updaters.append(("critic", self.critic.ppo_mini_batch_size))
         for role, mini_batch in updaters:  # a short last mini-batch would weigh as a full one
-            _check(
+            require(
                 data.train_batch_size % mini_batch == 0,
                 "data.train_batch_size",
                 data.train_batch_size,
                 f"a multiple of {role}.ppo_mini_batch_size ({mini_batch})",
             )
-        _check(
+        require(
             self.rollout.min_new_tokens <= data.max_response_length,
             "rollout.min_new_tokens",
             self.rollout.min_new_tokens,
@@ -651,13 +403,13 @@ class Config:
         self._check_bypass_mode()
         check_dapo(self)
         longest = data.max_prompt_length + data.max_response_length
-        _check(
+        require(
             self.rollout.max_model_len is None or self.rollout.max_model_len >= longest,
             "rollout.max_model_len",
             self.rollout.max_model_len,
             f">= data.max_prompt_length + data.max_response_length ({longest})",
         )
-        _check(
+        require(
             not data.builtin_train or data.builtin_train_size >= data.train_batch_size,
             "data.builtin_train_size",
             data.builtin_train_size,
@@ -674,7 +426,7 @@ class Config:
             ("algorithm.use_kl_in_reward", self.algorithm.use_kl_in_reward),
             ("actor.tis_cap", self.actor.tis_cap),
         ):
-            _check(
+            require(
                 value in (None, False),
                 key,
                 value,
@@ -696,7 +448,7 @@ class Config:
         for key, used in budgets:
             section, name = key.split(".")
             value = getattr(getattr(self, section), name)
-            _check(
+            require(
                 not used or value >= longest,
                 key,
                 value,

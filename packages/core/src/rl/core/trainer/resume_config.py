@@ -22,49 +22,12 @@ from typing import Any
 import yaml
 
 from rl.core.config import Config, to_dict
+from rl.core.config.resume_rules import resume_rules
 from rl.core.errors import ConfigChangeError
 
 log = logging.getLogger(__name__)
 CONFIG_FILE = "config.yaml"  # in each checkpoint folder
 CHANGES_FILE = "config_changes.jsonl"  # in the run's output_dir
-
-# How the run is driven, logged or laid out: never what it trains.
-FREE = (
-    "trainer.project_name",
-    "trainer.experiment_name",
-    "trainer.output_dir",
-    "trainer.test_freq",
-    "trainer.val_before_train",
-    "trainer.save_freq",
-    "trainer.max_ckpt_to_keep",
-    "trainer.save_hf",
-    "trainer.max_skipped_steps",
-    "trainer.resume_mode",
-    "trainer.resume_from_path",
-    "trainer.logger",
-    "trainer.log_val_generations",
-    "trainer.progress_bar",
-    "trainer.worker_timeout_s",
-    "trainer.ray_address",
-    "trainer.launcher",
-    "trainer.device",
-    "trainer.stop_grace_s",
-    "trainer.overwrite_output_dir",
-    "trainer.allow_config_change",
-    "trainer.dropped_settings",
-    "cluster.*",
-    "data.val_*",
-    "data.builtin_val_size",
-    "data.filter_num_workers",
-    "rollout.val_kwargs.*",
-    "reward.num_workers",
-    "reward.timeout*",
-    "*micro_batch_size*",
-    "*max_token_len*",
-    "*use_dynamic_bsz",
-)
-# The run's length: free unless it moves a learning-rate schedule.
-LENGTH = ("trainer.total_training_steps", "trainer.total_epochs")
 
 
 def flat(tree: Any, prefix: str = "") -> dict[str, Any]:
@@ -111,9 +74,13 @@ def schedule_moves_with_length(config: Config) -> bool:
 
 
 def changes_training(key: str, config: Config) -> bool:
-    if _matches(key, LENGTH):
+    """Whether `key` changes what is trained, as the config's fields declare it
+    (`rl.core.config.resume_rules`: `free`, `run_length`)."""
+    rules = resume_rules(config)
+    rule = next((rules[p] for p in rules if fnmatch.fnmatchcase(key, p)), None)
+    if rule == "length":
         return schedule_moves_with_length(config)
-    return not _matches(key, FREE)
+    return rule != "free"
 
 
 def check_resumed_config(

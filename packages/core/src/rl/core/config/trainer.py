@@ -1,0 +1,171 @@
+"""The `trainer` section, one class per concern, joined into `TrainerConfig`.
+
+The keys stay flat under `trainer.` (verl's names: `trainer.output_dir`, `trainer.logger`);
+each concern is a dataclass of its own with its checks: the run folder (where a run
+lives, its checkpoints, resuming), the loop (its length, validation, seed), logging, the
+launcher (where the roles run) and the mode (how generation and training overlap). A
+field that may change when a run resumes says so (`free`, `run_length`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from rl.core.config.resume_rules import free, run_length
+from rl.core.config.rules import (
+    FREQUENCY,
+    NON_NEGATIVE,
+    NOT_EMPTY,
+    POSITIVE,
+    POSITIVE_INT,
+    SEED,
+    check,
+    optional,
+    require,
+)
+
+LOGGERS = ("console", "jsonl", "tensorboard", "wandb", "mlflow", "swanlab")
+
+
+@dataclass(frozen=True)
+class RunFolderSettings:
+    """Where the run lives: its folder, its checkpoints, and how it resumes."""
+
+    project_name: str = free("rl")
+    experiment_name: str = free("demo")
+    output_dir: str = free("outputs/demo")
+    save_freq: int = free(-1)
+    max_ckpt_to_keep: int | None = free(2)
+    # each checkpoint also holds the actor as a Hugging Face folder (<ckpt>/actor/hf),
+    # ChatLearn's save_hf / verl's checkpoint.save_contents "hf_model"; `rl merge` makes
+    # one from any checkpoint afterwards
+    save_hf: bool = free(False)
+    resume_mode: Literal["auto", "disable", "path"] = free("auto")
+    resume_from_path: str | None = free(None)
+    # a fresh run in a folder holding an earlier run's files removes them (else refused)
+    overwrite_output_dir: bool = free(False)
+    # settings that change training and may differ from the resumed checkpoint's config
+    # (dotted keys or shell patterns; `rl train --allow-config-change KEY`)
+    allow_config_change: tuple[str, ...] = free(())
+
+    def check_run_folder(self) -> None:
+        check(
+            self,
+            output_dir=NOT_EMPTY,
+            save_freq=FREQUENCY,  # the loop saves when freq > 0
+            max_ckpt_to_keep=optional(POSITIVE_INT),
+        )
+        require(
+            self.resume_mode != "path" or bool(self.resume_from_path),
+            "resume_from_path",
+            self.resume_from_path,
+            "a checkpoint folder when resume_mode is 'path'",
+        )
+        require(
+            not (self.overwrite_output_dir and self.resume_mode == "path"),
+            "overwrite_output_dir",
+            self.overwrite_output_dir,
+            "false when resume_mode is 'path' (a run cannot both resume and replace)",
+        )
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """The training loop: its seed and length, validation, and when it gives up."""
+
+    seed: int = 1
+    total_epochs: int = run_length(1)
+    total_training_steps: int | None = run_length(None)
+    val_before_train: bool = free(True)
+    test_freq: int = free(5)
+    # stop when this many steps in a row skip their update (non-finite gradients)
+    max_skipped_steps: int = free(5)
+    # upstream settings this run goes without (`rl train --from X --allow-unsupported KEY`):
+    # "dialect:key" -> "value (why rl cannot honour it)"; printed when the run starts
+    dropped_settings: dict[str, str] = free(default_factory=dict)
+
+    def check_loop(self) -> None:
+        check(
+            self,
+            seed=SEED,
+            total_epochs=POSITIVE_INT,
+            total_training_steps=optional(POSITIVE_INT),
+            test_freq=FREQUENCY,  # the loop validates when freq > 0
+            max_skipped_steps=POSITIVE_INT,
+        )
+
+
+@dataclass(frozen=True)
+class LoggingSettings:
+    """What the run reports, and where."""
+
+    logger: tuple[str, ...] = free(("console", "jsonl"))
+    log_val_generations: int = free(4)
+    progress_bar: bool = free(True)
+    # the dense peak of one device for model.dtype, in TFLOPS: `perf/mfu/actor` is the
+    # update's model FLOPs per second per device over it (rl.core.trainer.perf); null = the
+    # known GPUs' bf16/fp16 tensor-core peak on CUDA, none on CPU (`perf/tflops/actor` only)
+    device_peak_tflops: float | None = None
+
+    def check_logging(self) -> None:
+        check(self, log_val_generations=NON_NEGATIVE, device_peak_tflops=optional(POSITIVE))
+        for name in self.logger:
+            require(name in LOGGERS, "logger", name, f"one of {sorted(LOGGERS)}")
+
+
+@dataclass(frozen=True)
+class LauncherSettings:
+    """Where the roles run: in this process, or one Ray actor per device (the `cluster`
+    section), and how long a call or a stop may take."""
+
+    device: Literal["cpu", "cuda"] = free("cpu")
+    launcher: Literal["local", "ray"] = free("local")
+    ray_address: str | None = free(None)  # join this Ray cluster (multi-node); none: start one
+    worker_timeout_s: float = free(1800.0)  # a call to the workers that takes longer fails
+    # SIGTERM/SIGINT: finish the step and checkpoint within this many seconds, else
+    # abandon the step (rl.core.trainer.stop)
+    stop_grace_s: float = free(300.0)
+
+    def check_launcher(self) -> None:
+        check(self, worker_timeout_s=POSITIVE, stop_grace_s=POSITIVE)
+
+
+@dataclass(frozen=True)
+class ModeSettings:
+    """How generation and training overlap (rl.core.trainer.pipeline)."""
+
+    # sync: generate, then learn; one_step_off: step k+1's rollouts are generated (with the
+    # weights before step k's update) while step k learns (verl's one-step-off policy);
+    # async: rollouts run ahead by up to max_staleness updates, weights are pushed every
+    # sync_every steps
+    mode: Literal["sync", "one_step_off", "async"] = "sync"
+    max_staleness: int = 1  # async: how many updates a rollout's weights may lag
+    sync_every: int = 1  # async: push the weights into the rollout engine every N steps
+    # one_step_off / async: generate in pieces of partial_rollout_chunk tokens, so that a
+    # weight push lands between pieces and a response goes on under the new weights
+    # (verl: async_training.partial_rollout; ChatLearn: runtime_args.use_partial_rollout)
+    partial_rollout: bool = False
+    partial_rollout_chunk: int = 16
+
+    def check_mode(self) -> None:
+        check(
+            self,
+            max_staleness=NON_NEGATIVE,
+            sync_every=POSITIVE_INT,
+            partial_rollout_chunk=POSITIVE_INT,
+        )
+
+
+@dataclass(frozen=True)
+class TrainerConfig(
+    ModeSettings, LauncherSettings, LoggingSettings, LoopSettings, RunFolderSettings
+):
+    """`trainer.*`: every concern's keys, flat."""
+
+    def __post_init__(self) -> None:
+        self.check_run_folder()
+        self.check_loop()
+        self.check_logging()
+        self.check_launcher()
+        self.check_mode()
