@@ -41,10 +41,42 @@ def test_differences_are_every_changed_leaf():
         ("data.val_files", False),
         ("actor.ppo_micro_batch_size_per_gpu", False),
         ("cluster.placement", False),
+        ("cluster.placement.actor", False),  # under a free section
+        ("rollout.val_kwargs.temperature", False),
+        ("trainer.dropped_settings.verl:actor.foo", False),  # under a free mapping
+        ("distillation.teacher_model.log_prob_micro_batch_size_per_gpu", False),
+        ("trainer.partial_rollout", True),
+        ("trainer.device_peak_tflops", True),
     ],
 )
 def test_what_changes_training(key, trains):
     assert changes_training(key, load_config(None, [])) is trains
+
+
+def test_the_rules_are_the_fields_own_declarations():
+    """A field declared `free` next to its default is free; the same field declared plainly
+    is not (the declaration, not a list elsewhere, decides)."""
+    from dataclasses import dataclass
+
+    from rl.core.config.resume_rules import free, resume_rules, run_length
+
+    @dataclass(frozen=True)
+    class Inner:
+        rows: int = free(4)
+        lr: float = 0.1
+
+    @dataclass(frozen=True)
+    class Section:
+        inner: Inner = Inner()
+        steps: int = run_length(10)
+        placement: dict = free(default_factory=dict)
+
+    assert resume_rules(Section(), "s.") == {
+        "s.inner.rows": "free",
+        "s.steps": "length",
+        "s.placement": "free",
+        "s.placement.*": "free",
+    }
 
 
 def test_the_runs_length_changes_training_only_under_a_moving_schedule():
