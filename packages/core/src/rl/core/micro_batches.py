@@ -12,13 +12,58 @@ the number of micro-batches (the max over ranks), so every rank steps together.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as dist
 
 from rl.core.batch import batch_size, select
+from rl.core.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Prompts × n → rows: the one place a step's prompts become its responses (every
+    other count of rows reads it: the plan, the launch checks, the engines' mini-batches,
+    the old-log-prob shortcut)."""
+
+    prompts: int  # data.train_batch_size
+    n: int  # rollout.n (1 for SFT)
+    mini_batch_size: int  # prompts per optimizer step
+
+    @classmethod
+    def of(cls, config: Any, section: Any, n: int | None = None) -> Rows:
+        """The rows of a role whose keys are `section` (`config.actor`, `config.critic`, or
+        SFT's), `n` responses per prompt (`rollout.n` unless given)."""
+        n = config.rollout.n if n is None else n
+        return cls(config.data.train_batch_size, n, section.ppo_mini_batch_size)
+
+    @property
+    def rows(self) -> int:
+        """Responses per step."""
+        return self.prompts * self.n
+
+    @property
+    def rows_per_mini(self) -> int:
+        """Responses per optimizer step."""
+        return self.mini_batch_size * self.n
+
+    def check_split(self, dp: int, role: str) -> None:
+        """Refuse a step or a mini-batch whose rows do not split evenly over `dp`
+        data-parallel ranks, naming the key to change."""
+        for key, size in (
+            ("data.train_batch_size", self.prompts),
+            (f"{role}.ppo_mini_batch_size", self.mini_batch_size),
+        ):
+            if size * self.n % dp:
+                raise ConfigError(
+                    f"{key} = {size}: × rollout.n ({self.n}) = {size * self.n} rows do not "
+                    f"split evenly over {dp} data-parallel ranks; use a multiple of "
+                    f"{dp // math.gcd(self.n, dp)}"
+                )
 
 
 def mini_batches(

@@ -20,6 +20,20 @@ class _ArrayLike(Protocol):
 PromptUids = Sequence[Hashable] | torch.Tensor | _ArrayLike
 
 
+def prompt_uids(step: int, prompts: Sequence[int], n: int, draw: int | None = None) -> list[str]:
+    """The one way groups are named: the prompt uid of each response row of a generation
+    in which prompt `prompts[i]` (its index in the dataset) has the `n` rows i*n .. i*n+n-1.
+    A step's prompts are `{step}-{prompt}`; under dynamic sampling, the prompts of draw `d`
+    are `{step}-{d}-{prompt}` (a prompt drawn twice in one step makes two groups)."""
+    tag = f"{step}-" if draw is None else f"{step}-{draw}-"
+    return [f"{tag}{prompt}" for prompt in prompts for _ in range(n)]
+
+
+def group_rows(group: int, n: int) -> range:
+    """The rows of the `group`-th prompt of a generation of `n` responses per prompt."""
+    return range(group * n, group * n + n)
+
+
 def group_index(prompt_uid: PromptUids) -> torch.Tensor:
     """Dense group ids, long [N], from per-sequence prompt uids of any hashable type.
 

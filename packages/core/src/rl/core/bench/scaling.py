@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rl.core.micro_batches import Rows
+
 LAUNCHERS = {
     "local_1rank": ["trainer.launcher=local"],
     "ray_2ranks": ["trainer.launcher=ray", "cluster.n_gpus_per_node=2"],
@@ -55,9 +57,9 @@ def comm_model(
 
 def demo_passes(config: Any, world: int) -> dict[str, int]:
     """Micro-batch passes per step of `config` on each of `world` ranks."""
-    rows = config.data.train_batch_size * config.rollout.n
     actor = config.actor
-    mini = actor.ppo_mini_batch_size * config.rollout.n
+    counted = Rows.of(config, actor)
+    rows, mini = counted.rows, counted.rows_per_mini
     per_rank_mini = mini // world
     train = (
         (rows // mini)

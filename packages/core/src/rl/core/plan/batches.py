@@ -26,31 +26,25 @@ import math
 from dataclasses import dataclass
 
 from rl.core.config import ConfigError
+from rl.core.micro_batches import Rows
 
 
 @dataclass(frozen=True)
-class TrainBatches:
+class TrainBatches(Rows):
     """One train role's (actor or critic) figures per step and per data-parallel rank."""
 
-    role: str
-    ranks: int  # train ranks the role runs on
-    ranks_per_copy: int  # ranks that share one model copy and its rows
-    prompts: int  # data.train_batch_size
-    n: int  # rollout.n
-    mini_batch_size: int  # prompts per optimizer step
-    micro_batch_size: int  # rows per micro-batch
-    epochs: int
-    seq_len: int  # max_prompt_length + max_response_length
-    response_len: int
+    role: str = "actor"
+    ranks: int = 1  # train ranks the role runs on
+    ranks_per_copy: int = 1  # ranks that share one model copy and its rows
+    micro_batch_size: int = 8  # rows per micro-batch
+    epochs: int = 1
+    seq_len: int = 1  # max_prompt_length + max_response_length
+    response_len: int = 1
     token_budget: int | None = None  # use_dynamic_bsz: tokens per micro-batch
 
     @property
     def dp(self) -> int:
         return max(1, self.ranks // self.ranks_per_copy)
-
-    @property
-    def rows(self) -> int:
-        return self.prompts * self.n
 
     @property
     def rows_per_rank(self) -> int:
@@ -62,7 +56,7 @@ class TrainBatches:
 
     @property
     def rows_per_mini_per_rank(self) -> int:
-        return self.mini_batch_size * self.n // self.dp
+        return self.rows_per_mini // self.dp
 
     @property
     def micro_rows(self) -> int:
@@ -121,7 +115,7 @@ class RolloutBatches:
 
 def check_batches(train: TrainBatches) -> None:
     """Refuse what cannot split evenly, naming the key to change (a ConfigError)."""
-    role, dp, n = train.role, train.dp, train.n
+    role, dp = train.role, train.dp
     if train.ranks % train.ranks_per_copy:
         raise ConfigError(
             f"{role}: {train.ranks_per_copy} ranks per model copy (ulysses_sequence_parallel_"
@@ -132,15 +126,7 @@ def check_batches(train: TrainBatches) -> None:
             f"data.train_batch_size = {train.prompts} is not a multiple of "
             f"{role}.ppo_mini_batch_size ({train.mini_batch_size})"
         )
-    for key, size in (
-        ("data.train_batch_size", train.prompts),
-        (f"{role}.ppo_mini_batch_size", train.mini_batch_size),
-    ):
-        if size * n % dp:
-            raise ConfigError(
-                f"{key} = {size}: × rollout.n ({n}) = {size * n} rows do not split evenly "
-                f"over {dp} data-parallel ranks; use a multiple of {dp // math.gcd(n, dp)}"
-            )
+    train.check_split(dp, role)
     if train.token_budget is not None and train.token_budget < train.seq_len:
         key = f"{role}.ppo_max_token_len_per_gpu"
         raise ConfigError(

@@ -12,6 +12,7 @@ from typing import Any
 
 from rl.core.config import Config
 from rl.core.config.schema import fused_log_probs
+from rl.core.micro_batches import Rows
 from rl.core.plan.batches import (
     RolloutBatches,
     TrainBatches,
@@ -104,13 +105,14 @@ def check_divisions(plan: Plan) -> None:
 def _train_batches(config: Config, role: str, ranks: int, per_copy: int) -> TrainBatches:
     section: Any = role_section(config, role)
     data = config.data
+    rows = Rows.of(config, section)
     return TrainBatches(
+        rows.prompts,
+        rows.n,
+        rows.mini_batch_size,
         role=role,
         ranks=ranks,
         ranks_per_copy=per_copy,
-        prompts=data.train_batch_size,
-        n=config.rollout.n,
-        mini_batch_size=section.ppo_mini_batch_size,
         micro_batch_size=section.ppo_micro_batch_size_per_gpu,
         epochs=section.ppo_epochs,
         seq_len=data.max_prompt_length + data.max_response_length,

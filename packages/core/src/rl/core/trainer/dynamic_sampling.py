@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from rl.core.algorithms.group_filter import informative_groups
+from rl.core.algorithms.groups import group_rows, prompt_uids
 from rl.core.engines import Rollouts
 from rl.core.errors import TrainingError
 from rl.core.trainer.rollout_batch import build_batch, scores_to_token_level
@@ -104,9 +105,8 @@ def merge(
         for group, item in enumerate(part.items):
             if keep[group] and len(items) < wanted:
                 items.append(item)
-                for row in range(group * n, group * n + n):
-                    sources.append((part, row))
-                uids.extend([f"{step}-{index}-{item.index}"] * n)
+                sources.extend((part, row) for row in group_rows(group, n))
+                uids.extend(prompt_uids(step, [item.index], n, draw=index))
     rollouts = _select_rollouts(sources)
     config = ctx.config
     batch = build_batch(rollouts, ctx.tokenizer.pad_token_id, config.data.max_response_length)

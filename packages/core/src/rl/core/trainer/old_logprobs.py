@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rl.core.micro_batches import Rows
 from rl.core.trainer.algorithm_setup import actor_loss_config
 
 
@@ -31,7 +32,7 @@ def from_update(config: Any, rows: int) -> bool:
     return (
         actor.old_log_prob_pass == "auto"
         and actor.ppo_epochs == 1
-        and rows <= actor.ppo_mini_batch_size * config.rollout.n
+        and rows <= Rows.of(config, actor).rows_per_mini
         and not algorithm.use_kl_in_reward
         and not actor_loss_config(config).correction.enabled
         # R2 records the routes the updates replay in that pass

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from rl.core.algorithms.groups import prompt_uids
 from rl.core.batch import Batch
 from rl.core.engines import Rollouts, SamplingParams
 from rl.core.errors import TrainingError
@@ -73,7 +74,7 @@ def generate(
         rollouts, agent_metrics = agentic.generate(ctx, items, sampling, pieces)
     metrics = {**agent_metrics, **weight_version_metrics(config, rollouts, step)}
     batch = build_batch(rollouts, ctx.tokenizer.pad_token_id, config.data.max_response_length)
-    uids = [f"{step}-{it.index}" for it in items for _ in range(config.rollout.n)]
+    uids = prompt_uids(step, [it.index for it in items], config.rollout.n)
     return Collected(items, batch, uids, metrics, timer, rollouts)
 
 

@@ -14,7 +14,7 @@ from rl.core.engines import (
     RolloutEngine,
     TrainEngine,
 )
-from rl.core.micro_batches import MicroBatching
+from rl.core.micro_batches import MicroBatching, Rows
 from rl.core.models.lora import LoraSettings
 from rl.core.models.routing_replay import RoutingReplayError
 from rl.core.registry import load_engine_class
@@ -45,7 +45,7 @@ def role_spec(
     if settings is None:
         settings = role_section(config, role)
     kind_policy = role == "actor"
-    n = config.rollout.n if responses_per_prompt is None else responses_per_prompt
+    rows = Rows.of(config, settings, responses_per_prompt)
     train, forward = micro_batching(config, role, settings)
     return RoleSpec(
         role=role,  # type: ignore[arg-type]
@@ -55,7 +55,7 @@ def role_spec(
         seed=config.trainer.seed,
         optim=settings.optim if role != "ref" else None,
         total_steps=total_steps,
-        mini_batch_size=settings.ppo_mini_batch_size * n,
+        mini_batch_size=rows.rows_per_mini,
         micro_batch_size=settings.ppo_micro_batch_size_per_gpu,
         ppo_epochs=settings.ppo_epochs,
         shuffle=getattr(settings, "shuffle", False),

@@ -15,7 +15,6 @@ one-step-off `hybrid_engine=False`, ROLL's split `device_mapping`, RLinf's disag
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from rl.core.config import Config, ConfigError
 from rl.core.config.cluster import placement_from_cluster
 from rl.core.config.overrides import render_overrides
+from rl.core.micro_batches import Rows
 from rl.core.placement import Placement, PlacementError, parse_verl_hybrid
 from rl.core.workers.layout import RayLayout, layout_of
 from rl.core.workers.local_group import LocalWorkerGroup
@@ -143,7 +143,6 @@ def fit_world(config: Config, role: str, world: int) -> dict[str, Any]:
 def check_divisible(config: Config, world: int) -> None:
     """Rows split evenly over data-parallel ranks (every rank runs as many passes): the
     world divided by each role's ranks per model copy (ROLL's global batch arithmetic)."""
-    n = config.rollout.n
     sections: list[tuple[str, Any]] = [("actor", config.actor)]
     if config.uses_critic:
         sections.append(("critic", config.critic))
@@ -156,16 +155,7 @@ def check_divisible(config: Config, world: int) -> None:
                 f"megatron's TP × PP × CP) do not divide the {world} ranks"
                 + (f": pass {fix}" if fix else "")
             )
-        dp = world // sp
-        for key, size in (
-            ("data.train_batch_size", config.data.train_batch_size),
-            (f"{section}.ppo_mini_batch_size", role.ppo_mini_batch_size),
-        ):
-            if (size * n) % dp:
-                raise ConfigError(
-                    f"{key} = {size}: × rollout.n ({n}) = {size * n} rows do not split evenly "
-                    f"over {dp} data-parallel ranks; use a multiple of {dp // math.gcd(n, dp)}"
-                )
+        Rows.of(config, role).check_split(world // sp, section)
 
 
 def launch_roles(config: Config, total_steps: int) -> LaunchedRoles:

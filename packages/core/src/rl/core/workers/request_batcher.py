@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import astuple, dataclass, replace
 from typing import Any
 
+from rl.core.algorithms.groups import group_rows
 from rl.core.engines import Rollouts, SamplingParams
 
 # the batched call, as an awaitable: a thread running `engine.generate`, a worker's reply
@@ -69,7 +70,7 @@ class RequestBatcher:
         n = sampling.n
         for index, request in enumerate(group):
             if not request.future.done():  # not abandoned (cancelled) meanwhile
-                rows = range(index * n, index * n + n)
+                rows = group_rows(index, n)
                 request.future.set_result(_cut(out, rows, request.sampling.max_new_tokens))
 
 
