@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
 import torch
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 SEED_LIMIT = 2**63  # per-sample seeds fit a signed 64-bit generator seed (torch, vLLM)
 
 # Batch keys: one name per concept in every package.
-BATCH_KEYS = (
+BatchKey = Literal[
     "input_ids",
     "attention_mask",
     "position_ids",
@@ -40,7 +40,8 @@ BATCH_KEYS = (
     "advantages",
     "returns",
     "routed_experts",  # int16 [B, P + R, moe_layers, top_k], -1: no route (routing replay)
-)
+]
+BATCH_KEYS: tuple[BatchKey, ...] = get_args(BatchKey)
 
 
 @dataclass(frozen=True)
