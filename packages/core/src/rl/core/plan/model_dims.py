@@ -135,19 +135,11 @@ def parameter_counts(dims: ModelDims) -> ParameterCounts:
 def model_dims(config: Config) -> ModelDims:
     """The dims of `model.path`: its config.json, or `model.tiny` for the built-in model.
     A ConfigError names model.path when there is no config.json to read."""
-    if config.model.path.startswith("builtin:"):
-        tiny = config.model.tiny
-        return ModelDims(
-            vocab_size=BUILTIN_TINY_VOCAB,
-            hidden_size=tiny.hidden_size,
-            intermediate_size=tiny.intermediate_size,
-            num_layers=tiny.num_hidden_layers,
-            num_attention_heads=tiny.num_attention_heads,
-            num_key_value_heads=tiny.num_key_value_heads,
-            head_dim=tiny.hidden_size // tiny.num_attention_heads,
-            tied_embeddings=False,
-            qkv_bias=True,  # a Qwen2
-        )
+    if config.model.path.startswith("builtin:"):  # the config the built-in model is made of
+        from rl.core.models.tiny import tiny_qwen2_config
+
+        built = tiny_qwen2_config(config.model.tiny, BUILTIN_TINY_VOCAB, 0, 0)
+        return dims_from_hf({**built.to_dict(), "model_type": "qwen2"})
     from rl.core.models.loading import model_source
 
     source = model_source(config.model)

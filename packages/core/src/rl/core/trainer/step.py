@@ -13,33 +13,19 @@ import torch
 
 from rl.core.algorithms.groups import prompt_uids
 from rl.core.batch import Batch
-from rl.core.engines import Rollouts, SamplingParams
+from rl.core.engines import Rollouts
 from rl.core.errors import TrainingError
 from rl.core.rng import prompt_seeds
 from rl.core.trainer import agentic, algorithm_setup, distillation
 from rl.core.trainer.old_logprobs import from_update
 from rl.core.trainer.perf import actor_perf_metrics
 from rl.core.trainer.rollout_batch import build_batch, scores_to_token_level
+from rl.core.trainer.sampling import train_sampling
 from rl.core.trainer.scoring import score_rollouts, score_rows
 from rl.core.trainer.timers import PhaseTimer
 
 if TYPE_CHECKING:
     from rl.core.trainer.context import RunContext
-
-
-def train_sampling(config: Any) -> SamplingParams:
-    rollout = config.rollout
-    return SamplingParams(
-        n=rollout.n,
-        temperature=rollout.temperature,
-        top_p=rollout.top_p,
-        top_k=rollout.top_k,
-        max_new_tokens=config.data.max_response_length,
-        min_new_tokens=rollout.min_new_tokens,
-        stop_token_ids=rollout.stop_token_ids,
-        repetition_penalty=rollout.repetition_penalty,
-        ignore_eos=rollout.ignore_eos,
-    )
 
 
 @dataclass

@@ -9,23 +9,11 @@ from typing import TYPE_CHECKING, Any
 from rl.core.engines import SamplingParams
 from rl.core.rng import prompt_seeds
 from rl.core.trainer import agentic
+from rl.core.trainer.sampling import val_sampling
 from rl.core.trainer.scoring import score_rollouts
 
 if TYPE_CHECKING:
     from rl.core.trainer.context import RunContext
-
-
-def val_sampling(config: Any) -> SamplingParams:
-    kwargs = config.rollout.val_kwargs
-    return SamplingParams(
-        n=kwargs.n,
-        temperature=kwargs.temperature,
-        top_p=kwargs.top_p,
-        top_k=kwargs.top_k,
-        max_new_tokens=config.data.max_response_length,
-        stop_token_ids=config.rollout.stop_token_ids,
-        repetition_penalty=config.rollout.repetition_penalty,
-    )
 
 
 def val_seeds(config: Any, count: int) -> tuple[int, ...]:
