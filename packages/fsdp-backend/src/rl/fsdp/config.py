@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from rl.core.config.errors import FieldError
-from rl.core.config.rules import Rule, check
+from rl.core.config.rules import Rule, check_fields, setting
 
 DType = Literal["float32", "bfloat16", "float16"]
 
@@ -65,7 +65,7 @@ class GradScalerConfig:
 @dataclass(frozen=True)
 class FSDPConfig:
     # ranks one model is sharded over; the world is fsdp_size × replicas (HSDP) when smaller
-    fsdp_size: int = -1
+    fsdp_size: int = setting(-1, FSDP_SIZE)
     # between phases (colocated roles take turns): parameters / optimizer state to CPU
     param_offload: bool = False
     optimizer_offload: bool = False
@@ -81,7 +81,7 @@ class FSDPConfig:
     grad_scaler: GradScalerConfig = field(default_factory=GradScalerConfig)
 
     def __post_init__(self) -> None:
-        check(self, fsdp_size=FSDP_SIZE)
+        check_fields(self)
         mixed = self.mixed_precision
         if self.amp_autocast.enabled and (mixed.param_dtype, mixed.reduce_dtype) != (
             "float32",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rl.core.config.errors import FieldError
-from rl.core.config.rules import POSITIVE_INT, SEED, Rule, check, optional
+from rl.core.config.rules import POSITIVE_INT, SEED, Rule, check_fields, optional, setting
 
 DType = Literal["float32", "bfloat16", "float16"]
 
@@ -22,21 +22,22 @@ VPP = Rule(lambda value: value >= 2, ">= 2 (or null: no interleaving)")
 
 @dataclass(frozen=True)
 class MegatronConfig:
-    tensor_model_parallel_size: int = 1
-    pipeline_model_parallel_size: int = 1
-    virtual_pipeline_model_parallel_size: int | None = None
-    context_parallel_size: int = 1
+    tensor_model_parallel_size: int = setting(1, POSITIVE_INT)
+    pipeline_model_parallel_size: int = setting(1, POSITIVE_INT)
+    virtual_pipeline_model_parallel_size: int | None = setting(None, optional(VPP))
+    context_parallel_size: int = setting(1, POSITIVE_INT)
     # activations split over the TP ranks along the sequence outside attention/MLP
     # (verl's default; ignored at TP = 1, where there is nothing to split)
     sequence_parallel: bool = True
-    expert_model_parallel_size: int = 1
-    expert_tensor_parallel_size: int | None = None  # null: the TP size
+    expert_model_parallel_size: int = setting(1, POSITIVE_INT)
+    # null: the TP size
+    expert_tensor_parallel_size: int | None = setting(None, optional(POSITIVE_INT))
     use_distributed_optimizer: bool = True
     # between phases (colocated roles take turns): to CPU and back
     param_offload: bool = False
     grad_offload: bool = False
     optimizer_offload: bool = False
-    seed: int = 42
+    seed: int = setting(42, SEED)
     # null: model.dtype. bfloat16 / float16 train with fp32 master weights in the optimizer;
     # float16 with dynamic loss scaling
     dtype: DType | None = None
@@ -59,16 +60,7 @@ class MegatronConfig:
     dist_checkpointing_path: str | None = None
 
     def __post_init__(self) -> None:
-        check(
-            self,
-            tensor_model_parallel_size=POSITIVE_INT,
-            pipeline_model_parallel_size=POSITIVE_INT,
-            virtual_pipeline_model_parallel_size=optional(VPP),
-            context_parallel_size=POSITIVE_INT,
-            expert_model_parallel_size=POSITIVE_INT,
-            expert_tensor_parallel_size=optional(POSITIVE_INT),
-            seed=SEED,
-        )
+        check_fields(self)
         if self.use_dist_checkpointing and not self.dist_checkpointing_path:
             raise FieldError(
                 "dist_checkpointing_path",

@@ -8,30 +8,35 @@ from typing import Literal
 
 from rl.core.algorithms.rollout_correction import RolloutCorrectionConfig
 from rl.core.config.dapo import FilterGroupsConfig
-from rl.core.config.rules import NON_NEGATIVE, POSITIVE, POSITIVE_INT, PROBABILITY, check, optional
+from rl.core.config.rules import (
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
+    PROBABILITY,
+    Checked,
+    optional,
+    setting,
+)
 
 
 @dataclass(frozen=True)
-class KLControlConfig:
+class KLControlConfig(Checked):
     type: Literal["fixed", "adaptive"] = "fixed"
-    kl_coef: float = 0.001
-    target_kl: float = 0.1
-    horizon: int = 10000
-
-    def __post_init__(self) -> None:
-        check(self, kl_coef=NON_NEGATIVE, target_kl=POSITIVE, horizon=POSITIVE_INT)
+    kl_coef: float = setting(0.001, NON_NEGATIVE)
+    target_kl: float = setting(0.1, POSITIVE)
+    horizon: int = setting(10000, POSITIVE_INT)
 
 
 @dataclass(frozen=True)
-class AlgorithmConfig:
+class AlgorithmConfig(Checked):
     adv_estimator: str = "grpo"
-    gamma: float = 1.0
-    lam: float = 1.0
+    gamma: float = setting(1.0, PROBABILITY)
+    lam: float = setting(1.0, PROBABILITY)
     norm_adv_by_std_in_grpo: bool = True
     # grpo's group std: sample (unbiased, verl's) or population (ddof 0, ChatLearn's),
     # and the epsilon added to it
     grpo_std: Literal["sample", "population"] = "sample"
-    grpo_std_eps: float = 1e-6
+    grpo_std_eps: float = setting(1e-6, NON_NEGATIVE)
     use_kl_in_reward: bool = False
     kl_penalty: str = "kl"
     kl_ctrl: KLControlConfig = field(default_factory=KLControlConfig)
@@ -39,24 +44,14 @@ class AlgorithmConfig:
     # default: clamp sequence scores (and token rewards after the KL penalty) to
     # +-reward_clip; whiten token rewards over the batch before the estimator, and
     # advantages after it; clamp advantages to +-advantage_clip, last
-    reward_clip: float | None = None
+    reward_clip: float | None = setting(None, optional(POSITIVE))
     whiten_rewards: bool = False
     whiten_advantages: bool = False
     # how both whiten: roll, (x - mean) / sqrt(var_sample + 1e-8); rlinf, (x - mean) /
     # (std_population + 1e-5) (RLinf's normalize_advantages)
     whiten_style: Literal["roll", "rlinf"] = "roll"
-    advantage_clip: float | None = None
+    advantage_clip: float | None = setting(None, optional(POSITIVE))
     # IS weights / rejection sampling / veto against the rollout engine's log-probs
     rollout_correction: RolloutCorrectionConfig = field(default_factory=RolloutCorrectionConfig)
     # DAPO's dynamic sampling (rl.core.trainer.dynamic_sampling)
     filter_groups: FilterGroupsConfig = field(default_factory=FilterGroupsConfig)
-
-    def __post_init__(self) -> None:
-        check(
-            self,
-            gamma=PROBABILITY,
-            lam=PROBABILITY,
-            grpo_std_eps=NON_NEGATIVE,
-            reward_clip=optional(POSITIVE),
-            advantage_clip=optional(POSITIVE),
-        )

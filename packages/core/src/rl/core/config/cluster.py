@@ -25,7 +25,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rl.core.config.errors import FieldError
-from rl.core.config.rules import NON_NEGATIVE, POSITIVE, POSITIVE_INT, check, optional
+from rl.core.config.rules import (
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
+    check_fields,
+    optional,
+    setting,
+)
 from rl.core.placement import (
     Placement,
     PlacementError,
@@ -41,30 +48,24 @@ DIALECT_KEYS = ("placement", "component_placement", "colocation", "hybrid_engine
 
 @dataclass(frozen=True)
 class ClusterConfig:
-    nnodes: int = 1
+    nnodes: int = setting(1, POSITIVE_INT)
     # devices per node; with trainer.device=cpu each "device" is a worker process
     # (cpus_per_worker CPUs). 0: CPU only, with num_cpus. verl's default is 8, ours 1.
-    n_gpus_per_node: int = 1
+    n_gpus_per_node: int = setting(1, NON_NEGATIVE)
     placement: dict[str, Any] = field(default_factory=dict)  # role -> devices
     component_placement: dict[str, Any] = field(default_factory=dict)  # RLinf
     colocation: tuple[Any, ...] = ()  # ChatLearn
     hybrid_engine: bool = False  # verl
     num_cpus: dict[str, float] = field(default_factory=dict)  # role -> CPUs
-    total_cpus: float | None = None  # the CPU budget num_cpus must fit
-    cpus_per_worker: float = 1.0  # CPUs of each worker process (Ray launcher); may be < 1
+    total_cpus: float | None = setting(None, optional(POSITIVE))  # the CPU budget num_cpus must fit
+    # CPUs of each worker process (Ray launcher); may be < 1
+    cpus_per_worker: float = setting(1.0, POSITIVE)
     # memory of one device in GiB for `rl plan`'s fit check (rl.core.plan); null: the GPU's
     # (torch.cuda) on trainer.device=cuda, this machine's RAM on cpu. No seed system has it.
-    device_memory_gb: float | None = None
+    device_memory_gb: float | None = setting(None, optional(POSITIVE))
 
     def __post_init__(self) -> None:
-        check(
-            self,
-            nnodes=POSITIVE_INT,
-            n_gpus_per_node=NON_NEGATIVE,
-            total_cpus=optional(POSITIVE),
-            cpus_per_worker=POSITIVE,
-            device_memory_gb=optional(POSITIVE),
-        )
+        check_fields(self)
         for name in ("placement", "component_placement", "num_cpus"):
             if not isinstance(getattr(self, name), dict):
                 raise FieldError(name, getattr(self, name), "a mapping")

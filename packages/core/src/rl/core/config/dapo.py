@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from rl.core.config.errors import FieldError
-from rl.core.config.rules import NON_NEGATIVE, POSITIVE_INT, check, optional
+from rl.core.config.rules import NON_NEGATIVE, POSITIVE_INT, check_fields, optional, setting
 
 if TYPE_CHECKING:
     from rl.core.config.schema import Config
@@ -26,16 +26,15 @@ class OverlongBufferConfig:
     `-penalty_factor` over the last `len` tokens (verl's DAPORewardManager)."""
 
     enable: bool = False
-    len: int = 0
-    penalty_factor: float = 0.0  # verl's DAPO recipe default: set it with enable
+    len: int = setting(0, NON_NEGATIVE)
+    # verl's DAPO recipe default: set it with enable
+    penalty_factor: float = setting(0.0, NON_NEGATIVE)
     log: bool = False  # report reward/overlong_reward and reward/overlong (verl: same switch)
     # verl's reward_kwargs.max_resp_len; null: data.max_response_length
-    max_resp_len: int | None = None
+    max_resp_len: int | None = setting(None, optional(POSITIVE_INT))
 
     def __post_init__(self) -> None:
-        check(
-            self, len=NON_NEGATIVE, penalty_factor=NON_NEGATIVE, max_resp_len=optional(POSITIVE_INT)
-        )
+        check_fields(self)
         if self.enable and self.len <= 0:
             raise FieldError(
                 "len", self.len, "> 0 when overlong_buffer.enable (0 tokens cannot shape)"

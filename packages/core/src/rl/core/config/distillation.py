@@ -15,25 +15,21 @@ from typing import Literal
 from rl.core.algorithms.distillation import DistillationLossConfig, check_loss_mode
 from rl.core.config.errors import FieldError
 from rl.core.config.resume_rules import free
-from rl.core.config.rollout import LOG_PROB_RULES
-from rl.core.config.rules import NOT_EMPTY, check, optional
+from rl.core.config.rules import NOT_EMPTY, POSITIVE_INT, Checked, optional, setting
 
 
 @dataclass(frozen=True)
-class TeacherModelConfig:
+class TeacherModelConfig(Checked):
     """The teacher (verl: `distillation.teacher_models.teacher_model`): any model folder
     whose tokenizer is the student's; its log-prob pass runs on the train backend
     (`actor.strategy`), placed with the reference (on the actor's devices)."""
 
-    model_path: str | None = None
+    model_path: str | None = setting(None, optional(NOT_EMPTY))
     # None: model.dtype
     dtype: Literal["float32", "bfloat16", "float16"] | None = None
-    log_prob_micro_batch_size_per_gpu: int = free(16)
+    log_prob_micro_batch_size_per_gpu: int = free(16, POSITIVE_INT)
     log_prob_use_dynamic_bsz: bool = free(False)
-    log_prob_max_token_len_per_gpu: int = free(16384)
-
-    def __post_init__(self) -> None:
-        check(self, model_path=optional(NOT_EMPTY), **LOG_PROB_RULES)
+    log_prob_max_token_len_per_gpu: int = free(16384, POSITIVE_INT)
 
 
 @dataclass(frozen=True)

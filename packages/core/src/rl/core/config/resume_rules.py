@@ -10,29 +10,29 @@ changes training. `resume_rules(config)` reads the declarations off the config's
 
 from __future__ import annotations
 
-from dataclasses import MISSING, field, fields, is_dataclass
+from dataclasses import MISSING, fields, is_dataclass
 from typing import Any, Literal
+
+from rl.core.config.rules import Rule as ValueRule
+from rl.core.config.rules import setting
 
 RESUME = "resume"  # the field metadata key
 Rule = Literal["free", "length"]
 
 
-def free(default: Any = MISSING, *, default_factory: Any = MISSING) -> Any:
-    """A dataclass field that may differ from the checkpoint's config on resume (it and,
-    for a section or a mapping, everything under it)."""
-    return _field("free", default, default_factory)
+def free(
+    default: Any = MISSING, rule: ValueRule | None = None, *, default_factory: Any = MISSING
+) -> Any:
+    """A config field (with its value `rule`, as `setting`) that may differ from the
+    checkpoint's config on resume (it and, for a section or a mapping, everything under
+    it)."""
+    return setting(default, rule, default_factory=default_factory, metadata={RESUME: "free"})
 
 
-def run_length(default: Any = MISSING) -> Any:
-    """A dataclass field that sets the run's length (`total_training_steps`,
-    `total_epochs`): free unless a schedule depends on it."""
-    return _field("length", default, MISSING)
-
-
-def _field(rule: Rule, default: Any, default_factory: Any) -> Any:
-    if default_factory is not MISSING:
-        return field(default_factory=default_factory, metadata={RESUME: rule})
-    return field(default=default, metadata={RESUME: rule})
+def run_length(default: Any = MISSING, rule: ValueRule | None = None) -> Any:
+    """A config field (with its value `rule`) that sets the run's length
+    (`total_training_steps`, `total_epochs`): free unless a schedule depends on it."""
+    return setting(default, rule, metadata={RESUME: "length"})
 
 
 def resume_rules(section: Any, prefix: str = "") -> dict[str, Rule]:

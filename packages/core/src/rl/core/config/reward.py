@@ -13,21 +13,23 @@ from rl.core.config.rules import (
     NOT_EMPTY,
     POSITIVE,
     POSITIVE_INT,
+    Checked,
     between,
-    check,
+    check_fields,
     optional,
     require,
+    setting,
 )
 
 
 @dataclass(frozen=True)
 class CustomRewardConfig:
-    path: str | None = None
-    name: str = "compute_score"
+    path: str | None = setting(None, optional(NOT_EMPTY))
+    name: str = setting("compute_score", NOT_EMPTY)
     reward_kwargs: dict[str, Any] = field(default_factory=dict)  # passed to it by keyword
 
     def __post_init__(self) -> None:
-        check(self, path=optional(NOT_EMPTY), name=NOT_EMPTY)
+        check_fields(self)
         require(
             self.path is not None or not self.reward_kwargs,
             "reward_kwargs",
@@ -37,15 +39,12 @@ class CustomRewardConfig:
 
 
 @dataclass(frozen=True)
-class RewardModelConfig:
+class RewardModelConfig(Checked):
     """A sequence-classification reward model (one output) instead of rule-based scores."""
 
-    path: str | None = None
-    batch_size: int = 16
-    max_length: int = 2048
-
-    def __post_init__(self) -> None:
-        check(self, path=optional(NOT_EMPTY), batch_size=POSITIVE_INT, max_length=POSITIVE_INT)
+    path: str | None = setting(None, optional(NOT_EMPTY))
+    batch_size: int = setting(16, POSITIVE_INT)
+    max_length: int = setting(2048, POSITIVE_INT)
 
 
 @dataclass(frozen=True)
@@ -60,27 +59,17 @@ class SandboxConfig:
 
 
 @dataclass(frozen=True)
-class RewardConfig:
+class RewardConfig(Checked):
     custom_reward_function: CustomRewardConfig = field(default_factory=CustomRewardConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     reward_model: RewardModelConfig = field(default_factory=RewardModelConfig)
     reward_manager: RewardManagerName = "naive"  # dapo: verl's DAPO manager (overlong_buffer)
     overlong_buffer: OverlongBufferConfig = field(default_factory=OverlongBufferConfig)
-    reward_scale: float | None = None
-    num_workers: int = free(0)
-    timeout_s: float = free(10.0)
+    reward_scale: float | None = setting(None, optional(POSITIVE))
+    num_workers: int = free(0, NON_NEGATIVE)
+    timeout_s: float = free(10.0, POSITIVE)
     # stop the run when more than this share of responses fail to score (errors, non-finite
     # or wrong-typed results, timeouts) over the last `error_rate_window` scoring calls;
     # 1.0 never stops
-    max_error_rate: float = 0.5
-    error_rate_window: int = 5
-
-    def __post_init__(self) -> None:
-        check(
-            self,
-            reward_scale=optional(POSITIVE),  # scores become +-reward_scale: < 0 flips them
-            num_workers=NON_NEGATIVE,  # 0: score in the trainer process
-            timeout_s=POSITIVE,
-            max_error_rate=between(0, 1, open_low=True),
-            error_rate_window=POSITIVE_INT,
-        )
+    max_error_rate: float = setting(0.5, between(0, 1, open_low=True))
+    error_rate_window: int = setting(5, POSITIVE_INT)

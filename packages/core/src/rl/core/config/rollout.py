@@ -19,28 +19,16 @@ from rl.core.config.rules import (
     POSITIVE,
     POSITIVE_INT,
     SEED,
+    Checked,
     Rule,
     between,
-    check,
+    check_fields,
     optional,
+    setting,
 )
 
-TOP_K = Rule(lambda value: value >= -1, "-1 or 0 (off) or >= 1")
-
 # -1 and 0 both mean "no top-k": vLLM reads -1 (verl's default), Hugging Face generate() 0.
-SAMPLING_RULES = {
-    "n": POSITIVE_INT,
-    "temperature": NON_NEGATIVE,
-    "top_p": between(0, 1, open_low=True),
-    "top_k": TOP_K,
-}
-
-# Forward-only passes (old and reference log-probs) batch by these, as verl's
-# rollout.log_prob_* and ref.log_prob_* keys do.
-LOG_PROB_RULES = {
-    "log_prob_micro_batch_size_per_gpu": POSITIVE_INT,
-    "log_prob_max_token_len_per_gpu": POSITIVE_INT,
-}
+TOP_K = Rule(lambda value: value >= -1, "-1 or 0 (off) or >= 1")
 
 LOAD_FORMATS = ("dummy", "auto", "safetensors", "pt")
 ROLLOUT_DTYPES = ("auto", "float32", "bfloat16", "float16")
@@ -48,16 +36,13 @@ ENGINE_KWARGS_SECTIONS = ("vllm", "sglang")
 
 
 @dataclass(frozen=True)
-class ValKwargs:
+class ValKwargs(Checked):
     """Sampling for validation: greedy by default."""
 
-    n: int = 1
-    temperature: float = 0.0
-    top_p: float = 1.0
-    top_k: int = -1
-
-    def __post_init__(self) -> None:
-        check(self, **SAMPLING_RULES)
+    n: int = setting(1, POSITIVE_INT)
+    temperature: float = setting(0.0, NON_NEGATIVE)
+    top_p: float = setting(1.0, between(0, 1, open_low=True))
+    top_k: int = setting(-1, TOP_K)
 
 
 AGENT_TOOLS = ("calculator", "python")
@@ -71,13 +56,13 @@ class MultiTurnConfig:
     ChatLearn's budgets."""
 
     enable: bool = False
-    max_assistant_turns: int = 4  # ChatLearn: max_ai_message_turn
-    max_tokens_per_turn: int | None = None  # ROLL: max_tokens_per_step; null: the total
-    max_total_tokens: int | None = (
-        None  # ChatLearn: max_total_token_length; null: data.max_response_length
-    )
+    max_assistant_turns: int = setting(4, POSITIVE_INT)  # ChatLearn: max_ai_message_turn
+    # ROLL: max_tokens_per_step; null: the total
+    max_tokens_per_turn: int | None = setting(None, optional(POSITIVE_INT))
+    # ChatLearn: max_total_token_length; null: data.max_response_length
+    max_total_tokens: int | None = setting(None, optional(POSITIVE_INT))
     tools: tuple[str, ...] = ("calculator",)  # built-in tools, by name (AGENT_TOOLS)
-    tool_timeout_s: float = 10.0
+    tool_timeout_s: float = setting(10.0, POSITIVE)
     format: str = "hermes"  # hermes: <tool_call>{json}</tool_call>; call: name(argument)
     # a multi-step environment instead of tools (ROLL's env managers, verl's interactions):
     # a built-in one (guess_number) or `path/to/file.py:ClassName`; each trajectory gets a
@@ -85,13 +70,7 @@ class MultiTurnConfig:
     environment: str | None = None
 
     def __post_init__(self) -> None:
-        check(
-            self,
-            max_assistant_turns=POSITIVE_INT,
-            max_tokens_per_turn=optional(POSITIVE_INT),
-            max_total_tokens=optional(POSITIVE_INT),
-            tool_timeout_s=POSITIVE,
-        )
+        check_fields(self)
         for tool in self.tools:
             if tool not in AGENT_TOOLS:
                 raise FieldError("tools", tool, f"built-in tools {list(AGENT_TOOLS)}")
@@ -101,28 +80,31 @@ class MultiTurnConfig:
 
 @dataclass(frozen=True)
 class RolloutConfig:
-    name: str = "hf"  # hf | vllm | sglang (any engine registered under `rl.engines`)
+    # hf | vllm | sglang (any engine registered under `rl.engines`)
+    name: str = setting("hf", NOT_EMPTY)
     # --- sampling (training rollouts; validation uses val_kwargs)
-    n: int = 4
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = -1
-    min_new_tokens: int = 0
-    repetition_penalty: float = 1.0
+    n: int = setting(4, POSITIVE_INT)
+    temperature: float = setting(1.0, NON_NEGATIVE)
+    top_p: float = setting(1.0, between(0, 1, open_low=True))
+    top_k: int = setting(-1, TOP_K)
+    min_new_tokens: int = setting(0, NON_NEGATIVE)
+    repetition_penalty: float = setting(1.0, POSITIVE)
     ignore_eos: bool = False
     stop_token_ids: tuple[int, ...] = ()  # besides the tokenizer's EOS
     val_kwargs: ValKwargs = free(default_factory=ValKwargs)
     # the actor's old log-prob pass over the generated batch (verl's rollout.log_prob_*)
-    log_prob_micro_batch_size_per_gpu: int = free(16)
+    log_prob_micro_batch_size_per_gpu: int = free(16, POSITIVE_INT)
     log_prob_use_dynamic_bsz: bool = free(False)
-    log_prob_max_token_len_per_gpu: int = free(16384)
+    log_prob_max_token_len_per_gpu: int = free(16384, POSITIVE_INT)
     # --- the engine (vllm, sglang; the hf engine reads only dtype)
     dtype: str = "auto"  # auto: model.dtype
-    tensor_parallel_size: int = 1
-    gpu_memory_utilization: float = 0.5  # SGLang: mem_fraction_static
-    max_num_seqs: int = 1024  # SGLang / RLinf: max_running_requests
-    max_num_batched_tokens: int = 8192
-    max_model_len: int | None = None  # None: data.max_prompt_length + max_response_length
+    tensor_parallel_size: int = setting(1, POSITIVE_INT)
+    # SGLang: mem_fraction_static
+    gpu_memory_utilization: float = setting(0.5, between(0, 1, open_low=True))
+    max_num_seqs: int = setting(1024, POSITIVE_INT)  # SGLang / RLinf: max_running_requests
+    max_num_batched_tokens: int = setting(8192, POSITIVE_INT)
+    # None: data.max_prompt_length + max_response_length
+    max_model_len: int | None = setting(None, optional(POSITIVE_INT))
     enforce_eager: bool = True  # SGLang: disable_cuda_graph
     enable_prefix_caching: bool = True
     enable_chunked_prefill: bool = True
@@ -131,29 +113,17 @@ class RolloutConfig:
     detokenize: bool = False
     # ChatLearn's data_rerank: a prompt's n samples go to different replicas (round-robin)
     data_rerank: bool = False
-    seed: int = 0
+    seed: int = setting(0, SEED)
     engine_kwargs: dict[str, Any] = field(default_factory=dict)  # {vllm: {...}, sglang: {...}}
     # --- trainer -> engine weight sync
-    update_weights_bucket_megabytes: int = 512
+    update_weights_bucket_megabytes: int = setting(512, POSITIVE_INT)
     update_weights_delta: bool = (
         False  # send only tensors whose content changed since the last sync
     )
     multi_turn: MultiTurnConfig = field(default_factory=MultiTurnConfig)
 
     def __post_init__(self) -> None:
-        check(self, name=NOT_EMPTY, **SAMPLING_RULES)
-        check(self, min_new_tokens=NON_NEGATIVE, **LOG_PROB_RULES)
-        check(
-            self,
-            repetition_penalty=POSITIVE,
-            tensor_parallel_size=POSITIVE_INT,
-            gpu_memory_utilization=between(0, 1, open_low=True),
-            max_num_seqs=POSITIVE_INT,
-            max_num_batched_tokens=POSITIVE_INT,
-            max_model_len=optional(POSITIVE_INT),
-            seed=SEED,
-            update_weights_bucket_megabytes=POSITIVE_INT,
-        )
+        check_fields(self)
         for token in self.stop_token_ids:
             if token < 0:
                 raise FieldError("stop_token_ids", self.stop_token_ids, "token ids >= 0")

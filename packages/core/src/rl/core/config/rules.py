@@ -1,14 +1,16 @@
 """What a config value may be, as data: a test and the words that describe it.
 
-`check(instance, field=rule, ...)` raises `FieldError` naming the field relative to the
-dataclass; `convert.from_dict` adds the section path. Non-finite floats never get here
+A field declares its rule where it is declared (`setting(default, rule)`), and
+`check_fields(instance)` (what `Checked` runs after `__init__`) raises `FieldError` naming
+the first field that breaks its rule, relative to the dataclass; `convert.from_dict` adds
+the section path. `require` is for a check across fields. Non-finite floats never get here
 (`convert` refuses them), so the rules only compare.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from rl.core.config.errors import FieldError
@@ -18,6 +20,43 @@ from rl.core.config.errors import FieldError
 class Rule:
     test: Callable[[Any], bool]
     allowed: str
+
+
+RULE = "rule"  # the field metadata key of a declared rule
+
+
+def setting(
+    default: Any = MISSING,
+    rule: Rule | None = None,
+    *,
+    default_factory: Any = MISSING,
+    metadata: dict[str, Any] | None = None,
+) -> Any:
+    """A config field and, declared beside it, the `rule` its value must meet."""
+    meta = {**(metadata or {}), **({RULE: rule} if rule is not None else {})}
+    if default_factory is not MISSING:
+        return field(default_factory=default_factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def check_fields(instance: Any) -> None:
+    """Raise `FieldError` for the first field of `instance`, in declaration order, whose
+    value breaks the rule declared with it (`setting`)."""
+    for item in fields(instance):
+        rule = item.metadata.get(RULE)
+        if rule is not None:
+            value = getattr(instance, item.name)
+            if not rule.test(value):
+                raise FieldError(item.name, value, rule.allowed)
+
+
+class Checked:
+    """Base of the config sections: their declared rules are checked when one is built
+    (a section with checks across fields calls `check_fields` from its own
+    `__post_init__`, then makes them)."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 def check(instance: Any, **rules: Rule) -> None:

@@ -26,7 +26,7 @@ from rl.core.config.reward import (
     RewardModelConfig,
     SandboxConfig,
 )
-from rl.core.config.rollout import LOG_PROB_RULES, RolloutConfig
+from rl.core.config.rollout import RolloutConfig
 from rl.core.config.router_replay import RouterReplayConfig
 from rl.core.config.rules import (
     BETAS,
@@ -38,11 +38,13 @@ from rl.core.config.rules import (
     POSITIVE_INT,
     PROBABILITY,
     SEED,
+    Checked,
     above,
     between,
-    check,
+    check_fields,
     optional,
     require,
+    setting,
 )
 from rl.core.config.sections import HasBackendSections, default_sections
 from rl.core.config.sft import SFTConfig
@@ -82,20 +84,14 @@ def fused_log_probs(setting: bool | None, device_type: str, vocab_size: int) -> 
 class TinyModelConfig:
     """A small Qwen2-architecture model built from a config with random weights."""
 
-    hidden_size: int = 128
-    num_hidden_layers: int = 2
-    num_attention_heads: int = 2
+    hidden_size: int = setting(128, POSITIVE_INT)
+    num_hidden_layers: int = setting(2, POSITIVE_INT)
+    num_attention_heads: int = setting(2, POSITIVE_INT)
     num_key_value_heads: int = 1
-    intermediate_size: int = 256
+    intermediate_size: int = setting(256, POSITIVE_INT)
 
     def __post_init__(self) -> None:
-        check(
-            self,
-            hidden_size=POSITIVE_INT,
-            num_hidden_layers=POSITIVE_INT,
-            num_attention_heads=POSITIVE_INT,
-            intermediate_size=POSITIVE_INT,
-        )
+        check_fields(self)
         head_dim, rest = divmod(self.hidden_size, self.num_attention_heads)
         require(
             rest == 0 and head_dim in (32, 64, 128, 256),
@@ -115,16 +111,17 @@ class TinyModelConfig:
 
 @dataclass(frozen=True)
 class ModelConfig:
-    path: str = "builtin:tiny-qwen2"  # a Hugging Face folder, or the built-in demo model
+    # a Hugging Face folder, or the built-in demo model
+    path: str = setting("builtin:tiny-qwen2", NOT_EMPTY)
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     tiny: TinyModelConfig = field(default_factory=TinyModelConfig)
     gradient_checkpointing: bool = False
     trust_remote_code: bool = False  # run the Python code a model folder ships (verl's name)
     # the tokenizer's folder or Hub id when model.path has none (verl's
     # actor_rollout_ref.model.tokenizer_path); None: model.path's
-    tokenizer_path: str | None = None
+    tokenizer_path: str | None = setting(None, optional(NOT_EMPTY))
     # a Jinja chat template used instead of the tokenizer's own (verl's name)
-    custom_chat_template: str | None = None
+    custom_chat_template: str | None = setting(None, optional(NOT_EMPTY))
     # LoRA adapters on the actor (verl's actor_rollout_ref.model.lora_*; docs/lora.md):
     # rank 0 = off; target_modules "all-linear" or module names; lora_adapter_path: start
     # from a saved PEFT adapter; lora_save_merged: exports also write the merged model
@@ -136,22 +133,17 @@ class ModelConfig:
     lora_save_merged: bool = False
 
     def __post_init__(self) -> None:
-        check(
-            self,
-            path=NOT_EMPTY,
-            tokenizer_path=optional(NOT_EMPTY),
-            custom_chat_template=optional(NOT_EMPTY),
-        )
+        check_fields(self)
         check_lora(self)
 
 
 @dataclass(frozen=True)
-class DataConfig:
-    train_files: tuple[str, ...] = ("builtin:arithmetic",)
-    val_files: tuple[str, ...] = free(("builtin:arithmetic",))
-    prompt_key: str = "prompt"
-    answer_key: str = "answer"
-    data_source_key: str = "data_source"
+class DataConfig(Checked):
+    train_files: tuple[str, ...] = setting(("builtin:arithmetic",), FILES)
+    val_files: tuple[str, ...] = free(("builtin:arithmetic",), FILES)
+    prompt_key: str = setting("prompt", NOT_EMPTY)
+    answer_key: str = setting("answer", NOT_EMPTY)
+    data_source_key: str = setting("data_source", NOT_EMPTY)
     # whole conversations (verl's multi-turn SFT `messages_key`): each row's messages up to
     # the first assistant turn are its prompt, the rest its SFT demonstration (assistant turns
     # learned, the others read); null: prompt and answer columns
@@ -160,41 +152,20 @@ class DataConfig:
     # native: text too, as one user message; none: messages' contents joined by newlines
     chat_template: Literal["auto", "native", "none"] = "auto"
     apply_chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # enable_thinking
-    max_prompt_length: int = 32
-    max_response_length: int = 8
+    max_prompt_length: int = setting(32, POSITIVE_INT)
+    max_response_length: int = setting(8, POSITIVE_INT)
     truncation: Literal["error", "left", "right"] = "error"
     filter_overlong_prompts: bool = False
-    filter_num_workers: int = free(1)
-    train_batch_size: int = 16
-    gen_batch_size: int | None = (
-        None  # prompts per generation (dynamic sampling); null: train_batch_size
-    )
-    val_batch_size: int = free(64)
+    filter_num_workers: int = free(1, POSITIVE_INT)
+    train_batch_size: int = setting(16, POSITIVE_INT)
+    # prompts per generation (dynamic sampling); null: train_batch_size
+    gen_batch_size: int | None = setting(None, optional(POSITIVE_INT))
+    val_batch_size: int = free(64, POSITIVE_INT)
     shuffle: bool = True
-    seed: int = 1
-    builtin_train_size: int = 2000
-    builtin_val_size: int = free(64)
-    builtin_max_operand: int = 9
-
-    def __post_init__(self) -> None:
-        check(
-            self,
-            train_files=FILES,
-            val_files=FILES,
-            prompt_key=NOT_EMPTY,
-            answer_key=NOT_EMPTY,
-            data_source_key=NOT_EMPTY,
-            max_prompt_length=POSITIVE_INT,
-            max_response_length=POSITIVE_INT,
-            filter_num_workers=POSITIVE_INT,
-            train_batch_size=POSITIVE_INT,
-            gen_batch_size=optional(POSITIVE_INT),
-            val_batch_size=POSITIVE_INT,
-            seed=SEED,
-            builtin_train_size=POSITIVE_INT,
-            builtin_val_size=POSITIVE_INT,
-            builtin_max_operand=NON_NEGATIVE,
-        )
+    seed: int = setting(1, SEED)
+    builtin_train_size: int = setting(2000, POSITIVE_INT)
+    builtin_val_size: int = free(64, POSITIVE_INT)
+    builtin_max_operand: int = setting(9, NON_NEGATIVE)
 
     @property
     def builtin_train(self) -> bool:
@@ -205,83 +176,61 @@ class DataConfig:
 
 
 @dataclass(frozen=True)
-class OptimConfig:
-    lr: float = 1e-5
-    weight_decay: float = 0.0
-    betas: tuple[float, ...] = (0.9, 0.999)
-    eps: float = 1e-8  # Adam's denominator term (verl's `eps`; RLinf adam_eps, ROLL adam_epsilon)
+class OptimConfig(Checked):
+    lr: float = setting(1e-5, POSITIVE)
+    weight_decay: float = setting(0.0, NON_NEGATIVE)
+    betas: tuple[float, ...] = setting((0.9, 0.999), BETAS)
+    # Adam's denominator term (verl's `eps`; RLinf adam_eps, ROLL adam_epsilon)
+    eps: float = setting(1e-8, POSITIVE)
     lr_scheduler: Literal["constant", "cosine", "linear", "wsd"] = "constant"
-    lr_warmup_steps: int = 0
-    lr_warmup_ratio: float = 0.0
-    min_lr_ratio: float = 0.0
-    wsd_decay_ratio: float = 0.1
-    grad_clip: float = 1.0
+    lr_warmup_steps: int = setting(0, NON_NEGATIVE)
+    lr_warmup_ratio: float = setting(0.0, FRACTION)
+    min_lr_ratio: float = setting(0.0, PROBABILITY)
+    wsd_decay_ratio: float = setting(0.1, PROBABILITY)
+    grad_clip: float = setting(1.0, POSITIVE)
     # the megatron engine's schedule (megatron-core's OptimizerParamScheduler; verl's
     # megatron optim keys): warmup from this LR, decay over this many steps (null: all),
     # WSD's decay shape, weight decay constant or rising, and whether a resumed run keeps
     # the checkpoint's schedule settings over the config's
-    lr_warmup_init: float = 0.0
-    lr_decay_steps: int | None = None
+    lr_warmup_init: float = setting(0.0, NON_NEGATIVE)
+    lr_decay_steps: int | None = setting(None, optional(POSITIVE_INT))
     lr_wsd_decay_style: Literal["linear", "cosine", "exponential", "minus_sqrt"] = "linear"
     weight_decay_incr_style: Literal["constant", "linear", "cosine"] = "constant"
     use_checkpoint_opt_param_scheduler: bool = False
 
-    def __post_init__(self) -> None:
-        check(
-            self,
-            lr_warmup_init=NON_NEGATIVE,
-            lr_decay_steps=optional(POSITIVE_INT),
-            lr=POSITIVE,
-            weight_decay=NON_NEGATIVE,
-            betas=BETAS,
-            eps=POSITIVE,
-            lr_warmup_steps=NON_NEGATIVE,
-            lr_warmup_ratio=FRACTION,
-            min_lr_ratio=PROBABILITY,
-            wsd_decay_ratio=PROBABILITY,
-            # clip_grad_norm_ scales gradients by grad_clip / norm: <= 0 flips or zeroes them
-            grad_clip=POSITIVE,
-        )
-
-
-# Checks the actor and the critic share (each runs PPO mini-batch updates).
-PPO_UPDATE_RULES = {
-    "strategy": NOT_EMPTY,
-    "ulysses_sequence_parallel_size": POSITIVE_INT,
-    "ppo_mini_batch_size": POSITIVE_INT,
-    "ppo_micro_batch_size_per_gpu": POSITIVE_INT,
-    "ppo_epochs": POSITIVE_INT,
-}
-
 
 @dataclass(frozen=True)
-class ActorConfig(HasBackendSections):
-    strategy: str = "fsdp"  # the train engine, found through the rl.engines registry
+class ActorConfig(Checked, HasBackendSections):
+    # the train engine, found through the rl.engines registry
+    strategy: str = setting("fsdp", NOT_EMPTY)
     optim: OptimConfig = field(default_factory=OptimConfig)
-    ppo_mini_batch_size: int = 8  # prompts per optimizer step (× rollout.n responses)
-    ppo_micro_batch_size_per_gpu: int = free(16)  # responses per forward/backward
-    ppo_epochs: int = 1
+    # prompts per optimizer step (× rollout.n responses)
+    ppo_mini_batch_size: int = setting(8, POSITIVE_INT)
+    ppo_micro_batch_size_per_gpu: int = free(16, POSITIVE_INT)  # responses per forward/backward
+    ppo_epochs: int = setting(1, POSITIVE_INT)
     shuffle: bool = False
     policy_loss: str = "vanilla"
     loss_agg_mode: str = "token-mean"
     # fixed normaliser of token-sum / seq-mean-token-sum-norm (null: 1 / the response length)
-    loss_scale_factor: float | None = None
-    clip_ratio: float = 0.2
-    clip_ratio_low: float | None = None
-    clip_ratio_high: float | None = None
-    clip_ratio_c: float | None = 3.0  # null: no dual clip (ROLL's and RLinf's off switch)
+    loss_scale_factor: float | None = setting(None, optional(POSITIVE))
+    clip_ratio: float = setting(0.2, between(0, 1, open_low=True, open_high=True))
+    clip_ratio_low: float | None = setting(None, optional(FRACTION))
+    clip_ratio_high: float | None = setting(None, optional(POSITIVE))
+    # null: no dual clip (ROLL's and RLinf's off switch)
+    clip_ratio_c: float | None = setting(3.0, optional(above(1)))
     # ChatLearn's final_clip_ratio: each token's clipped policy loss is at most this,
     # whatever the advantage's sign (vanilla and gspo; null: off)
-    policy_loss_cap: float | None = None
+    policy_loss_cap: float | None = setting(None, optional(POSITIVE))
     entropy_coeff: float = 0.0
     use_kl_loss: bool = False
-    kl_loss_coef: float = 0.001
+    kl_loss_coef: float = setting(0.001, NON_NEGATIVE)
     kl_loss_type: str = "low_var_kl"
-    early_stop_imp_ratio: float | None = None  # RLinf: drop tokens whose ratio exceeds it
+    # RLinf: drop tokens whose ratio exceeds it
+    early_stop_imp_ratio: float | None = setting(None, optional(POSITIVE))
     use_valid_token_scale: bool = False  # RLinf
     # truncated IS vs rollout log-probs (None: off); the simple case of
     # algorithm.rollout_correction (rollout_is: token, rollout_is_threshold: tis_cap)
-    tis_cap: float | None = None
+    tis_cap: float | None = setting(None, optional(POSITIVE))
     # rl.kernels.fused_logprob_entropy for every log-prob pass (old, reference, training);
     # null = auto: on GPU, and on CPU for a vocabulary of 16384 tokens or more (it saves the
     # [tokens, vocab] logits); the plain path for a toy vocabulary on CPU
@@ -297,72 +246,42 @@ class ActorConfig(HasBackendSections):
     # null = on wherever it applies (packed rows, no Ulysses), for the reference pass too
     use_prefix_grouper: bool | None = None
     use_dynamic_bsz: bool = free(False)
-    ppo_max_token_len_per_gpu: int = free(16384)
+    ppo_max_token_len_per_gpu: int = free(16384, POSITIVE_INT)
     # the train backends' own sections, by their keys (`actor.fsdp_config`, `actor.megatron`;
     # also the reference's): rl.core.config.sections
     backends: dict[str, Any] = field(default_factory=default_sections)
     # Ulysses: ranks that split each packed row (attention heads over an all-to-all)
-    ulysses_sequence_parallel_size: int = 1
+    ulysses_sequence_parallel_size: int = setting(1, POSITIVE_INT)
     # MoE routing replay (verl's router_replay.mode: disabled | R2 | R3)
     router_replay: RouterReplayConfig = field(default_factory=RouterReplayConfig)
 
-    def __post_init__(self) -> None:
-        check(self, **PPO_UPDATE_RULES)
-        check(
-            self,
-            loss_scale_factor=optional(POSITIVE),
-            # the ratio is kept in [1 - low, 1 + high]: low must leave it positive,
-            # high may be wide (DAPO clip-higher 0.28; CISPO-style bounds of several)
-            clip_ratio=between(0, 1, open_low=True, open_high=True),
-            clip_ratio_low=optional(FRACTION),
-            clip_ratio_high=optional(POSITIVE),
-            clip_ratio_c=optional(above(1)),  # dual clip bounds the loss at c * |A| for A < 0
-            policy_loss_cap=optional(POSITIVE),
-            kl_loss_coef=NON_NEGATIVE,
-            early_stop_imp_ratio=optional(POSITIVE),
-            tis_cap=optional(POSITIVE),
-            ppo_max_token_len_per_gpu=POSITIVE_INT,
-        )
-
 
 @dataclass(frozen=True)
-class CriticConfig(HasBackendSections):
-    strategy: str = "fsdp"
+class CriticConfig(Checked, HasBackendSections):
+    strategy: str = setting("fsdp", NOT_EMPTY)
     optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-4))
-    ppo_mini_batch_size: int = 8
-    ppo_micro_batch_size_per_gpu: int = free(16)
-    ppo_epochs: int = 1
-    cliprange_value: float = 0.5
+    ppo_mini_batch_size: int = setting(8, POSITIVE_INT)
+    ppo_micro_batch_size_per_gpu: int = free(16, POSITIVE_INT)
+    ppo_epochs: int = setting(1, POSITIVE_INT)
+    cliprange_value: float = setting(0.5, POSITIVE)
     loss_agg_mode: str = "token-mean"
-    loss_scale_factor: float | None = None
+    loss_scale_factor: float | None = setting(None, optional(POSITIVE))
     use_remove_padding: bool = True
     use_prefix_grouper: bool | None = None  # as the actor's
     use_dynamic_bsz: bool = free(False)
-    ppo_max_token_len_per_gpu: int = free(32768)
-    forward_max_token_len_per_gpu: int = free(32768)  # compute_values (no gradients)
+    ppo_max_token_len_per_gpu: int = free(32768, POSITIVE_INT)
+    forward_max_token_len_per_gpu: int = free(32768, POSITIVE_INT)  # compute_values (no gradients)
     backends: dict[str, Any] = field(default_factory=default_sections)  # as the actor's
-    ulysses_sequence_parallel_size: int = 1
-
-    def __post_init__(self) -> None:
-        check(self, **PPO_UPDATE_RULES)
-        check(self, cliprange_value=POSITIVE, loss_scale_factor=optional(POSITIVE))
-        check(
-            self,
-            ppo_max_token_len_per_gpu=POSITIVE_INT,
-            forward_max_token_len_per_gpu=POSITIVE_INT,
-        )
+    ulysses_sequence_parallel_size: int = setting(1, POSITIVE_INT)
 
 
 @dataclass(frozen=True)
-class RefConfig:
+class RefConfig(Checked):
     """The reference policy's log-prob pass (the model is the actor's)."""
 
-    log_prob_micro_batch_size_per_gpu: int = free(16)
+    log_prob_micro_batch_size_per_gpu: int = free(16, POSITIVE_INT)
     log_prob_use_dynamic_bsz: bool = free(False)
-    log_prob_max_token_len_per_gpu: int = free(16384)
-
-    def __post_init__(self) -> None:
-        check(self, **LOG_PROB_RULES)
+    log_prob_max_token_len_per_gpu: int = free(16384, POSITIVE_INT)
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,10 @@ from rl.core.config.rules import (
     POSITIVE,
     POSITIVE_INT,
     SEED,
-    check,
+    check_fields,
     optional,
     require,
+    setting,
 )
 
 LOGGERS = ("console", "jsonl", "tensorboard", "wandb", "mlflow", "swanlab")
@@ -34,9 +35,9 @@ class RunFolderSettings:
 
     project_name: str = free("rl")
     experiment_name: str = free("demo")
-    output_dir: str = free("outputs/demo")
-    save_freq: int = free(-1)
-    max_ckpt_to_keep: int | None = free(2)
+    output_dir: str = free("outputs/demo", NOT_EMPTY)
+    save_freq: int = free(-1, FREQUENCY)
+    max_ckpt_to_keep: int | None = free(2, optional(POSITIVE_INT))
     # each checkpoint also holds the actor as a Hugging Face folder (<ckpt>/actor/hf),
     # ChatLearn's save_hf / verl's checkpoint.save_contents "hf_model"; `rl merge` makes
     # one from any checkpoint afterwards
@@ -50,12 +51,6 @@ class RunFolderSettings:
     allow_config_change: tuple[str, ...] = free(())
 
     def check_run_folder(self) -> None:
-        check(
-            self,
-            output_dir=NOT_EMPTY,
-            save_freq=FREQUENCY,  # the loop saves when freq > 0
-            max_ckpt_to_keep=optional(POSITIVE_INT),
-        )
         require(
             self.resume_mode != "path" or bool(self.resume_from_path),
             "resume_from_path",
@@ -74,26 +69,16 @@ class RunFolderSettings:
 class LoopSettings:
     """The training loop: its seed and length, validation, and when it gives up."""
 
-    seed: int = 1
-    total_epochs: int = run_length(1)
-    total_training_steps: int | None = run_length(None)
+    seed: int = setting(1, SEED)
+    total_epochs: int = run_length(1, POSITIVE_INT)
+    total_training_steps: int | None = run_length(None, optional(POSITIVE_INT))
     val_before_train: bool = free(True)
-    test_freq: int = free(5)
+    test_freq: int = free(5, FREQUENCY)
     # stop when this many steps in a row skip their update (non-finite gradients)
-    max_skipped_steps: int = free(5)
+    max_skipped_steps: int = free(5, POSITIVE_INT)
     # upstream settings this run goes without (`rl train --from X --allow-unsupported KEY`):
     # "dialect:key" -> "value (why rl cannot honour it)"; printed when the run starts
     dropped_settings: dict[str, str] = free(default_factory=dict)
-
-    def check_loop(self) -> None:
-        check(
-            self,
-            seed=SEED,
-            total_epochs=POSITIVE_INT,
-            total_training_steps=optional(POSITIVE_INT),
-            test_freq=FREQUENCY,  # the loop validates when freq > 0
-            max_skipped_steps=POSITIVE_INT,
-        )
 
 
 @dataclass(frozen=True)
@@ -101,15 +86,14 @@ class LoggingSettings:
     """What the run reports, and where."""
 
     logger: tuple[str, ...] = free(("console", "jsonl"))
-    log_val_generations: int = free(4)
+    log_val_generations: int = free(4, NON_NEGATIVE)
     progress_bar: bool = free(True)
     # the dense peak of one device for model.dtype, in TFLOPS: `perf/mfu/actor` is the
     # update's model FLOPs per second per device over it (rl.core.trainer.perf); null = the
     # known GPUs' bf16/fp16 tensor-core peak on CUDA, none on CPU (`perf/tflops/actor` only)
-    device_peak_tflops: float | None = None
+    device_peak_tflops: float | None = setting(None, optional(POSITIVE))
 
     def check_logging(self) -> None:
-        check(self, log_val_generations=NON_NEGATIVE, device_peak_tflops=optional(POSITIVE))
         for name in self.logger:
             require(name in LOGGERS, "logger", name, f"one of {sorted(LOGGERS)}")
 
@@ -122,13 +106,11 @@ class LauncherSettings:
     device: Literal["cpu", "cuda"] = free("cpu")
     launcher: Literal["local", "ray"] = free("local")
     ray_address: str | None = free(None)  # join this Ray cluster (multi-node); none: start one
-    worker_timeout_s: float = free(1800.0)  # a call to the workers that takes longer fails
+    # a call to the workers that takes longer fails
+    worker_timeout_s: float = free(1800.0, POSITIVE)
     # SIGTERM/SIGINT: finish the step and checkpoint within this many seconds, else
     # abandon the step (rl.core.trainer.stop)
-    stop_grace_s: float = free(300.0)
-
-    def check_launcher(self) -> None:
-        check(self, worker_timeout_s=POSITIVE, stop_grace_s=POSITIVE)
+    stop_grace_s: float = free(300.0, POSITIVE)
 
 
 @dataclass(frozen=True)
@@ -140,21 +122,15 @@ class ModeSettings:
     # async: rollouts run ahead by up to max_staleness updates, weights are pushed every
     # sync_every steps
     mode: Literal["sync", "one_step_off", "async"] = "sync"
-    max_staleness: int = 1  # async: how many updates a rollout's weights may lag
-    sync_every: int = 1  # async: push the weights into the rollout engine every N steps
+    # async: how many updates a rollout's weights may lag
+    max_staleness: int = setting(1, NON_NEGATIVE)
+    # async: push the weights into the rollout engine every N steps
+    sync_every: int = setting(1, POSITIVE_INT)
     # one_step_off / async: generate in pieces of partial_rollout_chunk tokens, so that a
     # weight push lands between pieces and a response goes on under the new weights
     # (verl: async_training.partial_rollout; ChatLearn: runtime_args.use_partial_rollout)
     partial_rollout: bool = False
-    partial_rollout_chunk: int = 16
-
-    def check_mode(self) -> None:
-        check(
-            self,
-            max_staleness=NON_NEGATIVE,
-            sync_every=POSITIVE_INT,
-            partial_rollout_chunk=POSITIVE_INT,
-        )
+    partial_rollout_chunk: int = setting(16, POSITIVE_INT)
 
 
 @dataclass(frozen=True)
@@ -164,8 +140,6 @@ class TrainerConfig(
     """`trainer.*`: every concern's keys, flat."""
 
     def __post_init__(self) -> None:
+        check_fields(self)  # each concern's declared rules, in key order
         self.check_run_folder()
-        self.check_loop()
         self.check_logging()
-        self.check_launcher()
-        self.check_mode()
