@@ -187,3 +187,19 @@ def test_core_rooms_import_in_no_circle():
         if room not in state and (cycle := visit(room, [room])):
             detail = "\n".join(edges[a][b][0] for a, b in itertools.pairwise(cycle))
             pytest.fail(f"rl.core's rooms import in a circle: {' -> '.join(cycle)}\n{detail}")
+
+
+def test_shipped_code_reads_backend_sections_typed_never_as_attributes():
+    """`config.actor.fsdp_config` (the config sections' `__getattr__`) is a convenience for
+    users and tests; shipped code reads a backend's section typed, through
+    `RoleSpec.backend(key, cls)` (an isinstance-checked lookup), or by key."""
+    from rl.core.config.sections import section_classes
+
+    keys = set(section_classes()) | {"fsdp_config", "megatron"}
+    found = []
+    for path in sorted(Path(__file__).resolve().parents[3].glob("packages/*/src/**/*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            attribute = isinstance(node, ast.Attribute) and node.attr in keys
+            if attribute and ast.unparse(node.value) != "rl":  # not the rl.megatron package
+                found.append(f"{path}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, "\n".join(found)

@@ -3,8 +3,10 @@
 A backend's `EngineSpec` names a key and the frozen dataclass of its section; rl-core
 finds them through the engine registry and only routes the key: the section's fields,
 defaults and checks are the backend's. `ActorConfig` / `CriticConfig` keep the sections in
-`backends` and hand them out as attributes (`config.actor.fsdp_config`), so the backends
-read them as before; a run writes and shows them under their keys.
+`backends` and hand them out as attributes (`config.actor.fsdp_config`) for users and
+tests; shipped code reads them typed through the role's spec
+(`rl.core.role_spec.RoleSpec.backend(key, cls)`, an isinstance-checked lookup; a test keeps
+it so). A run writes and shows them under their keys.
 """
 
 from __future__ import annotations
