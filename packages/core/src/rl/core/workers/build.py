@@ -18,7 +18,7 @@ from rl.core.micro_batches import MicroBatching, Rows
 from rl.core.models.lora import LoraSettings
 from rl.core.models.routing_replay import RoutingReplayError
 from rl.core.registry import load_engine_class
-from rl.core.role_spec import RoleSpec, role_section, section_name
+from rl.core.role_spec import KINDS, RoleSpec, role_section, section_name
 
 
 def train_engine_class(config: Config, role: str) -> Any:
@@ -44,7 +44,7 @@ def role_spec(
     at `rollout.temperature` unless `temperature` is given."""
     if settings is None:
         settings = role_section(config, role)
-    kind_policy = role == "actor"
+    kind = KINDS[role]
     rows = Rows.of(config, settings, responses_per_prompt)
     train, forward = micro_batching(config, role, settings)
     return RoleSpec(
@@ -53,7 +53,7 @@ def role_spec(
         device=config.trainer.device,
         dtype=config.model.dtype,
         seed=config.trainer.seed,
-        optim=settings.optim if role != "ref" else None,
+        optim=settings.optim if kind.trains else None,
         total_steps=total_steps,
         mini_batch_size=rows.rows_per_mini,
         micro_batch_size=settings.ppo_micro_batch_size_per_gpu,
@@ -67,7 +67,7 @@ def role_spec(
         forward_batching=forward,
         sequence_parallel_size=role_section(config, role).ulysses_sequence_parallel_size,
         router_replay=config.actor.router_replay.mode,
-        lora=LoraSettings.of(config.model) if kind_policy else None,
+        lora=LoraSettings.of(config.model) if kind.policy else None,
         lora_save_merged=config.model.lora_save_merged,
         backends=dict(role_section(config, role).backends),
     )
