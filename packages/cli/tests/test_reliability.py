@@ -514,7 +514,14 @@ def test_a_step_longer_than_the_grace_period_is_abandoned_keeping_the_last_check
     out = tmp_path / "out"
     extra = ["trainer.total_training_steps=20", "trainer.save_freq=1", "trainer.stop_grace_s=0.001"]
     run = _launch(rl_executable, tiny_run, out, *extra)
-    _wait_for(lambda: (out / "checkpoints" / "global_step_2" / "manifest.json").exists(), run)
+    # the signal must land inside a step: right after a checkpoint the loop may stop
+    # cleanly before the grace period runs out (a true stop, not this test's case). Steps
+    # take about as long as one another: half a step after step 3's checkpoint is mid-step 4
+    manifest = out / "checkpoints" / "global_step_{}" / "manifest.json"
+    _wait_for(lambda: Path(str(manifest).format(2)).exists(), run)
+    began = time.monotonic()
+    _wait_for(lambda: Path(str(manifest).format(3)).exists(), run)
+    time.sleep((time.monotonic() - began) / 2)
     run.send_signal(signal.SIGTERM)
     assert run.wait(timeout=300) == 143, _stderr(run)[-3000:]
     said = _stderr(run)

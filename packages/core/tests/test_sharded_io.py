@@ -63,3 +63,26 @@ def test_missing_or_torn_checkpoints_are_one_checkpoint_error(tmp_path):
     os.remove(tmp_path / "dcp" / ".metadata")
     with pytest.raises(CheckpointError):
         load_sharded(state(1), tmp_path / "dcp", no_dist=True)
+
+
+def test_a_stop_inside_a_sharded_write_is_the_stop_not_a_write_error(tmp_path, monkeypatch):
+    """The grace timer of a stop signal can fire inside torch.distributed.checkpoint's save,
+    which ships exceptions between ranks pickled and wraps them: the run must still end as
+    stopped (its exit code, its message), not as a failed checkpoint write."""
+    import pickle
+
+    import torch.distributed.checkpoint as dcp_module
+    from torch.distributed.checkpoint.api import CheckpointException
+
+    from rl.core.errors import RunStopped
+
+    stop = pickle.loads(pickle.dumps(RunStopped("stopped by SIGTERM: abandoned", 15)))
+    assert (str(stop), stop.signum, stop.exit_code) == ("stopped by SIGTERM: abandoned", 15, 143)
+
+    def save(*args, **kwargs):
+        raise CheckpointException("save failed", {0: (stop, None)})
+
+    monkeypatch.setattr(dcp_module, "save", save)
+    with pytest.raises(RunStopped, match="abandoned") as raised:
+        save_sharded({"w": torch.zeros(2)}, tmp_path / "dcp")
+    assert raised.value.exit_code == 143

@@ -61,6 +61,12 @@ class RunStopped(UserError, RuntimeError):
         super().__init__(message)
         self.signum = signum
 
+    def __reduce__(self) -> tuple[type[RunStopped], tuple[str, int]]:
+        # pickled whole: the grace timer may fire inside code that ships exceptions
+        # between ranks (torch.distributed.checkpoint's save does), which rebuilds them
+        # from their arguments
+        return type(self), (str(self.args[0]), self.signum)
+
     @property
     def exit_code(self) -> int:
         return 128 + self.signum

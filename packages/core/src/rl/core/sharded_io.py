@@ -23,7 +23,7 @@ from torch.distributed.checkpoint import FileSystemReader, FileSystemWriter
 from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.default_planner import DefaultLoadPlanner
 
-from rl.core.errors import CheckpointError
+from rl.core.errors import CheckpointError, RunStopped
 
 # Modules whose classes (and only classes: building one runs no code of the file's choice)
 # the metadata may name.
@@ -107,7 +107,11 @@ def save_sharded(state: dict[str, Any], folder: str | Path) -> None:
         # A rank's write failed. The state was checked to be tensors only, so what is left
         # is I/O: a full disk or a file-size limit surfaces as OSError from Python's writer
         # or as a RuntimeError from torch's zip writer ("unexpected pos"); both are OSError
-        # here, which the checkpoint writer reports keeping the previous checkpoint.
+        # here, which the checkpoint writer reports keeping the previous checkpoint. A stop
+        # (the grace period of a signal ran out mid-write) is the stop, not a write error.
+        for failure, _ in error.failures.values():
+            if isinstance(failure, RunStopped):
+                raise failure from None
         for failure, _ in error.failures.values():
             if isinstance(failure, OSError):
                 raise OSError(failure.errno, f"{folder}: {failure.strerror or failure}") from error
