@@ -30,8 +30,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 # ---- client (the pytest process) -----------------------------------------------------------
 
@@ -134,6 +135,24 @@ class WarmRanks:
 
 
 # ---- server ----------------------------------------------------------------------------------
+
+
+def on_a_free_port(launch: Callable[[str], Any], attempts: int = 3) -> Any:
+    """`launch(port)` with a fresh free port, and again with another when a process took
+    that port between its pick and the ranks' rendezvous (EADDRINUSE in a failed rank's
+    output: the other test worker's Ray or vLLM may bind any port meanwhile)."""
+    import socket
+
+    for attempt in range(attempts):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = str(sock.getsockname()[1])
+        try:
+            return launch(port)
+        except AssertionError as error:
+            if "EADDRINUSE" not in str(error) or attempt == attempts - 1:
+                raise
+    return None
 
 
 def top_level_imports(script: str) -> list[str]:

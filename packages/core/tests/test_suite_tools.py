@@ -171,3 +171,19 @@ def test_the_server_preloads_what_a_script_imports_at_its_top(tmp_path):
         """,
     )
     assert top_level_imports(str(path)) == ["os", "json", "pathlib"]
+
+
+def test_ranks_launched_again_on_another_port_only_when_theirs_was_taken():
+    from warm_ranks import on_a_free_port
+
+    ports = []
+
+    def clashing(port):
+        ports.append(port)
+        if len(ports) == 1:
+            raise AssertionError("rank 0 failed (1): ... EADDRINUSE, address already in use")
+        return "ran"
+
+    assert on_a_free_port(clashing) == "ran" and len(ports) == 2
+    with pytest.raises(AssertionError, match="a real failure"):
+        on_a_free_port(lambda port: (_ for _ in ()).throw(AssertionError("a real failure")))

@@ -15,9 +15,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM
+from warm_ranks import on_a_free_port
 
 from rl.core.config import OptimConfig
-from rl.core.distributed import free_port
 from rl.core.engines import LogprobOutput
 from rl.fsdp.forward import response_logprobs
 
@@ -128,9 +128,13 @@ PRELOAD = (
 def run_ranks(warm_ranks, tmp_path: Path, world: int, **options) -> list[dict]:
     out = tmp_path / f"ranks-{world}"
     out.mkdir()
-    port = str(free_port())
-    argvs = [[rank, world, port, out, json.dumps(options)] for rank in range(world)]
-    warm_ranks(HERE / "_tied_ranks.py", argvs, preload=PRELOAD)
+    on_a_free_port(
+        lambda port: warm_ranks(
+            HERE / "_tied_ranks.py",
+            [[rank, world, port, out, json.dumps(options)] for rank in range(world)],
+            preload=PRELOAD,
+        )
+    )
     return [torch.load(out / f"{rank}.pt", weights_only=False) for rank in range(world)]
 
 

@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 import torch
-
-from rl.core.distributed import free_port
+from warm_ranks import on_a_free_port
 
 RANKS = Path(__file__).parent / "_ranks.py"
 
@@ -44,9 +43,13 @@ def _run(
 ) -> list[Any]:
     out = tmp_path / f"{scenario}-{world}-{abs(hash(json.dumps(layout, sort_keys=True)))}"
     out.mkdir()
-    port = str(free_port())
-    argvs = [[scenario, rank, world, port, out, json.dumps(layout)] for rank in range(world)]
-    warm_ranks(RANKS, argvs, preload=PRELOAD)
+    on_a_free_port(
+        lambda port: warm_ranks(
+            RANKS,
+            [[scenario, rank, world, port, out, json.dumps(layout)] for rank in range(world)],
+            preload=PRELOAD,
+        )
+    )
     return [torch.load(out / f"{rank}.pt", weights_only=False) for rank in range(world)]
 
 
