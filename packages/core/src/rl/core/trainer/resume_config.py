@@ -16,12 +16,14 @@ from __future__ import annotations
 import fnmatch
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from rl.core.config import Config, to_dict
+from rl.core.config.resume_rules import Rule as ResumeRule
 from rl.core.config.resume_rules import resume_rules
 from rl.core.errors import ConfigChangeError
 
@@ -73,10 +75,13 @@ def schedule_moves_with_length(config: Config) -> bool:
     )
 
 
-def changes_training(key: str, config: Config) -> bool:
+def changes_training(
+    key: str, config: Config, rules: Mapping[str, ResumeRule] | None = None
+) -> bool:
     """Whether `key` changes what is trained, as the config's fields declare it
     (`rl.core.config.resume_rules`: `free`, `run_length`)."""
-    rules = resume_rules(config)
+    if rules is None:
+        rules = resume_rules(config)
     rule = next((rules[p] for p in rules if fnmatch.fnmatchcase(key, p)), None)
     if rule == "length":
         return schedule_moves_with_length(config)
@@ -101,8 +106,11 @@ def check_resumed_config(
     if not found:
         return {}
     allowed = config.trainer.allow_config_change
+    rules = resume_rules(config)  # read off the config's fields once, not once per key
     refused = {
-        k: v for k, v in found.items() if changes_training(k, config) and not _matches(k, allowed)
+        k: v
+        for k, v in found.items()
+        if changes_training(k, config, rules) and not _matches(k, allowed)
     }
     for key, (old, new) in found.items():
         log.warning("resumed with %s = %r (was %r at step %d)", key, new, old, step)

@@ -42,8 +42,9 @@ def role_spec(
     its section's keys (`settings` in their place: SFT's), mini-batches of
     `ppo_mini_batch_size` × `responses_per_prompt` rows (`rollout.n` by default), log-probs
     at `rollout.temperature` unless `temperature` is given."""
+    section = role_section(config, role)  # the role's own keys (SFT's `settings` replace some)
     if settings is None:
-        settings = role_section(config, role)
+        settings = section
     kind = KINDS[role]
     rows = Rows.of(config, settings, responses_per_prompt)
     train, forward = micro_batching(config, role, settings)
@@ -65,11 +66,11 @@ def role_spec(
         use_prefix_grouper=settings.use_prefix_grouper,
         train_batching=train,
         forward_batching=forward,
-        sequence_parallel_size=role_section(config, role).ulysses_sequence_parallel_size,
+        sequence_parallel_size=section.ulysses_sequence_parallel_size,
         router_replay=config.actor.router_replay.mode,
         lora=LoraSettings.of(config.model) if kind.policy else None,
         lora_save_merged=config.model.lora_save_merged,
-        backends=dict(role_section(config, role).backends),
+        backends=dict(section.backends),
     )
 
 
