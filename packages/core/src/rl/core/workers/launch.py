@@ -27,6 +27,7 @@ from rl.core.placement import Placement, PlacementError, parse_verl_hybrid
 from rl.core.workers.layout import RayLayout, layout_of
 from rl.core.workers.local_group import LocalWorkerGroup
 from rl.core.workers.roles import RolloutRole, TrainRole
+from rl.core.workers.waits import wait_together
 
 
 @dataclass
@@ -250,8 +251,9 @@ def _launch_split(
             train.start("build", config, train_roles, total_steps),
             rollout_group.start("build", config, ("rollout",), total_steps),
         )
-        train.wait(built[0], "actor", "build")
-        rollout_group.wait(built[1], "rollout", "build")
+        wait_together(
+            [(train, built[0], "actor", "build"), (rollout_group, built[1], "rollout", "build")]
+        )
         group.open_weight_group()
     except BaseException:
         group.shutdown()

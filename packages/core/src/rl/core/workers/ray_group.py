@@ -2,32 +2,24 @@
 
 Ray is started locally when no address is given; `ray.init(address=...)` (the
 `trainer.ray_address` key) joins an existing cluster, which is how a run spans nodes.
-Every call waits on all ranks at once and fails fast: the first rank that raises or dies
-ends the call with one `WorkerError` naming the role, the rank and the last line of the
-remote traceback, and a call that does not finish within `timeout_s` fails the same way
-(a rank stuck in a collective with a dead peer would otherwise wait for ever).
+Every call waits on all ranks at once and fails fast with one `WorkerError` (see
+`rl.core.workers.waits`: a death is named before the failures it caused).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from rl.core.errors import WorkerError
+from rl.core.workers.waits import wait_together
 from rl.core.workers.worker import RoleWorker
 
 # What each actor's process needs before anything is imported: no auth token files, no
 # tokenizer threads (OMP_NUM_THREADS, one per whole CPU of the share, is set per actor).
 WORKER_ENV = {"RAY_AUTH_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false"}
-
-
-def last_line(error: BaseException) -> str:
-    """The last non-empty line of a (remote) traceback: the exception itself."""
-    lines = [line for line in str(error).strip().splitlines() if line.strip()]
-    return lines[-1].strip() if lines else type(error).__name__
 
 
 def start_ray(address: str | None, num_cpus: float | None = None) -> None:
@@ -155,41 +147,7 @@ class RayWorkerGroup:
 
     def _wait(self, refs: list[Any], role: str, method: str) -> list[Any]:
         """All answers, or a WorkerError at the first failure or after `timeout_s`."""
-        try:
-            return self._wait_all(refs, role, method)
-        except WorkerError:
-            self.broken = True
-            raise
-
-    def _wait_all(self, refs: list[Any], role: str, method: str) -> list[Any]:
-        import ray
-
-        rank_of = {ref: rank for rank, ref in enumerate(refs)}
-        pending, deadline = list(refs), time.monotonic() + self.timeout_s
-        while pending:
-            remaining = deadline - time.monotonic()
-            ready, pending = ray.wait(pending, num_returns=1, timeout=max(remaining, 0))
-            if not ready:
-                ranks = sorted(rank_of[ref] for ref in pending)
-                raise WorkerError(
-                    f"{role}.{method}: rank(s) {ranks} did not answer within "
-                    f"{self.timeout_s:g} s (trainer.worker_timeout_s); a peer may have died "
-                    "or hung, see the Ray worker logs"
-                )
-            try:
-                ray.get(ready[0])
-            except ray.exceptions.RayActorError as error:
-                raise WorkerError(
-                    f"{role}.{method}: the worker of rank {rank_of[ready[0]]} died "
-                    f"({last_line(error)}); see the Ray worker logs"
-                ) from None
-            except ray.exceptions.RayTaskError as error:
-                raise WorkerError(
-                    f"{role}.{method} failed on rank {rank_of[ready[0]]}: "
-                    f"{last_line(error.cause if error.cause is not None else error)} "
-                    "(the full traceback is in the worker's log above)"
-                ) from None
-        return ray.get(refs)
+        return wait_together([(self, refs, role, method)])[0]
 
     def shutdown(self) -> None:
         """Stop the workers (best effort: a dead one is already gone) and free the devices."""

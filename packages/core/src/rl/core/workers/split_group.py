@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rl.core.workers.dispatch import mean_metrics
+from rl.core.workers.waits import wait_together
 
 
 class SplitGroup:
@@ -30,7 +31,10 @@ class SplitGroup:
         """`method(*args)` on every worker of both groups at once; train ranks first."""
         train = self.train.start(method, *args)
         rollout = self.rollout.start(method, *args)
-        return self.train.wait(train, role, method) + self.rollout.wait(rollout, role, method)
+        answers = wait_together(
+            [(self.train, train, role, method), (self.rollout, rollout, role, method)]
+        )
+        return answers[0] + answers[1]
 
     def call_each(self, role: str, method: str, per_rank: Sequence[tuple[Any, ...]]) -> list[Any]:
         split = self.train.world_size
@@ -54,15 +58,24 @@ class SplitGroup:
             actor.open_weights.remote(address, port, k + 1, size)
             for k, actor in enumerate(self.rollout.actors)
         ]
-        self.train.wait(train, "actor", "open_weights")
-        self.rollout.wait(rollout, "rollout", "open_weights")
+        wait_together(
+            [
+                (self.train, train, "actor", "open_weights"),
+                (self.rollout, rollout, "rollout", "open_weights"),
+            ]
+        )
 
     def push_weights(self, version: int) -> dict[str, float]:
         """The actor's weights (`version`: the updates they hold) into every replica."""
         sent = self.train.start("push_weights", version)
         received = self.rollout.start("pull_weights", version)
-        metrics = self.train.wait(sent, "actor", "push_weights")[0]
-        return {**metrics, **mean_metrics(self.rollout.wait(received, "rollout", "pull_weights"))}
+        pushed, pulled = wait_together(
+            [
+                (self.train, sent, "actor", "push_weights"),
+                (self.rollout, received, "rollout", "pull_weights"),
+            ]
+        )
+        return {**pushed[0], **mean_metrics(pulled)}
 
     def shutdown(self) -> None:
         """Both groups; when a call of either failed, neither waits on its workers (a
