@@ -81,6 +81,7 @@ from rl.core.algorithms.rollout_correction import (
     rollout_correction,
     rollout_correction_metrics,
 )
+from rl.core.algorithms.sample_masks import difficulty_mask, max_len_mask
 from rl.core.algorithms.score_stats import GROUP_ESTIMATORS, nonfinite_count, score_statistics
 from rl.core.algorithms.segments import pad_packed, per_token, sequence_sums, unpad_packed
 from rl.core.algorithms.shaping import clip_values, whiten
@@ -114,6 +115,7 @@ __all__ = [
     "clip_values",
     "clipped_value_loss",
     "compute_advantages",
+    "difficulty_mask",
     "discounted_returns",
     "full_kl",
     "gae_advantages_returns",
@@ -132,6 +134,7 @@ __all__ = [
     "masked_stats",
     "masked_sum",
     "masked_whiten",
+    "max_len_mask",
     "mismatch_metrics",
     "nonfinite_count",
     "normalize_advantages",

@@ -51,6 +51,16 @@ class AlgorithmConfig(Checked):
     # (std_population + 1e-5) (RLinf's normalize_advantages)
     whiten_style: Literal["roll", "rlinf"] = "roll"
     advantage_clip: float | None = setting(None, optional(POSITIVE))
+    # ROLL's sample masks (rl.core.algorithms.sample_masks): leave out of the loss (and of
+    # advantage whitening) the responses cut at data.max_response_length, and the groups
+    # whose mean accuracy is not strictly between the two thresholds
+    max_len_mask: bool = False
+    difficulty_mask: bool = False
+    difficulty_low_threshold: float = setting(0.0, PROBABILITY)
+    difficulty_high_threshold: float = setting(1.0, PROBABILITY)
+    # ROLL's per-domain pipeline: scores shaped, masked, whitened and clipped within each
+    # reward domain's rows (reward.domains), not over the whole batch
+    advantage_by_domain: bool = False
     # IS weights / rejection sampling / veto against the rollout engine's log-probs
     rollout_correction: RolloutCorrectionConfig = field(default_factory=RolloutCorrectionConfig)
     # DAPO's dynamic sampling (rl.core.trainer.dynamic_sampling)

@@ -87,7 +87,11 @@ def _convert(annotation: Any, value: Any, path: str) -> Any:
     if origin is dict or annotation is dict:
         if not isinstance(value, dict):
             raise ConfigError(f"{path} = {value!r}: expected a mapping")
-        return dict(value)
+        _, item_type = get_args(annotation) or (str, Any)
+        if not dataclasses.is_dataclass(item_type):
+            return dict(value)
+        # sections by name (reward.domains.<d>): each typed and checked
+        return {str(key): _convert(item_type, item, f"{path}.{key}") for key, item in value.items()}
     return _convert_scalar(annotation, value, path)
 
 

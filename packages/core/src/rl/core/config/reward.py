@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rl.core.config.dapo import OverlongBufferConfig, RewardManagerName
+from rl.core.config.domains import DomainRewardConfig
 from rl.core.config.resume_rules import free
 from rl.core.config.rules import (
     NON_NEGATIVE,
@@ -63,6 +64,9 @@ class RewardConfig(Checked):
     custom_reward_function: CustomRewardConfig = field(default_factory=CustomRewardConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     reward_model: RewardModelConfig = field(default_factory=RewardModelConfig)
+    # several scorers, each row routed by its domain (ROLL's rewards.<domain>); empty: one
+    # reward for every row (rule-based by data_source, a custom function or a model)
+    domains: dict[str, DomainRewardConfig] = field(default_factory=dict)
     reward_manager: RewardManagerName = "naive"  # dapo: verl's DAPO manager (overlong_buffer)
     overlong_buffer: OverlongBufferConfig = field(default_factory=OverlongBufferConfig)
     reward_scale: float | None = setting(None, optional(POSITIVE))

@@ -144,6 +144,13 @@ class DataConfig(Checked):
     prompt_key: str = setting("prompt", NOT_EMPTY)
     answer_key: str = setting("answer", NOT_EMPTY)
     data_source_key: str = setting("data_source", NOT_EMPTY)
+    # a row's reward domain (reward.domains): this column, else the domain whose
+    # tag_included lists its data_source_key value, else default_domain (ROLL: math_rule)
+    domain_key: str = setting("domain", NOT_EMPTY)
+    default_domain: str | None = setting(None, optional(NOT_EMPTY))
+    # a fixed share of each batch's prompts per domain (ROLL's data_args key): int(p * size)
+    # prompts for each domain but the last, which takes the rest; empty: one mixed sampler
+    domain_interleave_probs: dict[str, float] = field(default_factory=dict)
     # whole conversations (verl's multi-turn SFT `messages_key`): each row's messages up to
     # the first assistant turn are its prompt, the rest its SFT demonstration (assistant turns
     # learned, the others read); null: prompt and answer columns

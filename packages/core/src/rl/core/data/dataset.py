@@ -42,7 +42,8 @@ class PromptDataset:
 
     For checks that name a file and row before training (`rl.core.rewards.inputs`) it keeps
     `rows_by_data_source` (the first row of each data_source value), `num_without_answer` and
-    `first_row_without_answer` (rows whose answer column is missing or null), and `options`.
+    `first_row_without_answer` (rows whose answer column is missing or null), `options`, and
+    `origins` (each item's file and row).
     """
 
     def __init__(
@@ -99,6 +100,7 @@ class PromptDataset:
                 "dropped them"
             )
         self.items = [make_item(i, row, options, tokenizer) for i, row in enumerate(sourced)]
+        self.origins = [(row.source, row.index) for row in sourced]  # each item's file and row
         self.options = options
         self.rows_by_data_source: dict[str, SourcedRow] = {}
         for row in sourced:

@@ -4,7 +4,8 @@ Rule-based scoring (no `reward.custom_reward_function.path`, no `reward.reward_m
 picks a scorer by each row's data_source and compares with its ground truth, so every
 data_source must have a scorer (`scorer_for`) and every row needs an answer; verl's scorers
 compare answers as text, so for them a numeric answer (which would never score) is refused
-too. A custom function or a reward model decides for itself (a format or length reward needs
+too. With `reward.domains`, every row's domain must be one of them (`DomainRouting.check`); each
+domain's scorer reads its rows itself. A custom function or a reward model decides for itself (a format or length reward needs
 no ground truth; any data_source may mean something to it), so then nothing is checked here:
 its failures are counted while scoring.
 """
@@ -35,6 +36,13 @@ def check_reward_inputs(config: Any, train: Any, val: Any) -> None:
     (`data.data_source_key`, `data.answer_key`).
     """
     reward = config.reward
+    if reward.domains:  # each row's domain must be configured; its scorer checks the row
+        from rl.core.rewards.domains import DomainRouting
+
+        routing = DomainRouting(config)
+        for dataset in (train, val):
+            routing.check(dataset)
+        return
     if reward.custom_reward_function.path or reward.reward_model.path:
         return
     if config.rollout.multi_turn.enable and config.rollout.multi_turn.environment:

@@ -15,6 +15,7 @@ class RewardRequest:
     ground_truth: Any
     extra_info: dict[str, Any] | None = None
     prompt_str: str = ""
+    domain: str = ""  # its reward domain (reward.domains; else its data_source)
 
 
 class ScoreOutcome(NamedTuple):

@@ -175,23 +175,75 @@ def assign_token_rewards(config: Config, batch: Batch, kl_ctrl: Any) -> dict[str
 
 
 def assign_advantages(
-    config: Config, batch: Batch, uids: Sequence[str], reward_baselines: torch.Tensor | None = None
+    config: Config,
+    batch: Batch,
+    uids: Sequence[str],
+    reward_baselines: torch.Tensor | None = None,
+    *,
+    accuracy: Sequence[float] | None = None,
+    domains: Sequence[str] | None = None,
 ) -> dict[str, float]:
     """advantages and returns by the estimator, with ROLL's optional shaping around it
-    (whiten_rewards before; whiten_advantages, then advantage_clip after); its metrics."""
+    (whiten_rewards before; whiten_advantages, then advantage_clip after) and its sample
+    masks (`algorithm.max_len_mask`, `difficulty_mask` on each response's `accuracy`: the
+    masked responses leave `response_mask`, so the updates skip them, and the whitening);
+    with `algorithm.advantage_by_domain`, all of it within each of `domains`' rows (one
+    domain per response). Returns its metrics."""
     algorithm, mask = config.algorithm, batch["response_mask"]
     groups = alg.group_index(uids)
     # non-finite scores and all-equal groups, counted (TrainingHealth warns on the latter)
     scores = alg.sequence_sums(batch["token_level_scores"], mask)[0]
     metrics = alg.score_statistics(scores, groups)
+    keep, mask_metrics = _sample_mask(config, mask, groups, accuracy, scores)
+    metrics |= mask_metrics
+    kept = mask if keep is None else mask * keep[:, None].to(mask.dtype)
+    parts = _domain_rows(domains) if algorithm.advantage_by_domain and domains else None
     rewards = batch["token_level_rewards"]
     if algorithm.whiten_rewards:
-        rewards = alg.whiten(rewards, mask, algorithm.whiten_style)
-    advantages, returns = alg.compute_advantages(
+        rewards = _by_part(
+            lambda r, m: alg.whiten(r, m, algorithm.whiten_style), parts, rewards, kept
+        )
+    whole = torch.arange(mask.shape[0])
+    estimated = {
+        name: _estimate(config, batch, rows, rewards, groups, reward_baselines)
+        for name, rows in (parts or {"": whole}).items()
+    }
+    advantages, returns = _joined(estimated, parts, mask)
+    advantages = distillation.shape_advantages(config, batch, advantages)
+    if algorithm.whiten_advantages:
+        whiten = lambda a, m: alg.whiten(a, m, algorithm.whiten_style)  # noqa: E731
+        advantages = _by_part(whiten, parts, advantages, kept)
+    if algorithm.advantage_clip is not None:
+        advantages, share = alg.clip_values(advantages, algorithm.advantage_clip, kept)
+        metrics["algorithm/advantage_clip_frac"] = share
+    batch["advantages"], batch["returns"] = advantages, returns
+    metrics["advantages/nonfinite_count"] = alg.nonfinite_count(advantages, kept)
+    if keep is not None:
+        batch["response_mask"] = kept  # ROLL's final_response_mask: the loss's tokens
+    return metrics
+
+
+def _estimate(
+    config: Config,
+    batch: Batch,
+    rows: torch.Tensor,
+    rewards: torch.Tensor,
+    groups: torch.Tensor,
+    reward_baselines: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The estimator's (advantages, returns) on the batch's `rows` (all of them: as is)."""
+    algorithm = config.algorithm
+    whole = rows.numel() == rewards.shape[0]
+    values, mask = batch.get("values"), batch["response_mask"]
+    if not whole:
+        rewards, mask, groups = rewards[rows], mask[rows], alg.group_index(groups[rows])
+        values = None if values is None else values[rows]
+        reward_baselines = None if reward_baselines is None else reward_baselines[rows]
+    return alg.compute_advantages(
         algorithm.adv_estimator,
         rewards,
         mask,
-        values=batch.get("values"),
+        values=values,
         group_index=groups,
         gamma=algorithm.gamma,
         lam=algorithm.lam,
@@ -200,15 +252,76 @@ def assign_advantages(
         epsilon=algorithm.grpo_std_eps,
         reward_baselines=reward_baselines,
     )
-    advantages = distillation.shape_advantages(config, batch, advantages)
-    if algorithm.whiten_advantages:
-        advantages = alg.whiten(advantages, mask, algorithm.whiten_style)
-    if algorithm.advantage_clip is not None:
-        advantages, share = alg.clip_values(advantages, algorithm.advantage_clip, mask)
-        metrics["algorithm/advantage_clip_frac"] = share
-    batch["advantages"], batch["returns"] = advantages, returns
-    metrics["advantages/nonfinite_count"] = alg.nonfinite_count(advantages, mask)
-    return metrics
+
+
+def _sample_mask(
+    config: Config,
+    mask: torch.Tensor,
+    groups: torch.Tensor,
+    accuracy: Sequence[float] | None,
+    scores: torch.Tensor,
+) -> tuple[torch.Tensor | None, dict[str, float]]:
+    """ROLL's sample masks (None when both are off) and its `actor/*mask_ratio` metrics."""
+    algorithm = config.algorithm
+    if not (algorithm.max_len_mask or algorithm.difficulty_mask):
+        return None, {}
+    keep = torch.ones(mask.shape[0])
+    metrics = {}
+    if algorithm.max_len_mask:
+        lengths = mask.sum(dim=-1)
+        by_length = alg.max_len_mask(lengths, config.data.max_response_length)
+        keep, metrics["actor/max_len_mask_ratio"] = keep * by_length, float(by_length.mean())
+    if algorithm.difficulty_mask:
+        correct = scores.float() if accuracy is None else torch.tensor(list(accuracy))
+        by_difficulty = alg.difficulty_mask(
+            correct,
+            groups,
+            algorithm.difficulty_low_threshold,
+            algorithm.difficulty_high_threshold,
+        )
+        keep = keep * by_difficulty
+        metrics["actor/difficulty_mask_ratio"] = float(by_difficulty.mean())
+    metrics["actor/final_mask_ratio"] = float(keep.mean())
+    metrics["actor/samples_used"] = float(keep.sum())
+    metrics["actor/samples_total"] = float(keep.numel())
+    return keep, metrics
+
+
+def _domain_rows(domains: Sequence[str]) -> dict[str, torch.Tensor]:
+    """Each domain's row indices, in order of first appearance."""
+    rows: dict[str, list[int]] = {}
+    for index, domain in enumerate(domains):
+        rows.setdefault(domain, []).append(index)
+    return {name: torch.tensor(indices) for name, indices in rows.items()}
+
+
+def _by_part(
+    fn: Any, parts: dict[str, torch.Tensor] | None, values: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
+    """`fn(values, mask)` over the whole batch, or within each part's rows."""
+    if parts is None:
+        return fn(values, mask)
+    out = values.clone()
+    for rows in parts.values():
+        out[rows] = fn(values[rows], mask[rows])
+    return out
+
+
+def _joined(
+    estimated: dict[str, tuple[torch.Tensor, torch.Tensor]],
+    parts: dict[str, torch.Tensor] | None,
+    mask: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    if parts is None:
+        return estimated[""]
+    advantages = torch.zeros(mask.shape, dtype=torch.float32)
+    returns = torch.zeros(mask.shape, dtype=torch.float32)
+    for name, rows in parts.items():
+        part_advantages, part_returns = estimated[name]
+        advantages = advantages.to(part_advantages.dtype)
+        returns = returns.to(part_returns.dtype)
+        advantages[rows], returns[rows] = part_advantages, part_returns
+    return advantages, returns
 
 
 def rollout_mismatch_metrics(config: Config, batch: Batch) -> dict[str, float]:

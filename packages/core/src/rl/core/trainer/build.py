@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rl.core.config import Config
+from rl.core.config import Config, ConfigError
 from rl.core.config.paths import user_path
 from rl.core.demo import builtin_rows, is_builtin
 from rl.core.models import load_tokenizer
@@ -71,6 +71,10 @@ def build_reward(config: Config) -> Any:
     from rl.core.rewards import RewardModelScorer, make_reward_manager
 
     model_config = config.reward.reward_model
+    if config.reward.domains:
+        from rl.core.rewards.domains import DomainRewards
+
+        return DomainRewards(config)
     if model_config.path is None:
         return make_reward_manager(config.reward)
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -85,6 +89,27 @@ def build_reward(config: Config) -> Any:
         model_config.batch_size,
         model_config.max_length,
         device=config.trainer.device,
+    )
+
+
+def domain_sampler(config: Config, train: Any, batch: int) -> Any:
+    """`data.domain_interleave_probs`' sampler over the training prompts' domains."""
+    from rl.core.data.domain_sampler import DomainSampler
+    from rl.core.rewards.domains import DomainRouting
+
+    unknown = sorted(set(config.data.domain_interleave_probs) - set(config.reward.domains))
+    if unknown:
+        raise ConfigError(
+            f"data.domain_interleave_probs names {unknown}, not domains of reward.domains "
+            f"({sorted(config.reward.domains)})"
+        )
+    routing = DomainRouting(config)
+    return DomainSampler(
+        [routing.domain_of(item) for item in train.items],
+        config.data.domain_interleave_probs,
+        batch,
+        shuffle=config.data.shuffle,
+        seed=config.data.seed,
     )
 
 
@@ -110,7 +135,9 @@ def build_context(
     batch = data.gen_batch_size or data.train_batch_size  # prompts per generation (verl's too)
     if not (with_rl_roles and trains):  # SFT draws sft.batch_size rows; generation all
         batch = min(batch, len(train))
-    sampler = PromptSampler(len(train), batch, shuffle=data.shuffle, seed=data.seed)
+    sampler: Any = PromptSampler(len(train), batch, shuffle=data.shuffle, seed=data.seed)
+    if data.domain_interleave_probs and with_rl_roles and trains:
+        sampler = domain_sampler(config, train, batch)
     total = total_training_steps(config, sampler.steps_per_epoch)
     ctx = RunContext(config, output_dir, tokenizer, train, val, sampler, build_reward(config))
     if with_rl_roles:  # the engines, on the workers of trainer.launcher

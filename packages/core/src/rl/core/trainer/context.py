@@ -3,6 +3,7 @@ roles' handles (whatever launcher runs their engines)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
 
     from rl.core.data import PromptDataset, PromptSampler
     from rl.core.rewards import RewardManager, RewardModelScorer
+    from rl.core.rewards.domains import DomainRewards, DomainRouting
     from rl.core.trainer.sync_probe import SyncProbe
     from rl.core.workers.launch import LaunchedRoles
     from rl.core.workers.roles import RolloutRole, TrainRole
@@ -27,7 +29,7 @@ class RunContext:
     train_data: PromptDataset
     val_data: PromptDataset
     sampler: PromptSampler
-    reward: RewardManager | RewardModelScorer
+    reward: RewardManager | RewardModelScorer | DomainRewards
     # the roles' `TrainEngine` / `RolloutEngine` handles over their workers (None until
     # launched: an SFT-only run never launches them)
     roles: LaunchedRoles | None = None
@@ -39,6 +41,13 @@ class RunContext:
         if self.roles is None:
             raise RuntimeError("the RL roles were not launched (build_context(with_rl_roles))")
         return self.roles
+
+    @functools.cached_property
+    def routing(self) -> DomainRouting:
+        """Each prompt's reward domain (its data_source when reward.domains is empty)."""
+        from rl.core.rewards.domains import DomainRouting
+
+        return DomainRouting(self.config)
 
     @property
     def actor(self) -> TrainRole:

@@ -49,7 +49,10 @@ def _raw_scores(
         returns = [float(value) for value in rollouts.returns]
         metrics = {"reward/env_return_mean": sum(returns) / max(len(returns), 1)}
         return returns, [], metrics
+    from rl.core.rewards.domains import domain_metrics
+
     texts = ctx.tokenizer.batch_decode(model_tokens(rollouts), skip_special_tokens=True)
+    domains = [ctx.routing.domain_of(item) for item in items]
     requests = [
         RewardRequest(
             data_source=items[row // n].data_source,
@@ -57,11 +60,15 @@ def _raw_scores(
             ground_truth=items[row // n].ground_truth,
             extra_info=_extra_info(items[row // n].extra_info, rollouts, row),
             prompt_str=items[row // n].prompt_text,
+            domain=domains[row // n],
         )
         for row, text in enumerate(texts)
     ]
     result = ctx.reward.score(requests)
-    return list(result.scores), list(result.extras), dict(result.metrics)
+    extras = list(result.extras) or [{} for _ in requests]
+    by_row = [domains[row // n] for row in range(len(requests))]
+    metrics = {**domain_metrics(by_row, result.scores, extras), **result.metrics}
+    return list(result.scores), list(result.extras), metrics
 
 
 def _extra_info(row_info: dict[str, Any], rollouts: Rollouts, row: int) -> dict[str, Any]:

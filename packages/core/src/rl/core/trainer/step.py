@@ -108,6 +108,7 @@ def learn(
     `collected`; `release_rollout` frees the rollout engine's memory meanwhile (not while
     it generates the next step, in one-step-off mode)."""
     config, batch, timer = ctx.config, collected.batch, collected.timer
+    n = config.rollout.n
     metrics = {**collected.metrics, **_prepare(ctx, batch, timer)}
     baselines = None
     if config.algorithm.adv_estimator == "remax":
@@ -116,7 +117,12 @@ def learn(
     with timer.phase("advantages"):
         reward_kl_metrics = algorithm_setup.assign_token_rewards(config, batch, kl_ctrl)
         reward_kl_metrics |= algorithm_setup.assign_advantages(
-            config, batch, collected.uids, reward_baselines=baselines
+            config,
+            batch,
+            collected.uids,
+            reward_baselines=baselines,
+            accuracy=[row.get("acc", row["score"]) for row in collected.rows] or None,
+            domains=[ctx.routing.domain_of(it) for it in collected.items for _ in range(n)],
         )
     metrics.update(reward_kl_metrics)
     if release_rollout:
