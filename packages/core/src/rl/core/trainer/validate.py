@@ -42,13 +42,14 @@ def generate_scored(
 
 
 def validate(ctx: RunContext) -> tuple[dict[str, float], list[dict[str, Any]]]:
-    """`val/reward_mean`, `val/accuracy` (share of responses scored > 0), per data source too;
+    """`val/reward_mean`, `val/accuracy` (share of responses scored > 0), per reward domain
+    too (`reward.domains`; else per data source);
     and the first `trainer.log_val_generations` samples."""
     config, sampling = ctx.config, val_sampling(ctx.config)
     items, scores, texts = generate_scored(ctx, sampling)
-    by_source: dict[str, list[float]] = defaultdict(list)
+    by_source: dict[str, list[float]] = defaultdict(list)  # by reward domain (data source)
     for row, score in enumerate(scores):
-        by_source[items[row // sampling.n].data_source].append(score)
+        by_source[ctx.routing.domain_of(items[row // sampling.n])].append(score)
     metrics = {
         "val/reward_mean": sum(scores) / max(len(scores), 1),
         "val/accuracy": sum(s > 0 for s in scores) / max(len(scores), 1),
