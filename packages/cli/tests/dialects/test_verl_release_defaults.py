@@ -194,3 +194,14 @@ def test_each_releases_engine_sft_config_converts_for_rl_sft_with_nothing_refuse
     assert config.sft.enable and config.data.messages_key == "messages"
     assert config.model.path == "/models/qwen" and config.sft.max_length == 1024
     assert config.sft.epochs >= 1 and config.actor.strategy == "fsdp"
+
+
+@pytest.mark.parametrize("release", ["0.4.1", "0.6.1"])
+def test_launch_reward_fn_async_scores_in_the_background(verl_release, quickstart, release):
+    """verl scores in a Ray task beside the log-prob passes; rl in a pool of its own."""
+    path = _config(verl_release, release, "ppo_trainer.yaml")
+    on = convert("verl", path, [*quickstart, "reward_model.launch_reward_fn_async=true"])
+    config = config_from_mapping(on.config, "c")
+    assert config.reward.launch_reward_fn_async and config.reward.num_workers == 1
+    off = config_from_mapping(convert("verl", path, quickstart).config, "c")
+    assert not off.reward.launch_reward_fn_async and off.reward.num_workers == 0

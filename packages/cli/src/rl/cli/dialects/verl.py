@@ -244,9 +244,16 @@ RULES: list[Rule] = [
         "the switch of reward_model.*: on, its model.path is rl's reward.reward_model.path",
     ),
     Rule("reward_model.reward_manager", "reward.reward_manager", convert=values.reward_manager),
-    ignore(
+    Rule(
         "reward_model.launch_reward_fn_async",
-        "rl scores in its own worker pool (reward.num_workers)",
+        "reward.launch_reward_fn_async",
+        # verl scores in a Ray task of its own then; rl in a pool of one process at least
+        also=(
+            (
+                "reward.num_workers",
+                lambda flat: 1 if flat.get("reward_model.launch_reward_fn_async") else None,
+            ),
+        ),
     ),
     Rule("reward_model.sandbox_fusion.", reason=_SANDBOX_FUSION),
     # the DAPO manager's options in verl <= 0.7.0's reward_model section (read whether or

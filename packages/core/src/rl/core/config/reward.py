@@ -71,6 +71,10 @@ class RewardConfig(Checked):
     overlong_buffer: OverlongBufferConfig = field(default_factory=OverlongBufferConfig)
     reward_scale: float | None = setting(None, optional(POSITIVE))
     num_workers: int = free(0, NON_NEGATIVE)
+    # score in the background while the old / reference log-probs and values are computed
+    # (verl's launch_reward_fn_async); rule scoring then runs in the pool (num_workers > 0),
+    # which enforces the per-response timeout off the main thread
+    launch_reward_fn_async: bool = free(False)
     timeout_s: float = free(10.0, POSITIVE)
     # stop the run when more than this share of responses fail to score (errors, non-finite
     # or wrong-typed results, timeouts) over the last `error_rate_window` scoring calls;

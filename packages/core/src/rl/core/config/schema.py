@@ -328,6 +328,7 @@ class Config:
         self._check_token_budgets()
         self._check_bypass_mode()
         check_dapo(self)
+        self._check_async_reward()
         longest = data.max_prompt_length + data.max_response_length
         require(
             self.rollout.max_model_len is None or self.rollout.max_model_len >= longest,
@@ -359,6 +360,27 @@ class Config:
                 "false/null with algorithm.rollout_correction.bypass_mode (the rollout's "
                 "log-probs are the old policy's there)",
             )
+
+    def _check_async_reward(self) -> None:
+        """Background scoring needs the pool (its timeout works off the main thread) and
+        something to overlap: dynamic sampling filters on the scores first."""
+        reward = self.reward
+        if not reward.launch_reward_fn_async:
+            return
+        require(
+            reward.num_workers > 0,
+            "reward.num_workers",
+            reward.num_workers,
+            ">= 1 with reward.launch_reward_fn_async (scoring off the main thread runs in "
+            "the pool, which enforces reward.timeout_s)",
+        )
+        require(
+            not self.algorithm.filter_groups.enable,
+            "reward.launch_reward_fn_async",
+            True,
+            "false with algorithm.filter_groups.enable (the groups are filtered on their "
+            "scores before any log-prob pass: nothing to overlap)",
+        )
 
     def _check_token_budgets(self) -> None:
         """A token budget must hold the longest row (prompt + response), or no micro-batch can

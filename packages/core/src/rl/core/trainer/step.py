@@ -6,6 +6,8 @@ prompts -> generate -> rewards -> old/ref log-probs, values -> advantages
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +27,7 @@ from rl.core.trainer.scoring import score_rollouts, score_rows
 from rl.core.trainer.timers import PhaseTimer
 
 if TYPE_CHECKING:
+    from rl.core.rewards.overlong import ShapedScores
     from rl.core.trainer.context import RunContext
 
 
@@ -94,6 +97,26 @@ def score(ctx: RunContext, collected: Collected) -> Collected:
     """Score the rollouts (in the main thread: reward timeouts use SIGALRM there)."""
     with collected.timer.phase("reward"):
         shaped = score_rows(ctx, collected.items, collected.rollouts, ctx.config.rollout.n)
+    return _scored(collected, shaped)
+
+
+def score_in_background(ctx: RunContext, collected: Collected) -> Future[tuple[Any, float]]:
+    """Start scoring the rollouts in a thread (`reward.launch_reward_fn_async`: the config
+    makes rule scoring run in the pool then, whose timeouts work off the main thread);
+    `learn` waits for it after the log-prob passes. The future answers (scores, seconds)."""
+
+    def run() -> tuple[Any, float]:
+        started = time.perf_counter()
+        shaped = score_rows(ctx, collected.items, collected.rollouts, ctx.config.rollout.n)
+        return shaped, time.perf_counter() - started
+
+    executor = ThreadPoolExecutor(1, thread_name_prefix="reward")
+    future = executor.submit(run)
+    executor.shutdown(wait=False)
+    return future
+
+
+def _scored(collected: Collected, shaped: ShapedScores) -> Collected:
     batch = collected.batch
     batch["token_level_scores"] = scores_to_token_level(shaped.scores, batch["response_mask"])
     collected.metrics.update(shaped.metrics)
@@ -102,14 +125,26 @@ def score(ctx: RunContext, collected: Collected) -> Collected:
 
 
 def learn(
-    ctx: RunContext, collected: Collected, kl_ctrl: Any, release_rollout: bool = True
+    ctx: RunContext,
+    collected: Collected,
+    kl_ctrl: Any,
+    release_rollout: bool = True,
+    scoring: Future[tuple[Any, float]] | None = None,
 ) -> dict[str, float]:
     """Old / reference log-probs, values, advantages and the critic and actor updates on
     `collected`; `release_rollout` frees the rollout engine's memory meanwhile (not while
-    it generates the next step, in one-step-off mode)."""
+    it generates the next step, in one-step-off mode). With `scoring` (started by
+    `score_in_background`), the scores are awaited after the log-prob passes: the wait is
+    `timing/reward`, the scoring itself `timing/reward_background` (not in the step's sum)."""
     config, batch, timer = ctx.config, collected.batch, collected.timer
     n = config.rollout.n
-    metrics = {**collected.metrics, **_prepare(ctx, batch, timer)}
+    prepared = _prepare(ctx, batch, timer)
+    if scoring is not None:
+        with timer.phase("reward"):
+            shaped, seconds = scoring.result()
+        _scored(collected, shaped)
+        collected.metrics["timing/reward_background"] = seconds
+    metrics = {**collected.metrics, **prepared}
     baselines = None
     if config.algorithm.adv_estimator == "remax":
         with timer.phase("greedy_baseline"):
@@ -159,7 +194,11 @@ def sync(
 
 def rl_step(ctx: RunContext, items: list[Any], step: int, kl_ctrl: Any) -> dict[str, float]:
     """Run one step on the prompts `items`; returns its metrics."""
-    collected = score(ctx, generate(ctx, items, step))
+    collected = generate(ctx, items, step)
+    if ctx.config.reward.launch_reward_fn_async:
+        scoring = score_in_background(ctx, collected)
+        return sync(ctx, collected, learn(ctx, collected, kl_ctrl, scoring=scoring), step + 1)
+    collected = score(ctx, collected)
     return sync(ctx, collected, learn(ctx, collected, kl_ctrl), version=step + 1)
 
 
