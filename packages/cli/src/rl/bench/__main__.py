@@ -1,4 +1,5 @@
-"""`python -m rl.bench <benchmark> [options]`; benchmarks: grpo-step, modes, verl-journey."""
+"""`python -m rl.bench <benchmark> [options]`; benchmarks: grpo-step, modes, reward-overlap,
+verl-journey."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import sys
 BENCHMARKS = {
     "grpo-step": "rl.bench.grpo_step",
     "modes": "rl.bench.modes",
+    "reward-overlap": "rl.bench.reward_overlap",
     "verl-journey": "rl.bench.verl_journey",
 }
 
