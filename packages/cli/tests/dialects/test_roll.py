@@ -62,10 +62,8 @@ def test_a_megatron_rlvr_file_maps_role_by_role():
         "rollout": list(range(6)),
         "ref": list(range(8)),
     }
-    assert by_key["rewards.math_rule.tag_included"].status == "unsupported"
-    assert by_key["actor_train.data_args.domain_interleave_probs.math_rule"].status == (
-        "unsupported"
-    )
+    assert by_key["rewards.math_rule.tag_included"].status == "mapped"
+    assert by_key["actor_train.data_args.domain_interleave_probs.math_rule"].status == "mapped"
     assert "megatron_tp2.tensor_model_parallel_size" not in by_key  # an interpolated variable
     assert any(
         "megatron_tp2: a node the file only interpolates" in n for n in conversion.report.notes

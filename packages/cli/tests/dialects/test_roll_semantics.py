@@ -133,12 +133,9 @@ def test_clip_range_low_high_only_with_use_pg_clip_range(file):
         ("+is_lora=true", "is_lora"),
         ("+reward_norm=true", "reward_norm"),
         ("+reward_scale=2", "reward_scale"),
-        ("+max_len_mask=true", "max_len_mask"),
-        (
-            "+actor_train.data_args.domain_interleave_probs={math_rule: 0.5, ifeval: 0.5}",
-            "actor_train.data_args.domain_interleave_probs.ifeval",
-        ),
-        ("+rewards.math_rule.tag_included=[aime]", "rewards.math_rule.tag_included"),
+        ("+error_max_len_clip=true", "error_max_len_clip"),
+        ("+rewards.mine.worker_cls=my.reward.Worker", "rewards.mine.worker_cls"),
+        ("+rewards.code.use_local=false", "rewards.code.use_local"),
         ("actor_train.data_args.template=longCOT_qwen2.5", "actor_train.data_args.template"),
         ("+global_template=base", "global_template"),
         ("+actor_train.model_args.dtype=int8", "actor_train.model_args.dtype"),
@@ -149,12 +146,39 @@ def test_settings_rl_has_not_are_refused_by_name(file, override, key):
     assert key in refused
 
 
-def test_a_single_domain_with_all_the_batch_is_no_mixing(file):
-    _, refused, by_key = run(
-        file, "+actor_train.data_args.domain_interleave_probs={math_rule: 1.0}"
+def test_rolls_domains_masks_and_mix_map(file):
+    math = "roll.pipeline.rlvr.rewards.math_rule_reward_worker.MathRuleRewardWorker"
+    judge = (
+        "roll.pipeline.rlvr.rewards.crossthinkqa_rule_reward_worker.CrossThinkQARuleRewardWorker"
+    )
+    config, refused, _ = run(
+        file,
+        f"+rewards.math_rule.worker_cls={math}",
+        "+rewards.math_rule.tag_included=[aime]",
+        "+rewards.math_rule.model_args.model_name_or_path=Qwen/Qwen3-8B",
+        f"+rewards.qa.worker_cls={judge}",
+        "+rewards.qa.tag_included=[crossthinkqa]",
+        "+rewards.qa.reward_type=hard",
+        "+actor_train.data_args.domain_interleave_probs={math_rule: 0.75, qa: 0.25}",
+        "+max_len_mask=true",
+        "+difficulty_mask=true",
+        "+difficulty_low_threshold=0.1",
     )
     assert not refused
-    assert by_key["actor_train.data_args.domain_interleave_probs.math_rule"].status == "default"
+    domains = config.reward.domains
+    assert (domains["math_rule"].scorer, domains["math_rule"].tag_included) == (
+        "math_rule",
+        ("aime",),
+    )
+    assert (domains["qa"].scorer, domains["qa"].options) == (
+        "crossthinkqa",
+        {"reward_type": "hard"},
+    )
+    assert config.data.domain_interleave_probs == {"math_rule": 0.75, "qa": 0.25}
+    assert config.data.default_domain == "math_rule"  # ROLL's fallback for other tags
+    algorithm = config.algorithm
+    assert algorithm.max_len_mask and algorithm.difficulty_mask and algorithm.advantage_by_domain
+    assert (algorithm.difficulty_low_threshold, algorithm.difficulty_high_threshold) == (0.1, 1.0)
 
 
 @pytest.mark.parametrize(

@@ -145,3 +145,12 @@ def test_domains_in_a_config_file_convert_typed(tmp_path):
     assert domain.tag_included == ("a",) and domain.timeout_s is None
     with pytest.raises(ConfigError, match=r"reward.domains.math.timeout_s"):
         load_config(None, ["reward.domains.math.timeout_s=-1"])
+
+
+def test_a_domain_scored_by_data_source_needs_a_rule_for_each_rows_data_source():
+    from rl.core.rewards import check_reward_inputs
+
+    with pytest.raises(ConfigError, match=r"data/mix.jsonl, row 0: domain 'math' is scored by"):
+        check_reward_inputs(config("data.default_domain=math"), dataset(), dataset())
+    known = [{**row, "tag": "gsm8k"} for row in ROWS]
+    check_reward_inputs(config("data.default_domain=math"), dataset(known), dataset(known))

@@ -93,14 +93,10 @@ TESTED = [
 EXAMPLE_REFUSALS = [
     (
         "roll",
-        ("rewards.*", "reward_model.model_args.*"),
-        "ROLL's per-domain reward workers (math rule, code sandbox, LLM judge, IFEval, "
-        "multiple choice) routed by tag: multi-domain reward routing is not built yet",
-    ),
-    (
-        "roll",
-        ("actor_train.data_args.domain_interleave_probs.*", "max_len_mask", "difficulty_mask"),
-        "ROLL's domain-interleaved sampling and its sample masks: not built yet",
+        ("rewards.llm_judge.*", "reward_model.model_args.*"),
+        "ROLL's LLM judge reward worker (a judge model served beside the run): not built "
+        "yet; its other reward workers (math rule, code sandbox, IFEval, multiple choice), "
+        "their routing by tag, the domain mix and the sample masks map",
     ),
     (
         "roll",

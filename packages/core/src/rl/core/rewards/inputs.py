@@ -42,6 +42,8 @@ def check_reward_inputs(config: Any, train: Any, val: Any) -> None:
         routing = DomainRouting(config)
         for dataset in (train, val):
             routing.check(dataset)
+            if not reward.custom_reward_function.path:
+                _check_domain_data_sources(routing, dataset)
         return
     if reward.custom_reward_function.path or reward.reward_model.path:
         return
@@ -53,6 +55,20 @@ def check_reward_inputs(config: Any, train: Any, val: Any) -> None:
         _check_answers(dataset)
     for dataset in (train, val):
         _check_answer_types(dataset)
+
+
+def _check_domain_data_sources(routing: Any, dataset: Any) -> None:
+    """A domain scored by data_source: each of its rows' data_source needs a rule."""
+    for item, (source, row) in zip(dataset.items, dataset.origins, strict=True):
+        domain = routing.domain_of(item)
+        if routing.domains[domain].scorer != "data_source" or scorer_for(item.data_source):
+            continue
+        raise ConfigError(
+            f"{source}, row {row}: domain {domain!r} is scored by data_source "
+            f"(reward.domains.{domain}.scorer), and {item.data_source!r} has no rule-based "
+            f"reward{unscored_reason(item.data_source)}; known: {known_data_sources()}. Name "
+            f"the domain's scorer, {_OR_CUSTOM}"
+        )
 
 
 def _check_data_sources(dataset: Any) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from rl.cli.dialects import hydra_files
 from rl.cli.dialects.record import Dialect, Table
-from rl.cli.dialects.roll import batch, distillation
+from rl.cli.dialects.roll import batch, distillation, reward_domains
 from rl.cli.dialects.roll.defaults import (
     DEFAULTS,
     INFER_STRATEGIES,
@@ -168,4 +168,11 @@ def check(values: dict[str, Any]) -> list[str]:
 
 
 TABLE = Table("roll", RULES, REASONS, description=DESCRIPTION, documented=DOCUMENTED)
-ROLL = Dialect("roll", TABLE, compose, check, launch=LAUNCH)
+ROLL = Dialect(
+    "roll",
+    TABLE,
+    compose,
+    check,
+    rewrites=(reward_domains.drop_rule_worker_plumbing,),
+    launch=LAUNCH,
+)

@@ -4,7 +4,7 @@ of the training roles are in `roles`, ROLL's fields without a counterpart in `op
 from __future__ import annotations
 
 from rl.cli.dialects.mapping import Rule, as_list, ignore, ignored_for, unsupported_for
-from rl.cli.dialects.roll import distillation, lora, rewards, values
+from rl.cli.dialects.roll import distillation, lora, reward_domains, rewards, values
 from rl.cli.dialects.roll.options import (
     INFRA,
     PIPELINE_OPTIONS,
@@ -21,7 +21,7 @@ from rl.cli.dialects.vocabulary import (
     ROLLOUT_ROUTES,
 )
 
-_MASKS = "ROLL's sample masks and loss weights are not in rl"
+_MASKS = "this ROLL sample mask or loss weight is not in rl (max_len_mask and difficulty_mask are)"
 _REWARD_WORKER = "a setting of a ROLL reward worker (refused by rewards.<domain>.worker_cls)"
 _ENVS = (
     "ROLL's environments and env managers do not load in rl: write the environment as a "
@@ -43,9 +43,8 @@ RULES: list[Rule] = [
         "set rollout.n to it and data.train_batch_size to num_env_groups",
     ),
     *unsupported_for(_ENVS, "train_env_manager.", "val_env_manager.", "env_manager_cls"),
-    # ROLL's per-domain reward workers: the worker and its routing are refused by name,
-    # the rest of its section is its own plumbing
-    *unsupported_for(REWARDS, "rewards.*.worker_cls", "rewards.*.tag_included"),
+    # ROLL's per-domain reward workers: rl's reward.domains (roll/reward_domains.py)
+    *reward_domains.RULES,
     Rule(
         "rewards.*.query_filter_config.type",
         "algorithm.filter_groups.enable",
@@ -162,10 +161,10 @@ RULES: list[Rule] = [
     Rule("*.data_args.prompt", "data.prompt_key"),
     Rule("*.data_args.messages", "data.prompt_key"),
     Rule("*.data_args.preprocessing_num_workers", "data.filter_num_workers"),
-    Rule(
+    Rule("actor_train.data_args.domain_interleave_probs.", "data.domain_interleave_probs."),
+    ignore(
         "*.data_args.domain_interleave_probs.",
-        convert=lambda v: None if v == 1 else v,  # one domain: its rows are the batch
-        reason="per-domain batch mixing is not in rl: mix the data files beforehand",
+        "ROLL mixes the training batches by actor_train's data_args only",
     ),
     Rule(
         "*.data_args.", reason="a ROLL data option rl does not have (see data.* in rl config show)"
@@ -254,13 +253,15 @@ RULES: list[Rule] = [
     ),
     ignore("actor_infer.router_replay.mode", ROLLOUT_ROUTES),
     ignore("pg_variant", "a name ROLL files interpolate elsewhere"),
-    Rule("max_len_mask", reason=_MASKS),
-    ignore("difficulty_*_threshold", "read only with difficulty_mask (refused when on)"),
+    Rule("max_len_mask", "algorithm.max_len_mask"),
+    Rule("difficulty_mask", "algorithm.difficulty_mask"),
+    Rule("difficulty_low_threshold", "algorithm.difficulty_low_threshold"),
+    Rule("difficulty_high_threshold", "algorithm.difficulty_high_threshold"),
+    ignore("error_max_len_threshold", "read only with error_max_len_clip (refused when on)"),
     *unsupported_for(
         _MASKS,
         "difficulty_*",
         "error_max_len_clip",
-        "error_max_len_threshold",
         "length_loss_weight",
         "mask_type",
         "balance_length",
