@@ -58,7 +58,9 @@ def test_background_scoring_trains_what_in_order_scoring_trains(one_tiny_step, t
 
 
 def test_it_needs_the_pool_and_something_to_overlap():
-    with pytest.raises(ConfigError, match=r"reward.num_workers = 0 is not allowed: >= 1 with reward"):
+    with pytest.raises(
+        ConfigError, match=r"reward.num_workers = 0 is not allowed: >= 1 with reward"
+    ):
         load_config(None, ["reward.launch_reward_fn_async=true"])
     with pytest.raises(ConfigError, match=r"false with algorithm.filter_groups.enable"):
         load_config(
