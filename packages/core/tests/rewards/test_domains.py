@@ -154,3 +154,18 @@ def test_a_domain_scored_by_data_source_needs_a_rule_for_each_rows_data_source()
         check_reward_inputs(config("data.default_domain=math"), dataset(), dataset())
     known = [{**row, "tag": "gsm8k"} for row in ROWS]
     check_reward_inputs(config("data.default_domain=math"), dataset(known), dataset(known))
+
+
+SEES = """
+def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+    return float(extra_info["tag"] == "aime" and extra_info["prompt_str"] == "Q?")
+"""
+
+
+def test_a_scorer_sees_the_rows_tag_and_rendered_prompt(tmp_path):
+    path = tmp_path / "sees.py"
+    path.write_text(SEES)
+    rewards = DomainRewards(config(f"reward.custom_reward_function.path={path}"))
+    request = RewardRequest("aime", "x", "y", {"id": 3}, prompt_str="Q?", domain="math")
+    assert rewards.score([request]).scores == [1.0]
+    rewards.close()

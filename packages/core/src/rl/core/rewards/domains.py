@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from dataclasses import replace
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -136,6 +137,20 @@ class DomainRewards:
             )
 
     def score(self, requests: Sequence[RewardRequest]) -> RewardResult:
+        """Each request by its domain's scorer; a scorer's `extra_info` also holds the
+        rendered prompt (`prompt_str`) and the row's data_source as its `tag` (ROLL's
+        workers read both; a row's own `tag` column wins)."""
+        requests = [
+            replace(
+                r,
+                extra_info={
+                    "tag": r.data_source,
+                    **(r.extra_info or {}),
+                    "prompt_str": r.prompt_str,
+                },
+            )
+            for r in requests
+        ]
         grouped: dict[str, list[int]] = defaultdict(list)
         for index, request in enumerate(requests):
             grouped[request.domain].append(index)
