@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from dataclasses import replace
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from rl.core.errors import ConfigError

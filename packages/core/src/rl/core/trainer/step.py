@@ -149,6 +149,7 @@ def learn(
     if config.algorithm.adv_estimator == "remax":
         with timer.phase("greedy_baseline"):
             baselines = greedy_baselines(ctx, collected.items, config.rollout.n)
+    responses = batch["response_mask"]  # the sample masks narrow it for the updates only
     with timer.phase("advantages"):
         reward_kl_metrics = algorithm_setup.assign_token_rewards(config, batch, kl_ctrl)
         reward_kl_metrics |= algorithm_setup.assign_advantages(
@@ -162,6 +163,10 @@ def learn(
     metrics.update(reward_kl_metrics)
     if release_rollout:
         ctx.rollout.sleep()  # generation is over until the sync: free its memory for updates
+    if not batch["response_mask"].any():  # every response masked: ROLL skips the updates
+        metrics["mask/final_mask_sum_eq_0"] = 1.0
+        batch["response_mask"] = responses
+        return metrics
     if ctx.critic is not None:
         with timer.phase("update_critic"):
             metrics.update(ctx.critic.train_step(batch, algorithm_setup.critic_loss_fn(config)))
@@ -170,6 +175,7 @@ def learn(
     metrics.update(update)
     shared = "actor/prompt_tokens_shared" in update  # the engine packed prompts once
     metrics.update(actor_perf_metrics(config, batch, timer.seconds["update_actor"], shared))
+    batch["response_mask"] = responses  # the step's metrics count every response
     return metrics
 
 
