@@ -1,10 +1,13 @@
 """A ROLL user's RLVR job as they run it: ROLL's own example configs (verbatim, 8eb27cc2),
 shrunk to one CPU with ROLL's own keys (device mappings, batch, lengths, steps, paths), on
 data in ROLL's layout (`messages` as a JSON string, `ground_truth`, `tag`) and a real-shape
-model folder (2 layers). The FSDP example is qwen3-8B-rlvr_fsdp2, the megatron example
-qwen2.5-7B-rlvr_megatron; both train 2 steps with ROLL's REINFORCE, advantage whitening and
-both clips as converted. ROLL's per-domain reward workers are refused by name, so the run
-names a scorer (rl's own key) and allows `rewards.*`.
+model folder (2 layers). The FSDP example is qwen3-8B-rlvr_fsdp2 with its five data files
+and five reward domains mixed as the file says (`domain_interleave_probs`), each domain
+scored by its real scorer (math rule, IFEval, CrossThinkQA; the LLM judge and code sandbox
+workers are refused by name, so their domains are allowed and scored by a stand-in),
+ROLL's sample masks off (a random model leaves them nothing to keep); the megatron example
+is qwen2.5-7B-rlvr_megatron on its math domain alone. Both train 2 steps with ROLL's REINFORCE, advantage whitening and both clips
+as converted.
 
 The megatron run needs megatron-core's CPU mode (`trainer.device=cpu` with the megatron
 strategy, branch megatron-cpu-mode); before it is merged, run this file locally with
@@ -26,9 +29,10 @@ pytestmark = pytest.mark.slow
 EXAMPLES = Path(__file__).parent / "dialects" / "roll" / "upstream" / "examples"
 SCORER = """
 def compute_score(data_source, solution_str, ground_truth, extra_info=None):
-    return float(len(set(solution_str)) % 3)  # varies by sample: advantages are not all 0
+    assert data_source in ("RLVR", "KodCode"), data_source  # the judge's and code's rows
+    return float(len(set(solution_str)) % 3)  # a stand-in: varies by sample
 """
-# ROLL's own keys: one device, 2 steps, tiny batches and lengths, the data files
+# ROLL's own keys: one device, 2 steps, tiny batches and lengths
 SHRINK = [
     "num_gpus_per_node=1",
     "actor_train.device_mapping='list(range(0,1))'",
@@ -37,35 +41,83 @@ SHRINK = [
     "max_steps=2",
     "save_steps=100",
     "eval_steps=100",
-    "rollout_batch_size=2",
     "num_return_sequences_in_group=2",
-    "prompt_length=64",
+    "prompt_length=256",
     "response_length=8",
     "actor_train.training_args.per_device_train_batch_size=2",
     "actor_train.training_args.gradient_accumulation_steps=1",
     "actor_train.training_args.warmup_steps=0",
-    "actor_train.data_args.file_name=[data/math_deepmath_deal.jsonl]",
     "validation.data_args.file_name=[data/math_benchmarks.jsonl]",
-    # one domain (math) instead of five: its rows are the whole batch
-    "~actor_train.data_args.domain_interleave_probs",
-    "+actor_train.data_args.domain_interleave_probs={math_rule: 1.0}",
-    "max_len_mask=false",
-    "difficulty_mask=false",
     "actor_train.model_args.dtype=fp32",
     "actor_infer.model_args.dtype=fp32",
     "actor_infer.strategy_args.strategy_name=hf_infer",
     "actor_infer.strategy_args.strategy_config=null",
 ]
+MATH_ONLY = [  # one domain (math) instead of five: its rows are the whole batch
+    "rollout_batch_size=2",
+    "actor_train.data_args.file_name=[data/math_deepmath_deal.jsonl]",
+    "~actor_train.data_args.domain_interleave_probs",
+    "+actor_train.data_args.domain_interleave_probs={math_rule: 1.0}",
+    "max_len_mask=false",
+    "difficulty_mask=false",
+]
+MATH_SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}."
+
+
+def code_row(index: int) -> dict:
+    """A KodCode row as ROLL's file holds it: assert-style tests of a named function."""
+    row = roll_row(
+        f"Write a Python function add_{index}(a, b) that returns a + b + {index}.",
+        "",
+        "KodCode",
+        index,
+    )
+    tests = [{"assert_code": f"assert add_{index}(1, 2) == {3 + index}"}]
+    return {
+        **row,
+        "case_type": "assert",
+        "test_case_function": f"add_{index}",
+        "test_cases": json.dumps(tests),
+    }
+
+
+def ifeval_row(index: int) -> dict:
+    constraint = {"func_name": "validate_lowercase"}
+    return roll_row(
+        f"Describe the number {index} in one sentence, all in lowercase letters.",
+        json.dumps(constraint),
+        "ifeval",
+        index,
+    )
+
+
+def choice_row(index: int) -> dict:
+    options = "A) red\nB) blue\nC) green\nD) yellow"
+    return roll_row(
+        f"Question {index}: which colour is the sky on a clear day?\n{options}\n"
+        "Put the letter of the correct option inside \\boxed{}.",
+        "B",
+        "crossthinkqa",
+        index,
+    )
 
 
 @pytest.fixture
 def roll_data(tmp_path):
-    """ROLL's RLVR layout, under data/ where the example configs look (relative paths)."""
-    rows = [
-        roll_row(f"What is {i} + {i + 1}?", str(2 * i + 1), "deepmath_103k", i) for i in range(8)
+    """ROLL's five RLVR data files, under data/ where the example configs look (relative
+    paths), each in the layout of the file it stands for."""
+    math = [
+        roll_row(f"What is {i} + {i + 1}?", str(2 * i + 1), "deepmath_103k", i, MATH_SYSTEM)
+        for i in range(8)
     ]
-    write_jsonl(rows, tmp_path / "data" / "math_deepmath_deal.jsonl")
-    write_jsonl(rows[:4], tmp_path / "data" / "math_benchmarks.jsonl")
+    data = tmp_path / "data"
+    write_jsonl(math, data / "math_deepmath_deal.jsonl")
+    write_jsonl(math[:4], data / "math_benchmarks.jsonl")
+    write_jsonl([code_row(i) for i in range(6)], data / "code_KodCode_data.jsonl")
+    judged = [roll_row(f"Name test {i} for HIV.", "Western blot", "RLVR", i) for i in range(4)]
+    write_jsonl(judged, data / "llm_judge_Multi-subject-RLVR_deal_new.jsonl")
+    write_jsonl([ifeval_row(i) for i in range(4)], data / "general_ifeval_train_deal.jsonl")
+    write_jsonl([choice_row(i) for i in range(4)], data / "general_CrossThink-QA_deal.jsonl")
     (tmp_path / "scorer.py").write_text(SCORER)
     return tmp_path
 
@@ -86,7 +138,9 @@ def run_roll_job(rl_executable, example: Path, model: Path, run: Path, *extra: s
         "trainer.val_before_train=false",
         f"reward.custom_reward_function.path={run / 'scorer.py'}",
         "--allow-unsupported",
-        "rewards.*",
+        "rewards.llm_judge.*",
+        "--allow-unsupported",
+        "rewards.code_sandbox.worker_cls",
     ]
     return subprocess.run(command, capture_output=True, text=True, timeout=1500, cwd=run)
 
@@ -100,24 +154,56 @@ def check_run(out: Path, metrics_rows, strategy: str) -> None:
     assert algorithm["whiten_advantages"] and algorithm["advantage_clip"] == 2.0
     assert algorithm["reward_clip"] == 10.0
     assert ours["actor"]["strategy"] == strategy and ours["actor"]["clip_ratio_c"] == 1.4
-    assert "roll:rewards.math_rule.worker_cls" in ours["trainer"]["dropped_settings"]
+    assert "roll:rewards.llm_judge.worker_cls" in ours["trainer"]["dropped_settings"]
+    assert ours["reward"]["domains"]["math_rule"]["scorer"] == "math_rule"
     for sample in map(json.loads, (out / "val_generations.jsonl").read_text().splitlines()):
         assert sample["prompt"].startswith("<|im_start|>"), sample["prompt"][:200]
         assert "[{" not in sample["prompt"]  # the JSON string was parsed, not fed as text
 
 
-def test_rolls_fsdp2_example_trains(tmp_path, roll_data, model_folder, rl_executable, metrics_rows):
+def test_rolls_fsdp2_example_trains_on_five_domains(
+    tmp_path, roll_data, model_folder, rl_executable, metrics_rows
+):
     model = model_folder("qwen3-0.6b", num_layers=2, hidden_size=256, intermediate_size=512)
     result = run_roll_job(
         rl_executable,
         EXAMPLES / "qwen3-8B-rlvr_fsdp2" / "rlvr_config.yaml",
         model,
         roll_data,
+        # the file's mix of 0.4 / 0.3 / 0.1 / 0.1 / 0.1 over 10 prompts: 4, 3, 1, 1 and 1
+        "rollout_batch_size=10",
+        # a random model's responses all run to the cap and score 0: ROLL's masks would
+        # leave nothing to train on (they map: test_roll_upstream.py; they work:
+        # rl-core's tests/trainer/test_sample_mask_step.py)
+        "max_len_mask=false",
+        "difficulty_mask=false",
         "actor_train.strategy_args.strategy_config.fsdp_size=1",
         "actor_train.strategy_args.strategy_config.param_dtype=fp32",
     )
     assert result.returncode == 0, result.stderr[-4000:]
-    check_run(roll_data / "out", metrics_rows, "fsdp")
+    out = roll_data / "out"
+    check_run(out, metrics_rows, "fsdp")
+    ours = yaml.safe_load((out / "config.yaml").read_text())
+    scorers = {name: d["scorer"] for name, d in ours["reward"]["domains"].items()}
+    assert scorers == {
+        "math_rule": "math_rule",
+        "code_sandbox": "data_source",  # refused workers, allowed: their rows by the stand-in
+        "llm_judge": "data_source",
+        "crossthinkqa": "crossthinkqa",
+        "ifeval": "ifeval",
+    }
+    for row in [r for r in metrics_rows(out) if "actor/pg_loss" in r]:
+        counts = {d: row[f"reward/{d}/count"] for d in scorers}
+        # each domain's share of the batch, as ROLL splits it, times 2 responses
+        assert counts == {
+            "math_rule": 8.0,
+            "code_sandbox": 6.0,
+            "llm_judge": 2.0,
+            "crossthinkqa": 2.0,
+            "ifeval": 2.0,
+        }
+        assert all(f"reward/{d}/time_s" in row and f"reward/{d}/accuracy" in row for d in scorers)
+        assert row["reward/errors"] == 0.0  # every row was readable by its scorer
 
 
 def test_rolls_megatron_example_trains(
@@ -129,6 +215,7 @@ def test_rolls_megatron_example_trains(
         EXAMPLES / "qwen2.5-7B-rlvr_megatron" / "rlvr_config.yaml",
         model,
         roll_data,
+        *MATH_ONLY,
     )
     assert result.returncode == 0, result.stderr[-4000:]
     check_run(roll_data / "out", metrics_rows, "megatron")

@@ -20,7 +20,6 @@ from rl.core.errors import ConfigError
 # scorer name -> "module:function" (imported when first used: pool workers import this)
 RULE_SCORERS = {
     "math_rule": "rl.core.rewards.roll_math:math_rule",
-    "code_sandbox": "rl.core.rewards.code_sandbox:code_sandbox",
     "ifeval": "rl.core.rewards.ifeval:ifeval",
     "crossthinkqa": "rl.core.rewards.crossthinkqa:crossthinkqa",
 }

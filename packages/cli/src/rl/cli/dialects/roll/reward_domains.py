@@ -7,8 +7,8 @@ the domain `math_rule` for a tag no domain includes (`data.default_domain`, set 
 such a domain exists). ROLL shapes, masks and whitens each domain's rows apart
 (`algorithm.advantage_by_domain`). A rule worker loads a tokenizer and nothing else from
 its `model_args` / `data_args` / `strategy_args` (and runs on CPU): `drop_rule_worker_plumbing`
-drops those keys before the table reads the file, with a note. ROLL's LLM judge worker is
-refused by name, with its settings.
+drops those keys before the table reads the file, with a note. ROLL's LLM judge worker and
+its code sandbox worker are refused by name (`NOT_YET`), the judge with its settings.
 """
 
 from __future__ import annotations
@@ -28,6 +28,11 @@ WORKERS = {
 }
 JUDGE = "llm_judge"
 _JUDGE = "ROLL's LLM judge worker (a judge model served beside the run) is not in rl yet"
+NOT_YET = {
+    JUDGE: _JUDGE,
+    "code_sandbox": "ROLL's code sandbox worker (KodCode's test cases) is not in rl yet; "
+    "rl's code reward reads verl's layout (data_source codecontests, apps, ...)",
+}
 # a rule worker's plumbing: what it loads (a tokenizer) and where it runs
 _PLUMBING = (
     "model_args",
@@ -44,8 +49,8 @@ _PLUMBING = (
 
 def scorer(worker_cls: Any) -> Any:
     """ROLL's worker class path -> rl's scorer name."""
-    if WORKERS.get(str(worker_cls)) == JUDGE:
-        return Unsupported(_JUDGE)
+    if WORKERS.get(str(worker_cls)) in NOT_YET:
+        return Unsupported(NOT_YET[WORKERS[str(worker_cls)]])
     name = WORKERS.get(str(worker_cls))
     if name is None:
         known = ", ".join(sorted(cls.rsplit(".", 1)[-1] for cls in WORKERS))
@@ -67,10 +72,8 @@ def drop_rule_worker_plumbing(values: dict[str, Any]) -> list[str]:
     """Drop what a rule worker reads only to start (rl's rule scorers need none of it)."""
     notes = []
     for name, section in (values.get("rewards") or {}).items():
-        if not isinstance(section, dict) or WORKERS.get(str(section.get("worker_cls"))) in (
-            None,
-            JUDGE,
-        ):
+        worker = WORKERS.get(str(section.get("worker_cls"))) if isinstance(section, dict) else None
+        if worker is None or worker == JUDGE:
             continue
         dropped = [key for key in _PLUMBING if section.pop(key, None) is not None]
         if dropped:
