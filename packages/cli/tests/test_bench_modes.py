@@ -19,3 +19,15 @@ def test_the_disaggregated_placement_puts_actor_and_rollout_on_workers_apart():
     layout = ray_layout(load_config(overrides=PLACEMENTS["disaggregated"]))
     assert layout is not None and layout.disaggregated
     assert (layout.train_ranks, layout.rollout_replicas) == (1, 1)
+
+
+def test_the_reward_overlap_calibration_counts_the_steps_responses():
+    from rl.bench.reward_overlap import WAYS, responses
+
+    row = {"reward/arithmetic/count": 48.0, "reward/other/count": 16.0, "reward/mean": 0.5}
+    assert responses(row) == 64.0
+    # the two ways differ by the background switch alone
+    assert WAYS == {
+        "in_order": ["reward.launch_reward_fn_async=false"],
+        "background": ["reward.launch_reward_fn_async=true"],
+    }

@@ -169,3 +169,20 @@ def test_a_scorer_sees_the_rows_tag_and_rendered_prompt(tmp_path):
     request = RewardRequest("aime", "x", "y", {"id": 3}, prompt_str="Q?", domain="math")
     assert rewards.score([request]).scores == [1.0]
     rewards.close()
+
+
+def test_scorer_options_that_cannot_score_are_refused_at_load_not_per_row():
+    qa = ["reward.domains.qa.scorer=crossthinkqa", "reward.domains.qa.tag_included=[crossthinkqa]"]
+    with pytest.raises(
+        ConfigError, match=r"reward.domains.qa.options: crossthinkqa: reward_type=None"
+    ):
+        DomainRewards(config(*qa))
+    with pytest.raises(ConfigError, match=r"response_length_penalty_coef=0.5"):
+        DomainRewards(
+            config(
+                *qa,
+                "reward.domains.qa.options.reward_type=soft",
+                "reward.domains.qa.options.response_length_penalty_coef=0.5",
+            )
+        )
+    DomainRewards(config(*qa, "reward.domains.qa.options.reward_type=soft")).close()

@@ -61,15 +61,18 @@ WORKLOAD = [
 
 
 def run(mode: str, steps: int, out: Path, overrides: list[str]) -> list[dict]:
-    folder = out / mode
+    return train_steps([*WORKLOAD, *MODES[mode], *overrides], steps, out / mode)
+
+
+def train_steps(overrides: list[str], steps: int, folder: Path) -> list[dict]:
+    """The metrics rows of the steps of an `rl train` of `steps` steps into `folder` (the
+    benchmark ends, with the run's stderr, when it fails)."""
     command = [
         "rl",
         "train",
-        *WORKLOAD,
-        *MODES[mode],
+        *overrides,
         f"trainer.total_training_steps={steps}",
         f"trainer.output_dir={folder}",
-        *overrides,
     ]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:

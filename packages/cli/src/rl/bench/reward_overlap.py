@@ -28,10 +28,9 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 
+from rl.bench.modes import train_steps
 from rl.kernels.bench.harness import header
 
 WAYS = {
@@ -71,21 +70,15 @@ def run(way: str, steps: int, out: Path, seconds: float, overrides: list[str]) -
     folder.mkdir(parents=True, exist_ok=True)
     scorer = folder / "slow_reward.py"
     scorer.write_text(SCORER.format(seconds=seconds))
-    command = [
-        "rl",
-        "train",
-        *WORKLOAD,
-        *WAYS[way],
-        f"reward.custom_reward_function.path={scorer}",
-        f"trainer.total_training_steps={steps}",
-        f"trainer.output_dir={folder}",
-        *overrides,
-    ]
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.exit(f"{' '.join(command)} failed:\n{result.stderr[-3000:]}")
-    rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
-    return [row for row in rows if "timing/step" in row]
+    reward = f"reward.custom_reward_function.path={scorer}"
+    return train_steps([*WORKLOAD, *WAYS[way], reward, *overrides], steps, folder)
+
+
+def responses(row: dict) -> float:
+    """A step's scored responses: the sum of its per-domain counts."""
+    return sum(
+        value for key, value in row.items() if key.endswith("/count") and key.startswith("reward/")
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -104,9 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     seconds = args.reward_s
     if seconds is None:  # calibrate: the reward takes as long as generation
         rows = run("in_order", args.steps, args.out / "calibration", 0.0, args.overrides)
-        generate = statistics.median(row["timing/generate"] for row in rows[1:])
-        responses = 16 * 4
-        seconds = generate / responses
+        seconds = statistics.median(row["timing/generate"] / responses(row) for row in rows[1:])
     times: dict[str, list[float]] = {way: [] for way in WAYS}
     scoring: list[float] = []
     waits: list[float] = []

@@ -49,6 +49,23 @@ def is_right_choice(option_text: str, ground_truth: str) -> bool:
     return letter is not None and letter == ground_truth[0]
 
 
+def check_options(
+    *, reward_type: str | None = None, response_length_penalty_coef: float = 0.0
+) -> None:
+    """ValueError for options the rule cannot score with (the router calls it at load)."""
+    if reward_type not in REWARDS:
+        raise ValueError(
+            f"crossthinkqa: reward_type={reward_type!r}; ROLL's CrossThinkQA rule takes one of "
+            f"{sorted(REWARDS)} (its examples use 'soft')"
+        )
+    if response_length_penalty_coef != 0.0:
+        raise ValueError(
+            f"crossthinkqa: response_length_penalty_coef={response_length_penalty_coef}: ROLL "
+            "measures that length on the padded response tensor of the whole batch, which a "
+            "per-response scorer does not see; only 0.0 is supported"
+        )
+
+
 def crossthinkqa(
     solution_str: str,
     ground_truth: Any,
@@ -64,17 +81,9 @@ def crossthinkqa(
     measured on the padded width of the batch's response tensor, not on this response, so
     only its default 0.0 (every ROLL example) is taken.
     """
-    if reward_type not in REWARDS:
-        raise ValueError(
-            f"crossthinkqa: reward_type={reward_type!r}; ROLL's CrossThinkQA rule takes one of "
-            f"{sorted(REWARDS)} (its examples use 'soft')"
-        )
-    if response_length_penalty_coef != 0.0:
-        raise ValueError(
-            f"crossthinkqa: response_length_penalty_coef={response_length_penalty_coef}: ROLL "
-            "measures that length on the padded response tensor of the whole batch, which a "
-            "per-response scorer does not see; only 0.0 is supported"
-        )
+    check_options(
+        reward_type=reward_type, response_length_penalty_coef=response_length_penalty_coef
+    )
     if not isinstance(ground_truth, str) or not ground_truth:
         raise ValueError(
             f"crossthinkqa: the ground truth must be the right option's letter as a non-empty "
@@ -83,6 +92,7 @@ def crossthinkqa(
     response = drop_special_tokens(solution_str)
     option_text, boxed = chosen_option(answer_after_think(response))
     right = is_right_choice(option_text, ground_truth)
+    assert reward_type is not None  # check_options refused anything but a known type
     rule_reward = REWARDS[reward_type][(right, boxed)]
     penalty = repetition_penalty(response, REPETITION_MAX_PENALTY)
     return {

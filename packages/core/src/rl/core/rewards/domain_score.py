@@ -60,6 +60,14 @@ def check_scorer(domain: str, name: str, options: Mapping[str, Any]) -> None:
             f"{key}.options: the {name} scorer has no option {', '.join(unknown)}; its "
             f"options are {accepted or 'none'}"
         )
+    # a scorer whose options can be wrong in value checks them here, not on every row
+    module = importlib.import_module(RULE_SCORERS[name].split(":")[0])
+    check_options = getattr(module, "check_options", None)
+    if check_options is not None:
+        try:
+            check_options(**options)
+        except ValueError as error:
+            raise ConfigError(f"{key}.options: {error}") from None
 
 
 def compute_score(

@@ -110,7 +110,6 @@ class DomainRewards:
 
     def __init__(self, config: Any, judges: Mapping[str, Any] | None = None) -> None:
         reward = config.reward
-        self.routing = DomainRouting(config)
         self.scorers: dict[str, Any] = {}
         for name, domain in reward.domains.items():
             check_scorer(name, domain.scorer, domain.options)
