@@ -3,8 +3,8 @@ shrunk to one CPU with ROLL's own keys (device mappings, batch, lengths, steps, 
 data in ROLL's layout (`messages` as a JSON string, `ground_truth`, `tag`) and a real-shape
 model folder (2 layers). The FSDP example is qwen3-8B-rlvr_fsdp2 with its five data files
 and five reward domains mixed as the file says (`domain_interleave_probs`), each domain
-scored by its real scorer (math rule, IFEval, CrossThinkQA; the LLM judge and code sandbox
-workers are refused by name, so their domains are allowed and scored by a stand-in),
+scored by its real scorer (math rule, code sandbox, IFEval, CrossThinkQA; the LLM judge
+worker is refused by name, so its domain is allowed and scored by a stand-in),
 ROLL's sample masks off (a random model leaves them nothing to keep); the megatron example
 is qwen2.5-7B-rlvr_megatron on its math domain alone. Both train 2 steps with ROLL's REINFORCE, advantage whitening and both clips
 as converted.
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow
 EXAMPLES = Path(__file__).parent / "dialects" / "roll" / "upstream" / "examples"
 SCORER = """
 def compute_score(data_source, solution_str, ground_truth, extra_info=None):
-    assert data_source in ("RLVR", "KodCode"), data_source  # the judge's and code's rows
+    assert data_source == "RLVR", data_source  # the judge's rows
     return float(len(set(solution_str)) % 3)  # a stand-in: varies by sample
 """
 # ROLL's own keys: one device, 2 steps, tiny batches and lengths
@@ -139,8 +139,6 @@ def run_roll_job(rl_executable, example: Path, model: Path, run: Path, *extra: s
         f"reward.custom_reward_function.path={run / 'scorer.py'}",
         "--allow-unsupported",
         "rewards.llm_judge.*",
-        "--allow-unsupported",
-        "rewards.code_sandbox.worker_cls",
     ]
     return subprocess.run(command, capture_output=True, text=True, timeout=1500, cwd=run)
 
@@ -187,8 +185,8 @@ def test_rolls_fsdp2_example_trains_on_five_domains(
     scorers = {name: d["scorer"] for name, d in ours["reward"]["domains"].items()}
     assert scorers == {
         "math_rule": "math_rule",
-        "code_sandbox": "data_source",  # refused workers, allowed: their rows by the stand-in
-        "llm_judge": "data_source",
+        "code_sandbox": "code_sandbox",
+        "llm_judge": "data_source",  # the refused worker, allowed: its rows by the stand-in
         "crossthinkqa": "crossthinkqa",
         "ifeval": "ifeval",
     }

@@ -226,3 +226,21 @@ def test_roll_lora_maps_when_lora_target_is_set_as_roll_reads_it(file):
     assert not refused
     assert (model.lora_rank, model.lora_alpha, model.target_modules) == (32, 32, "all-linear")
     assert model.lora_adapter_path == "/adapters/a"
+
+
+def test_rolls_code_sandbox_worker_runs_its_local_tests_in_rls_sandbox(file):
+    code = "roll.pipeline.rlvr.rewards.code_sandbox_reward_worker.CodeSandboxRewardWorker"
+    config, refused, _ = run(
+        file,
+        f"+rewards.code_sandbox.worker_cls={code}",
+        "+rewards.code_sandbox.tag_included=[KodCode]",
+        "+rewards.code_sandbox.use_local=true",
+        "+rewards.code_sandbox.world_size=8",
+    )
+    assert not refused
+    assert config.reward.domains["code_sandbox"].scorer == "code_sandbox"
+    assert config.reward.domains["code_sandbox"].tag_included == ("KodCode",)
+    _, refused, _ = run(
+        file, f"+rewards.code_sandbox.worker_cls={code}", "+rewards.code_sandbox.use_local=false"
+    )
+    assert "rewards.code_sandbox.use_local" in refused

@@ -64,17 +64,16 @@ _VLLM_CONFIG = {
 }
 JUDGE = _JUDGE_CORE | _JUDGE_ENGINE | _JUDGE_SAMPLING  # the judge without vLLM settings
 JUDGE_VLLM = JUDGE | _VLLM_CONFIG
-CODE = {"rewards.code_sandbox.worker_cls"}  # ROLL's code sandbox worker, not in rl yet
 # what each file is refused for (every other key maps or is rl's own business): the five
 # domains, their mix and ROLL's masks all map; an empty set: the file converts
 REFUSED = {
-    "qwen2.5-7B-rlvr_megatron/rlvr_config.yaml": JUDGE_VLLM | CODE,
-    "qwen2.5-7B-rlvr_megatron/rlvr_config_8gpus.yaml": JUDGE_VLLM | CODE,
-    "qwen2.5-7B-rlvr_megatron/rlvr_config_amd.yaml": JUDGE_VLLM | CODE,
-    "qwen2.5-7B-rlvr_megatron/rlvr_config_dynamic_batching.yaml": JUDGE | CODE,
-    "qwen2.5-7B-rlvr_megatron/rlvr_config_sequence_packing.yaml": JUDGE_VLLM | CODE,
-    "qwen2.5-7B-rlvr_megatron/rlvr_fsdp2_sp2.yaml": JUDGE | CODE,
-    "qwen2.5-7B-rlvr_megatron/rlvr_qwen2.5_7B_seperate.yaml": JUDGE | CODE,
+    "qwen2.5-7B-rlvr_megatron/rlvr_config.yaml": JUDGE_VLLM,
+    "qwen2.5-7B-rlvr_megatron/rlvr_config_8gpus.yaml": JUDGE_VLLM,
+    "qwen2.5-7B-rlvr_megatron/rlvr_config_amd.yaml": JUDGE_VLLM,
+    "qwen2.5-7B-rlvr_megatron/rlvr_config_dynamic_batching.yaml": JUDGE,
+    "qwen2.5-7B-rlvr_megatron/rlvr_config_sequence_packing.yaml": JUDGE_VLLM,
+    "qwen2.5-7B-rlvr_megatron/rlvr_fsdp2_sp2.yaml": JUDGE,
+    "qwen2.5-7B-rlvr_megatron/rlvr_qwen2.5_7B_seperate.yaml": JUDGE,
     "qwen2.5-7B-rlvr_megatron/rlvr_config_8gpus_llm_as_judge.yaml": JUDGE_VLLM - _JUDGE_SAMPLING,
     "qwen2.5-7B-rlvr_megatron/rlvr_config_8gpus_llm_as_judge_server.yaml": _JUDGE_CORE
     | {"rewards.llm_judge.world_size", "reward_model.model_args.model_name_or_path"},
@@ -82,10 +81,10 @@ REFUSED = {
     "qwen2.5-7B-rlvr_megatron/rlvr_config_amd_async.yaml": {"async_generation_ratio"},
     "qwen2.5-7B-rlvr_megatron/rlvr_rollout_mock_dump.yaml": set(),
     # LoRA maps (model.lora_rank / lora_alpha / target_modules: test_roll_semantics.py)
-    "qwen2.5-7B-rlvr_megatron/rlvr_config_lora.yaml": JUDGE_VLLM | CODE,
-    "qwen2.5-7B-rlvr_megatron/rlvr_lora_fsdp2.yaml": JUDGE | CODE,
-    "qwen3-8B-rlvr_fsdp2/rlvr_config.yaml": JUDGE_VLLM | CODE,
-    "qwen3-8B-rlvr_fsdp2/rlvr_config_wo_cpuoffload.yaml": JUDGE_VLLM | CODE,
+    "qwen2.5-7B-rlvr_megatron/rlvr_config_lora.yaml": JUDGE_VLLM,
+    "qwen2.5-7B-rlvr_megatron/rlvr_lora_fsdp2.yaml": JUDGE,
+    "qwen3-8B-rlvr_fsdp2/rlvr_config.yaml": JUDGE_VLLM,
+    "qwen3-8B-rlvr_fsdp2/rlvr_config_wo_cpuoffload.yaml": JUDGE_VLLM,
 }
 ALGORITHM_KEYS = ("adv_estimator", "reward_clip", "advantage_clip", "whiten_advantages")
 

@@ -186,3 +186,31 @@ def test_scorer_options_that_cannot_score_are_refused_at_load_not_per_row():
             )
         )
     DomainRewards(config(*qa, "reward.domains.qa.options.reward_type=soft")).close()
+
+
+def test_a_code_sandbox_row_without_test_cases_is_refused_at_load_naming_the_row():
+    from rl.core.errors import DataError
+    from rl.core.rewards import check_reward_inputs
+
+    code = ["reward.domains.code.scorer=code_sandbox", "data.default_domain=math"]
+    tests = json.dumps([{"assert_code": "assert f() == 6"}])
+    rows = [{**row, "tag": "gsm8k"} for row in ROWS]
+    rows[2] = {**ROWS[2], "case_type": "assert", "test_cases": tests}
+    check_reward_inputs(config(*code), dataset(rows), dataset(rows))
+    bare = [*rows[:2], ROWS[2], rows[3]]
+    with pytest.raises(DataError, match=r"data/mix.jsonl, row 2: domain 'code' is scored by"):
+        check_reward_inputs(config(*code), dataset(bare), dataset(rows))
+
+
+def test_a_code_domain_runs_its_rows_test_cases_in_the_scoring_pool():
+    rewards = DomainRewards(
+        config("reward.domains.code.scorer=code_sandbox", "reward.num_workers=1")
+    )
+    extra = {"case_type": "assert", "test_cases": [{"assert_code": "assert f() == 6"}]}
+    right = "```python\ndef f():\n    return 6\n```"
+    requests = [
+        RewardRequest("KodCode", right, "", extra, domain="code"),
+        RewardRequest("KodCode", right.replace("6", "7"), "", extra, domain="code"),
+    ]
+    assert rewards.score(requests).scores == [1.0, 0.0]
+    rewards.close()

@@ -93,9 +93,9 @@ TESTED = [
 EXAMPLE_REFUSALS = [
     (
         "roll",
-        ("rewards.llm_judge.*", "rewards.code_sandbox.worker_cls", "reward_model.model_args.*"),
-        "ROLL's LLM judge and code sandbox reward workers: not built yet; its other reward "
-        "workers (math rule, IFEval, multiple choice), their routing by tag, the domain mix "
+        ("rewards.llm_judge.*", "reward_model.model_args.*"),
+        "ROLL's LLM judge reward worker: not built yet; its other reward workers (math "
+        "rule, code sandbox, IFEval, multiple choice), their routing by tag, the domain mix "
         "and the sample masks map",
     ),
     (

@@ -22,6 +22,7 @@ RULE_SCORERS = {
     "math_rule": "rl.core.rewards.roll_math:math_rule",
     "ifeval": "rl.core.rewards.ifeval:ifeval",
     "crossthinkqa": "rl.core.rewards.crossthinkqa:crossthinkqa",
+    "code_sandbox": "rl.core.rewards.code_sandbox:code_sandbox",
 }
 DATA_SOURCE = "data_source"
 JUDGE = "llm_judge"
@@ -68,6 +69,15 @@ def check_scorer(domain: str, name: str, options: Mapping[str, Any]) -> None:
             check_options(**options)
         except ValueError as error:
             raise ConfigError(f"{key}.options: {error}") from None
+
+
+def row_check(name: str) -> Callable[[Any, Any], None] | None:
+    """The rule scorer's `check_row(ground_truth, extra_info)` (ValueError for a row it
+    cannot score), when its module has one."""
+    if name not in RULE_SCORERS:
+        return None
+    module = importlib.import_module(RULE_SCORERS[name].split(":")[0])
+    return getattr(module, "check_row", None)
 
 
 def compute_score(

@@ -44,6 +44,7 @@ def check_reward_inputs(config: Any, train: Any, val: Any) -> None:
             routing.check(dataset)
             if not reward.custom_reward_function.path:
                 _check_domain_data_sources(routing, dataset)
+                _check_domain_rows(routing, dataset)
         return
     if reward.custom_reward_function.path or reward.reward_model.path:
         return
@@ -69,6 +70,26 @@ def _check_domain_data_sources(routing: Any, dataset: Any) -> None:
             f"reward{unscored_reason(item.data_source)}; known: {known_data_sources()}. Name "
             f"the domain's scorer, {_OR_CUSTOM}"
         )
+
+
+def _check_domain_rows(routing: Any, dataset: Any) -> None:
+    """A rule scorer that reads more of a row than its answer (the code sandbox's test
+    cases) checks each of its rows here, before the first step."""
+    from rl.core.rewards.domain_score import row_check
+
+    for item, (source, row) in zip(dataset.items, dataset.origins, strict=True):
+        domain = routing.domain_of(item)
+        scorer = routing.domains[domain].scorer
+        check = row_check(scorer)
+        if check is None:
+            continue
+        try:
+            check(item.ground_truth, item.extra_info)
+        except ValueError as error:
+            raise DataError(
+                f"{source}, row {row}: domain {domain!r} is scored by {scorer} "
+                f"(reward.domains.{domain}.scorer), which cannot read this row: {error}"
+            ) from None
 
 
 def _check_data_sources(dataset: Any) -> None:

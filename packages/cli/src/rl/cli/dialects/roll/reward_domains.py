@@ -7,8 +7,10 @@ the domain `math_rule` for a tag no domain includes (`data.default_domain`, set 
 such a domain exists). ROLL shapes, masks and whitens each domain's rows apart
 (`algorithm.advantage_by_domain`). A rule worker loads a tokenizer and nothing else from
 its `model_args` / `data_args` / `strategy_args` (and runs on CPU): `drop_rule_worker_plumbing`
-drops those keys before the table reads the file, with a note. ROLL's LLM judge worker and
-its code sandbox worker are refused by name (`NOT_YET`), the judge with its settings.
+drops those keys before the table reads the file, with a note. ROLL's code sandbox worker
+runs its local tests (`use_local: true`) in rl's sandbox (`rl.core.rewards.code_sandbox`);
+its remote service (`use_local: false`, `code_url`) is refused. ROLL's LLM judge worker is
+refused by name (`NOT_YET`), with its settings.
 """
 
 from __future__ import annotations
@@ -28,11 +30,7 @@ WORKERS = {
 }
 JUDGE = "llm_judge"
 _JUDGE = "ROLL's LLM judge worker (a judge model served beside the run) is not in rl yet"
-NOT_YET = {
-    JUDGE: _JUDGE,
-    "code_sandbox": "ROLL's code sandbox worker (KodCode's test cases) is not in rl yet; "
-    "rl's code reward reads verl's layout (data_source codecontests, apps, ...)",
-}
+NOT_YET = {JUDGE: _JUDGE}
 # a rule worker's plumbing: what it loads (a tokenizer) and where it runs
 _PLUMBING = (
     "model_args",
