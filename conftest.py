@@ -142,3 +142,47 @@ def model_folder(tmp_path_factory) -> Callable[..., Path]:
         return built[key]
 
     return folder
+
+
+@pytest.fixture(scope="session")
+def judge_folder(model_folder, tmp_path_factory) -> Callable[[str], Path]:
+    """`judge_folder(word)` -> a judge model folder whose verdict is known: a real-shape
+        Qwen2.5 folder (its tokenizer and chat template; 64-wide heads, so vLLM's CPU build runs
+        it too) whose weights make greedy decoding say `word`'s first token whatever the prompt (" yes"
+    and " no" are one token each in Qwen2.5's vocabulary).
+        Every token's embedding is zero; layer 0's value bias and output projection put a
+        constant e_0 into the residual stream (attention averages equal values), every other
+        weight is zero, so the final norm hands the head sqrt(d) * e_0, and the head's only
+        non-zero entry is the chosen token's (tied: also that token's embedding, harmless)."""
+    root = tmp_path_factory.mktemp("judges")
+    source = model_folder("qwen2.5-0.5b", num_layers=2, hidden_size=128, intermediate_size=256)
+
+    def folder(word: str) -> Path:
+        import shutil
+
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        target = root / (word.strip() or "blank")
+        if target.exists():
+            return target
+        token = AutoTokenizer.from_pretrained(source)(word, add_special_tokens=False)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
+        with torch.no_grad():
+            for parameter in model.parameters():
+                parameter.zero_()
+            model.model.norm.weight.fill_(1.0)
+            for layer in model.model.layers:
+                layer.input_layernorm.weight.fill_(1.0)
+                layer.post_attention_layernorm.weight.fill_(1.0)
+            attention = model.model.layers[0].self_attn
+            attention.v_proj.bias[0] = 1.0
+            attention.o_proj.weight[0, 0] = 1.0
+            model.lm_head.weight[token["input_ids"][0], 0] = 1.0
+        scratch = target.with_name(target.name + ".tmp")
+        shutil.copytree(source, scratch)
+        model.save_pretrained(scratch)
+        scratch.rename(target)
+        return target
+
+    return folder

@@ -12,7 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rl.core.config.rules import NOT_EMPTY, POSITIVE, Checked, optional, setting
+from rl.core.config.judge import JudgeConfig
+from rl.core.config.rules import (
+    NOT_EMPTY,
+    POSITIVE,
+    Checked,
+    check_fields,
+    optional,
+    require,
+    setting,
+)
 
 
 @dataclass(frozen=True)
@@ -24,5 +33,23 @@ class DomainRewardConfig(Checked):
     scorer: str = setting("data_source", NOT_EMPTY)
     tag_included: tuple[str, ...] = ()
     options: dict[str, Any] = field(default_factory=dict)
-    # a row's scoring time limit in seconds (rule scorers); null: reward.timeout_s
+    # a row's scoring time limit in seconds (rule scorers; a judge's: per batch of
+    # judge.batch_size prompts); null: reward.timeout_s
     timeout_s: float | None = setting(None, optional(POSITIVE))
+    judge: JudgeConfig = field(default_factory=JudgeConfig)  # the llm_judge scorer's model
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        judged = self.scorer == "llm_judge"
+        require(
+            not judged or self.judge.model_path is not None,
+            "judge.model_path",
+            self.judge.model_path,
+            "the judge model's folder: the llm_judge scorer generates with it",
+        )
+        require(
+            judged or self.judge.model_path is None,
+            "judge.model_path",
+            self.judge.model_path,
+            f"null: only the llm_judge scorer has a judge model (scorer is {self.scorer!r})",
+        )

@@ -26,6 +26,8 @@ from rl.core.rewards.manager import RewardManager
 from rl.core.rewards.types import RewardRequest, RewardResult
 
 DOMAIN_SCORE = "pkg://rl.core.rewards.domain_score"
+# what every scorer reports, summed or maxed over the domains
+_SHARED = ("reward/mean", "reward/errors", "reward/timeouts", "reward/error_rate")
 
 
 class DomainRouting:
@@ -105,6 +107,35 @@ def domain_metrics(
     return metrics
 
 
+def start_judges(config: Any, tokenizer: Any) -> dict[str, Any]:
+    """A served judge (`rl.core.rewards.judge`) for each domain scored by `llm_judge`;
+    `tokenizer` is the policy's."""
+    from rl.core.models.loading import load_tokenizer
+    from rl.core.rewards.judge import JudgeScorer
+    from rl.core.rewards.judge_server import judge_run_config, start_judge
+
+    reward, judges = config.reward, {}
+    for name, domain in reward.domains.items():
+        if domain.scorer != JUDGE:
+            continue
+        try:
+            judge_tokenizer = load_tokenizer(judge_run_config(config, domain.judge).model)
+            judges[name] = JudgeScorer(
+                domain.judge,
+                start_judge(config, domain.judge),
+                judge_tokenizer,
+                tokenizer,
+                timeout_s=domain.timeout_s or reward.timeout_s,
+                max_error_rate=reward.max_error_rate,
+                error_rate_window=reward.error_rate_window,
+            )
+        except ValueError as error:
+            for judge in judges.values():
+                judge.close()
+            raise ConfigError(f"reward.domains.{name}.judge: {error}") from None
+    return judges
+
+
 class DomainRewards:
     """`score(requests)` with each request scored by its domain's scorer (`request.domain`)."""
 
@@ -174,6 +205,9 @@ class DomainRewards:
                     extras[index] = result.extras[position]
             for key in ("reward/errors", "reward/timeouts"):
                 counts[key] += result.metrics.get(key, 0.0)
+            for key, value in result.metrics.items():  # a scorer's own (judge_unparsed)
+                if key not in _SHARED:
+                    metrics[f"reward/{domain}/{key.removeprefix('reward/')}"] = value
             metrics[f"reward/{domain}/error_rate"] = result.metrics.get("reward/error_rate", 0.0)
         metrics.update(counts)
         metrics["reward/mean"] = sum(scores) / max(len(scores), 1)

@@ -66,15 +66,16 @@ def tool_schemas(config: Config) -> list[dict[str, Any]]:
     return [schema(tool) for tool in build_tools(config)]
 
 
-def build_reward(config: Config) -> Any:
-    """Rule-based / custom-function scoring, or a reward model when `reward.reward_model.path`."""
+def build_reward(config: Config, tokenizer: Any) -> Any:
+    """Rule-based / custom-function scoring, a reward model when `reward.reward_model.path`,
+    or one scorer per domain (`reward.domains`; a judge domain's model served here)."""
     from rl.core.rewards import RewardModelScorer, make_reward_manager
 
     model_config = config.reward.reward_model
     if config.reward.domains:
-        from rl.core.rewards.domains import DomainRewards
+        from rl.core.rewards.domains import DomainRewards, start_judges
 
-        return DomainRewards(config)
+        return DomainRewards(config, start_judges(config, tokenizer))
     if model_config.path is None:
         return make_reward_manager(config.reward)
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -139,7 +140,9 @@ def build_context(
     if data.domain_interleave_probs and with_rl_roles and trains:
         sampler = domain_sampler(config, train, batch)
     total = total_training_steps(config, sampler.steps_per_epoch)
-    ctx = RunContext(config, output_dir, tokenizer, train, val, sampler, build_reward(config))
+    ctx = RunContext(
+        config, output_dir, tokenizer, train, val, sampler, build_reward(config, tokenizer)
+    )
     if with_rl_roles:  # the engines, on the workers of trainer.launcher
         from rl.core.workers import launch_roles
 

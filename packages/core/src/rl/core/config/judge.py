@@ -1,0 +1,57 @@
+"""`reward.domains.<d>.judge`: an LLM judge served by rl's own rollout engine (ROLL's
+`LLMJudgeRewardWorker` with `judge_model_type: inference`), read by the `llm_judge`
+scorer (`rl.core.rewards.judge`).
+
+Key names follow ROLL's worker where it has one: `judge_prompt`, its `generating_args`
+(`max_new_tokens`, `temperature`, `top_p`, `top_k`), `infer_batch_size` (`batch_size`
+here, as verl's reward model names it); `model_path` is verl's `reward_model.model.path`
+(ROLL: `model_args.model_name_or_path`) and `engine` is the rollout engine's name
+(`rollout.name`; ROLL's `strategy_args.strategy_name`: vllm, hf_infer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from rl.core.config.rules import (
+    NON_NEGATIVE,
+    NOT_EMPTY,
+    POSITIVE,
+    POSITIVE_INT,
+    Checked,
+    between,
+    optional,
+    setting,
+)
+
+# ROLL's judge_prompt names (roll/utils/prompt.py prompt_maps); any other text with
+# {question}, {response} and {reference} is a template of its own; "default" is the prompt
+# ROLL's worker falls back to when judge_prompt names none
+JUDGE_PROMPTS = ("default", "Qwen2.5-7B-Instruct-RLVR-prompt")
+
+
+@dataclass(frozen=True)
+class JudgeConfig(Checked):
+    model_path: str | None = setting(None, optional(NOT_EMPTY))
+    prompt: str = setting("default", NOT_EMPTY)
+    # how the judge's text becomes a score: yes_no, what ROLL's worker calls
+    # (_extract_score_v2: "yes" in the text -> 1, else 0), or score (the first
+    # "Score: <x>" over 10, 0.5 when there is none: its _extract_score)
+    parse: Literal["yes_no", "score"] = "yes_no"
+    engine: str = setting("hf", NOT_EMPTY)  # a rollout engine: hf, vllm
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"  # auto: model.dtype
+    # colocated: in the trainer's process, on its device; ray: a Ray actor of its own with
+    # num_cpus / num_gpus (ROLL's judge on devices of its own: device_mapping)
+    placement: Literal["colocated", "ray"] = "colocated"
+    num_cpus: float = setting(1.0, POSITIVE)
+    num_gpus: float = setting(0.0, NON_NEGATIVE)
+    batch_size: int = setting(8, POSITIVE_INT)  # judge prompts per generate call
+    max_new_tokens: int = setting(16, POSITIVE_INT)
+    # greedy by default: the same response gets the same verdict (ROLL's examples sample
+    # at 0.8; their generating_args map)
+    temperature: float = setting(0.0, NON_NEGATIVE)
+    top_p: float = setting(1.0, between(0, 1, open_low=True))
+    top_k: int = -1
+    max_prompt_tokens: int = setting(4096, POSITIVE_INT)  # longer judge prompts: cut left
+    seed: int = 0

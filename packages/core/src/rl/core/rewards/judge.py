@@ -1,0 +1,114 @@
+"""The `llm_judge` scorer: each response judged by a model served by rl's own rollout
+engine (`rl.core.rewards.judge_server`), prompted and read as ROLL's
+`LLMJudgeRewardWorker` prompts and reads it (`rl.core.rewards.judge_prompts`).
+
+The domain's responses are judged `judge.batch_size` at a time, one `generate` call per
+batch, each within the domain's time limit (`reward.domains.<d>.timeout_s`, else
+`reward.timeout_s`); a batch that times out or fails scores 0 for each of its responses,
+counted as timeouts or errors like any reward's failures (and bounded by
+`reward.max_error_rate`). A verdict the judge did not give (neither yes nor no; no
+"Score: x") is scored as ROLL scores it and counted: `reward/<d>/judge_unparsed`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from rl.core.engines import SamplingParams
+from rl.core.rewards.failures import FailureTracker
+from rl.core.rewards.judge_prompts import judge_message, parse_verdict, question_of, template_of
+from rl.core.rewards.judge_server import JudgeTimeout
+from rl.core.rewards.types import ERROR, OK, TIMEOUT, RewardRequest, RewardResult, ScoreOutcome
+
+log = logging.getLogger(__name__)
+
+
+class JudgeScorer:
+    """`score(requests)` by a served judge. `server` is a `LocalJudge` or `RayJudge`;
+    `tokenizer` is the judge's, `policy_tokenizer` the policy's (its special tokens are
+    taken out of the question)."""
+
+    def __init__(
+        self,
+        judge: Any,
+        server: Any,
+        tokenizer: Any,
+        policy_tokenizer: Any,
+        *,
+        timeout_s: float,
+        max_error_rate: float = 0.5,
+        error_rate_window: int = 5,
+    ) -> None:
+        self.judge, self.server, self.tokenizer = judge, server, tokenizer
+        self.template = template_of(judge.prompt)
+        self.special = list(getattr(policy_tokenizer, "all_special_tokens", []))
+        self.timeout_s = timeout_s
+        self.failures = FailureTracker(max_error_rate, error_rate_window)
+        self.sampling = SamplingParams(
+            n=1,
+            temperature=judge.temperature,
+            top_p=judge.top_p,
+            top_k=judge.top_k,
+            max_new_tokens=judge.max_new_tokens,
+            seed=judge.seed,
+        )
+
+    def prompt_ids(self, request: RewardRequest) -> list[int]:
+        """The judge's prompt: ROLL's one user message through the judge's chat template,
+        cut from the left to `judge.max_prompt_tokens`."""
+        question = question_of(request.prompt_str, self.special)
+        message = judge_message(self.template, question, request.solution_str, request.ground_truth)
+        text = self.tokenizer.apply_chat_template(
+            [{"role": "user", "content": message}], tokenize=False, add_generation_prompt=True
+        )
+        ids: list[int] = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return ids[-self.judge.max_prompt_tokens :]
+
+    def verdicts(self, requests: Sequence[RewardRequest]) -> list[str | ScoreOutcome]:
+        """Each request's judge text, or the failed outcome of its batch."""
+        found: list[str | ScoreOutcome] = []
+        size = self.judge.batch_size
+        for start in range(0, len(requests), size):
+            batch = requests[start : start + size]
+            try:
+                prompts = [self.prompt_ids(r) for r in batch]
+                responses = self.server.generate(prompts, self.sampling, self.timeout_s)
+            except JudgeTimeout as error:
+                found += [ScoreOutcome(0.0, TIMEOUT, {}, str(error))] * len(batch)
+                continue
+            except Exception as error:  # a judge that fails scores 0, counted, as a reward
+                text = f"the judge failed: {type(error).__name__}: {error}"
+                found += [ScoreOutcome(0.0, ERROR, {}, text)] * len(batch)
+                continue
+            found += [self.tokenizer.decode(ids, skip_special_tokens=True) for ids in responses]
+        return found
+
+    def score(self, requests: Sequence[RewardRequest]) -> RewardResult:
+        requests = list(requests)
+        outcomes: list[ScoreOutcome] = []
+        unparsed = 0
+        for verdict in self.verdicts(requests):
+            if isinstance(verdict, ScoreOutcome):
+                outcomes.append(verdict)
+                continue
+            score, parsed = parse_verdict(verdict.strip(), self.judge.parse)
+            unparsed += not parsed
+            extras = {"acc": score} if self.judge.parse == "yes_no" else {}
+            outcomes.append(ScoreOutcome(score, OK, extras))
+        error_rate = self.failures.record(requests, outcomes)
+        scores = [o.score for o in outcomes]
+        metrics = {
+            "reward/mean": sum(scores) / max(len(scores), 1),
+            "reward/errors": float(sum(o.status == ERROR for o in outcomes)),
+            "reward/timeouts": float(sum(o.status == TIMEOUT for o in outcomes)),
+            "reward/error_rate": error_rate,
+            "reward/judge_unparsed": unparsed / max(len(requests), 1),
+        }
+        return RewardResult(
+            scores, metrics, [o.error for o in outcomes], [o.extras for o in outcomes]
+        )
+
+    def close(self) -> None:
+        self.server.close()

@@ -1,0 +1,159 @@
+"""Where an LLM judge's model runs: one of rl's rollout engines (`judge.engine`, built by
+the engine registry from the judge's own model, as the policy's is), either in the
+trainer's process (`judge.placement: colocated`) or in a Ray actor of its own with
+`judge.num_cpus` / `judge.num_gpus` (`ray`: ROLL's judge on devices of its own).
+
+Both answer `generate(prompt_ids, sampling, timeout_s)` with the response token ids, or
+raise `JudgeTimeout` after `timeout_s`. The Ray judge is then killed and started again
+(the next call finds a fresh one); a colocated generation cannot be stopped, so the next
+call waits for it first, within its own timeout. The judge never receives the policy's
+weights: it is frozen.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from rl.core.engines import SamplingParams
+
+log = logging.getLogger(__name__)
+
+
+class JudgeTimeout(TimeoutError):
+    pass
+
+
+def judge_run_config(config: Any, judge: Any) -> Any:
+    """The run's config with the judge's model and engine in place of the policy's: what
+    the rollout engine is built from (real weights, read from `judge.model_path`)."""
+    from rl.core.config.schema import ModelConfig
+
+    model = ModelConfig(
+        path=judge.model_path,
+        dtype=config.model.dtype,
+        trust_remote_code=config.model.trust_remote_code,
+    )
+    rollout = replace(
+        config.rollout,
+        name=judge.engine,
+        dtype=judge.dtype,
+        load_format="auto",
+        tensor_parallel_size=1,
+        free_cache_engine=False,
+        max_model_len=judge.max_prompt_tokens + judge.max_new_tokens,
+    )
+    return replace(config, model=model, rollout=rollout)
+
+
+class JudgeEngine:
+    """A judge's rollout engine in this process (built from `judge_run_config`)."""
+
+    def __init__(self, run_config: Any) -> None:
+        from rl.core.models.loading import load_tokenizer
+        from rl.core.workers.build import build_rollout_engine
+
+        self.tokenizer = load_tokenizer(run_config.model)
+        self.engine = build_rollout_engine(run_config, self.tokenizer)
+
+    def generate(
+        self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams
+    ) -> list[list[int]]:
+        return list(self.engine.generate(prompt_ids, sampling).response_ids)
+
+    def close(self) -> None:
+        close = getattr(self.engine, "close", None)
+        if close is not None:
+            close()
+
+
+class LocalJudge:
+    """The judge in the trainer's process; each call runs on a thread of its own so that
+    it can be waited for with a timeout."""
+
+    def __init__(self, run_config: Any) -> None:
+        self.engine = JudgeEngine(run_config)
+        self.pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rl-judge")
+        self.pending: concurrent.futures.Future[Any] | None = None
+
+    def generate(
+        self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams, timeout_s: float
+    ) -> list[list[int]]:
+        if self.pending is not None and not self._wait(self.pending, timeout_s):
+            raise JudgeTimeout(
+                f"the judge is still generating a batch that ran over its time limit "
+                f"({timeout_s:g} s)"
+            )
+        future = self.pool.submit(self.engine.generate, prompt_ids, sampling)
+        if not self._wait(future, timeout_s):
+            self.pending = future
+            raise JudgeTimeout(f"the judge took more than {timeout_s:g} s for a batch")
+        self.pending = None
+        return future.result()
+
+    @staticmethod
+    def _wait(future: concurrent.futures.Future[Any], timeout_s: float) -> bool:
+        done, _ = concurrent.futures.wait([future], timeout=timeout_s)
+        return bool(done)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.engine.close()
+
+
+class RayJudge:
+    """The judge in a Ray actor of its own (`num_cpus`, `num_gpus`); joins the run's Ray
+    cluster (`trainer.ray_address`) or starts a local one."""
+
+    def __init__(self, run_config: Any, num_cpus: float, num_gpus: float) -> None:
+        from rl.core.workers.ray_group import start_ray
+
+        start_ray(run_config.trainer.ray_address, num_cpus=max(2.0, num_cpus))
+        self.run_config, self.num_cpus, self.num_gpus = run_config, num_cpus, num_gpus
+        self.restarts = 0
+        self.actor = self._start()
+
+    def _start(self) -> Any:
+        import ray
+
+        threads = str(max(1, int(self.num_cpus)))
+        remote: Any = ray.remote(JudgeEngine).options(
+            num_cpus=self.num_cpus,
+            num_gpus=self.num_gpus,
+            runtime_env={"env_vars": {"OMP_NUM_THREADS": threads}},
+            max_concurrency=1,
+        )
+        actor = remote.remote(self.run_config)
+        ray.get(actor.__ray_ready__.remote())  # built (its failure raised here, at start)
+        return actor
+
+    def generate(
+        self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams, timeout_s: float
+    ) -> list[list[int]]:
+        import ray
+
+        ref = self.actor.generate.remote([list(p) for p in prompt_ids], sampling)
+        try:
+            result: list[list[int]] = ray.get(ref, timeout=timeout_s)
+            return result
+        except ray.exceptions.GetTimeoutError:
+            log.warning("the judge took more than %g s; it is started again", timeout_s)
+            ray.kill(self.actor)
+            self.restarts += 1
+            self.actor = self._start()
+            raise JudgeTimeout(f"the judge took more than {timeout_s:g} s for a batch") from None
+
+    def close(self) -> None:
+        import ray
+
+        ray.kill(self.actor)
+
+
+def start_judge(config: Any, judge: Any) -> LocalJudge | RayJudge:
+    run_config = judge_run_config(config, judge)
+    if judge.placement == "ray":
+        return RayJudge(run_config, judge.num_cpus, judge.num_gpus)
+    return LocalJudge(run_config)
