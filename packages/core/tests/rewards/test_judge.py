@@ -6,6 +6,7 @@ own chat template; the batching, the time limit and the failures as every reward
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import replace
 
@@ -118,7 +119,7 @@ def test_responses_are_judged_in_batches_of_batch_size(judges):
         calls.append(len(prompts))
         return generate(prompts, sampling, timeout_s)
 
-    judge.server.generate = counted
+    judge.server.generate = counted  # what generate_batches calls for each batch
     assert judge.score(requests(5)).scores == [1.0] * 5
     assert calls == [2, 2, 1]
     judge.close()
@@ -140,10 +141,10 @@ def test_a_judge_that_fails_is_a_counted_error_and_too_many_stop_the_run(judges)
 
     judge = scorer(judges["yes"])
 
-    def broken(prompts, sampling, timeout_s):
+    def broken(prompts, sampling):
         raise RuntimeError("engine gone")
 
-    judge.server.generate = broken
+    judge.server.engine.generate = broken
     with pytest.raises(RewardError, match="engine gone"):
         judge.score(requests(2))  # every response failed: over reward.max_error_rate
     judge.close()
@@ -170,15 +171,24 @@ def test_a_judge_in_a_ray_actor_of_its_own_scores_the_same_and_restarts_after_a_
     pytest.importorskip("ray")
     import ray
 
-    judge = scorer(judges["yes"], max_error_rate=1.0, placement="ray", num_cpus=1.0)
+    judge = scorer(
+        judges["yes"], max_error_rate=1.0, placement="ray", replicas=2, num_cpus=0.5, batch_size=1
+    )
     try:
+        pids = ray.get([a.__ray_call__.remote(lambda _: os.getpid()) for a in judge.server.actors])
+        assert len(set(pids)) == 2 and os.getpid() not in pids  # two processes of their own
         assert judge.score(requests(3)).scores == [1.0] * 3
-        first = judge.server.actor
+        first = list(judge.server.actors)
         judge.timeout_s = 0.001
-        assert judge.score(requests(1)).metrics["reward/timeouts"] == 1.0
-        assert judge.server.actor is not first and judge.server.restarts == 1
+        result = judge.score(requests(3))
+        # batch 0 is late; batch 2 was queued behind it on replica 0, restarted; batch 1
+        # (replica 1) is late too unless it finished while replica 0 restarted
+        assert result.scores[0] == result.scores[2] == 0.0
+        assert "more than 0.001 s" in result.errors[0] and "restarted" in result.errors[2]
+        assert judge.server.actors[0] is not first[0]
+        assert judge.server.restarts == 1 + (judge.server.actors[1] is not first[1])
         judge.timeout_s = 120
-        assert judge.score(requests(2)).scores == [1.0, 1.0]  # the new actor serves
+        assert judge.score(requests(2)).scores == [1.0, 1.0]  # the new actors serve
     finally:
         judge.close()
         ray.shutdown()

@@ -21,7 +21,9 @@ from rl.core.config.rules import (
     POSITIVE_INT,
     Checked,
     between,
+    check_fields,
     optional,
+    require,
     setting,
 )
 
@@ -41,11 +43,13 @@ class JudgeConfig(Checked):
     parse: Literal["yes_no", "score"] = "yes_no"
     engine: str = setting("hf", NOT_EMPTY)  # a rollout engine: hf, vllm
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"  # auto: model.dtype
-    # colocated: in the trainer's process, on its device; ray: a Ray actor of its own with
-    # num_cpus / num_gpus (ROLL's judge on devices of its own: device_mapping)
+    # colocated: in the trainer's process, on its device; ray: `replicas` Ray actors of
+    # its own with num_cpus / num_gpus each (ROLL's judge on devices of its own:
+    # device_mapping, one replica a device); num_gpus null: 1 on a cuda run, else 0
     placement: Literal["colocated", "ray"] = "colocated"
+    replicas: int = setting(1, POSITIVE_INT)
     num_cpus: float = setting(1.0, POSITIVE)
-    num_gpus: float = setting(0.0, NON_NEGATIVE)
+    num_gpus: float | None = setting(None, optional(NON_NEGATIVE))
     batch_size: int = setting(8, POSITIVE_INT)  # judge prompts per generate call
     max_new_tokens: int = setting(16, POSITIVE_INT)
     # greedy by default: the same response gets the same verdict (ROLL's examples sample
@@ -55,3 +59,12 @@ class JudgeConfig(Checked):
     top_k: int = -1
     max_prompt_tokens: int = setting(4096, POSITIVE_INT)  # longer judge prompts: cut left
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        require(
+            self.placement == "ray" or self.replicas == 1,
+            "replicas",
+            self.replicas,
+            "1 with placement colocated (replicas are Ray actors: placement ray)",
+        )

@@ -68,21 +68,19 @@ class JudgeScorer:
 
     def verdicts(self, requests: Sequence[RewardRequest]) -> list[str | ScoreOutcome]:
         """Each request's judge text, or the failed outcome of its batch."""
-        found: list[str | ScoreOutcome] = []
         size = self.judge.batch_size
-        for start in range(0, len(requests), size):
-            batch = requests[start : start + size]
-            try:
-                prompts = [self.prompt_ids(r) for r in batch]
-                responses = self.server.generate(prompts, self.sampling, self.timeout_s)
-            except JudgeTimeout as error:
-                found += [ScoreOutcome(0.0, TIMEOUT, {}, str(error))] * len(batch)
-                continue
-            except Exception as error:  # a judge that fails scores 0, counted, as a reward
-                text = f"the judge failed: {type(error).__name__}: {error}"
+        batches = [requests[start : start + size] for start in range(0, len(requests), size)]
+        prompts = [[self.prompt_ids(r) for r in batch] for batch in batches]
+        found: list[str | ScoreOutcome] = []
+        outcomes = self.server.generate_batches(prompts, self.sampling, self.timeout_s)
+        for batch, outcome in zip(batches, outcomes, strict=True):
+            if isinstance(outcome, JudgeTimeout):
+                found += [ScoreOutcome(0.0, TIMEOUT, {}, str(outcome))] * len(batch)
+            elif isinstance(outcome, BaseException):  # a judge that fails scores 0, counted
+                text = f"the judge failed: {type(outcome).__name__}: {outcome}"
                 found += [ScoreOutcome(0.0, ERROR, {}, text)] * len(batch)
-                continue
-            found += [self.tokenizer.decode(ids, skip_special_tokens=True) for ids in responses]
+            else:
+                found += [self.tokenizer.decode(ids, skip_special_tokens=True) for ids in outcome]
         return found
 
     def score(self, requests: Sequence[RewardRequest]) -> RewardResult:

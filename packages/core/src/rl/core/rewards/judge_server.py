@@ -3,10 +3,11 @@ the engine registry from the judge's own model, as the policy's is), either in t
 trainer's process (`judge.placement: colocated`) or in a Ray actor of its own with
 `judge.num_cpus` / `judge.num_gpus` (`ray`: ROLL's judge on devices of its own).
 
-Both answer `generate(prompt_ids, sampling, timeout_s)` with the response token ids, or
-raise `JudgeTimeout` after `timeout_s`. The Ray judge is then killed and started again
-(the next call finds a fresh one); a colocated generation cannot be stopped, so the next
-call waits for it first, within its own timeout. The judge never receives the policy's
+Both answer `generate_batches(batches, sampling, timeout_s)` with each batch's response
+token ids, or the error it met (`JudgeTimeout` after `timeout_s` a batch). A Ray judge
+replica over its time is killed and started again (the next call finds a fresh one); a
+colocated generation cannot be stopped, so the next batch waits for it first, within its
+own time. The judge never receives the policy's
 weights: it is frozen.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -70,14 +72,29 @@ class JudgeEngine:
             close()
 
 
+Outcome = list[list[int]] | BaseException  # a batch's responses, or why it has none
+
+
 class LocalJudge:
-    """The judge in the trainer's process; each call runs on a thread of its own so that
+    """The judge in the trainer's process; each batch runs on a thread of its own so that
     it can be waited for with a timeout."""
 
     def __init__(self, run_config: Any) -> None:
         self.engine = JudgeEngine(run_config)
         self.pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rl-judge")
         self.pending: concurrent.futures.Future[Any] | None = None
+
+    def generate_batches(
+        self, batches: Sequence[Sequence[Sequence[int]]], sampling: SamplingParams, timeout_s: float
+    ) -> list[Outcome]:
+        """Each batch in turn, each within `timeout_s`."""
+        found: list[Outcome] = []
+        for batch in batches:
+            try:
+                found.append(self.generate(batch, sampling, timeout_s))
+            except Exception as error:
+                found.append(error)
+        return found
 
     def generate(
         self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams, timeout_s: float
@@ -105,16 +122,23 @@ class LocalJudge:
 
 
 class RayJudge:
-    """The judge in a Ray actor of its own (`num_cpus`, `num_gpus`); joins the run's Ray
-    cluster (`trainer.ray_address`) or starts a local one."""
+    """The judge in `replicas` Ray actors of its own (`num_cpus`, `num_gpus` each); joins
+    the run's Ray cluster (`trainer.ray_address`) or starts a local one. A call's batches
+    are dealt round-robin over the replicas, which generate at the same time."""
 
-    def __init__(self, run_config: Any, num_cpus: float, num_gpus: float) -> None:
+    def __init__(self, run_config: Any, num_cpus: float, num_gpus: float, replicas: int = 1):
         from rl.core.workers.ray_group import start_ray
 
-        start_ray(run_config.trainer.ray_address, num_cpus=max(2.0, num_cpus))
+        start_ray(run_config.trainer.ray_address, num_cpus=max(2.0, num_cpus * replicas))
         self.run_config, self.num_cpus, self.num_gpus = run_config, num_cpus, num_gpus
         self.restarts = 0
-        self.actor = self._start()
+        self.actors: list[Any] = []
+        try:
+            for _ in range(replicas):
+                self.actors.append(self._start())
+        except BaseException:
+            self.close()
+            raise
 
     def _start(self) -> Any:
         import ray
@@ -130,30 +154,55 @@ class RayJudge:
         ray.get(actor.__ray_ready__.remote())  # built (its failure raised here, at start)
         return actor
 
-    def generate(
-        self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams, timeout_s: float
-    ) -> list[list[int]]:
+    def generate_batches(
+        self, batches: Sequence[Sequence[Sequence[int]]], sampling: SamplingParams, timeout_s: float
+    ) -> list[Outcome]:
+        """Batch i goes to replica i % replicas, behind that replica's earlier batches of
+        this call: its deadline is `timeout_s` per batch up to and including it. A replica
+        that misses a deadline is killed and started again; its later batches of the call
+        are timed out with it."""
         import ray
 
-        ref = self.actor.generate.remote([list(p) for p in prompt_ids], sampling)
-        try:
-            result: list[list[int]] = ray.get(ref, timeout=timeout_s)
-            return result
-        except ray.exceptions.GetTimeoutError:
-            log.warning("the judge took more than %g s; it is started again", timeout_s)
-            ray.kill(self.actor)
-            self.restarts += 1
-            self.actor = self._start()
-            raise JudgeTimeout(f"the judge took more than {timeout_s:g} s for a batch") from None
+        count = len(self.actors)
+        refs = [
+            self.actors[i % count].generate.remote([list(p) for p in batch], sampling)
+            for i, batch in enumerate(batches)
+        ]
+        started = time.monotonic()
+        late: set[int] = set()
+        found: list[Outcome] = []
+        for i, ref in enumerate(refs):
+            replica = i % count
+            if replica in late:
+                found.append(JudgeTimeout(f"the judge replica {replica} was restarted"))
+                continue
+            deadline = started + timeout_s * (i // count + 1)
+            try:
+                found.append(ray.get(ref, timeout=max(0.0, deadline - time.monotonic())))
+            except ray.exceptions.GetTimeoutError:
+                log.warning("the judge took more than %g s; it is started again", timeout_s)
+                late.add(replica)
+                ray.kill(self.actors[replica])
+                self.restarts += 1
+                self.actors[replica] = self._start()
+                found.append(JudgeTimeout(f"the judge took more than {timeout_s:g} s for a batch"))
+            except Exception as error:
+                found.append(error)
+        return found
 
     def close(self) -> None:
         import ray
 
-        ray.kill(self.actor)
+        for actor in self.actors:
+            ray.kill(actor)
+        self.actors = []
 
 
 def start_judge(config: Any, judge: Any) -> LocalJudge | RayJudge:
     run_config = judge_run_config(config, judge)
     if judge.placement == "ray":
-        return RayJudge(run_config, judge.num_cpus, judge.num_gpus)
+        gpus = judge.num_gpus
+        if gpus is None:  # one device per replica where the run has devices
+            gpus = 1.0 if config.trainer.device == "cuda" else 0.0
+        return RayJudge(run_config, judge.num_cpus, gpus, judge.replicas)
     return LocalJudge(run_config)
