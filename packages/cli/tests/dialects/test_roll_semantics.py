@@ -244,3 +244,43 @@ def test_rolls_code_sandbox_worker_runs_its_local_tests_in_rls_sandbox(file):
         file, f"+rewards.code_sandbox.worker_cls={code}", "+rewards.code_sandbox.use_local=false"
     )
     assert "rewards.code_sandbox.use_local" in refused
+
+
+JUDGE_WORKER = "roll.pipeline.rlvr.rewards.llm_judge_reward_worker.LLMJudgeRewardWorker"
+
+
+@pytest.mark.parametrize(
+    ("override", "check"),
+    [
+        ("+rewards.j.strategy_args.strategy_name=hf_infer", lambda j: j.engine == "hf"),
+        ("+rewards.j.strategy_args.strategy_name=vllm", lambda j: j.engine == "vllm"),
+        ("+rewards.j.generating_args.temperature=0.3", lambda j: j.temperature == 0.3),
+        ("+rewards.j.infer_batch_size=16", lambda j: j.batch_size == 16),
+        ("+rewards.j.device_mapping='[6, 7]'", lambda j: (j.placement, j.replicas) == ("ray", 2)),
+        ("+rewards.j.model_args.dtype=fp32", lambda j: j.dtype == "float32"),
+    ],
+)
+def test_each_judge_setting_flipped_changes_the_judge(file, override, check):
+    judge = [f"+rewards.j.worker_cls={JUDGE_WORKER}", "+rewards.j.model_args.model_name_or_path=/m"]
+    config, refused, _ = run(file, *judge, override)
+    assert not refused and check(config.reward.domains["j"].judge)
+    assert config.reward.domains["j"].scorer == "llm_judge"
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("+rewards.j.judge_model_type=api", "rewards.j.judge_model_type"),
+        ("+rewards.j.judge_model_type=cluster", "rewards.j.judge_model_type"),
+        ("+rewards.j.judge_prompt=my-prompt", "rewards.j.judge_prompt"),
+        ("+rewards.j.generating_args.num_beams=4", "rewards.j.generating_args.num_beams"),
+        (
+            "+rewards.j.strategy_args.strategy_name=deepspeed_infer",
+            "rewards.j.strategy_args.strategy_name",
+        ),
+    ],
+)
+def test_judge_settings_rl_has_not_are_refused_by_name(file, override, key):
+    judge = [f"+rewards.j.worker_cls={JUDGE_WORKER}", "+rewards.j.model_args.model_name_or_path=/m"]
+    _, refused, _ = run(file, *judge, override)
+    assert key in refused

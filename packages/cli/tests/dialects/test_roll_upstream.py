@@ -29,62 +29,31 @@ ONE_DEVICE = [
     "prompt_length=64",
     "response_length=64",
 ]
-# ROLL's LLM judge worker and its settings, the one reward worker rl does not have yet
-_JUDGE_CORE = {
-    f"rewards.llm_judge.{key}"
-    for key in (
-        "worker_cls",
-        "judge_prompt",
-        "judge_model_type",
-        "model_args.model_name_or_path",
-        "data_args.template",
-        "generating_args.max_new_tokens",
-        "generating_args.num_return_sequences",
-        "generating_args.temperature",
-    )
-}
-_JUDGE_ENGINE = {
-    f"rewards.llm_judge.{key}"
-    for key in (
-        "device_mapping",
-        "infer_batch_size",
-        "model_args.attn_implementation",
-        "model_args.disable_gradient_checkpointing",
-        "model_args.dtype",
-        "model_args.model_type",
-        "strategy_args.strategy_name",
-    )
-}
-_JUDGE_SAMPLING = {
-    f"rewards.llm_judge.generating_args.{k}" for k in ("num_beams", "top_k", "top_p")
-}
-_VLLM_CONFIG = {
-    f"rewards.llm_judge.strategy_args.strategy_config.{k}"
-    for k in ("block_size", "gpu_memory_utilization", "load_format", "max_model_len")
-}
-JUDGE = _JUDGE_CORE | _JUDGE_ENGINE | _JUDGE_SAMPLING  # the judge without vLLM settings
-JUDGE_VLLM = JUDGE | _VLLM_CONFIG
 # what each file is refused for (every other key maps or is rl's own business): the five
 # domains, their mix and ROLL's masks all map; an empty set: the file converts
 REFUSED = {
-    "qwen2.5-7B-rlvr_megatron/rlvr_config.yaml": JUDGE_VLLM,
-    "qwen2.5-7B-rlvr_megatron/rlvr_config_8gpus.yaml": JUDGE_VLLM,
-    "qwen2.5-7B-rlvr_megatron/rlvr_config_amd.yaml": JUDGE_VLLM,
-    "qwen2.5-7B-rlvr_megatron/rlvr_config_dynamic_batching.yaml": JUDGE,
-    "qwen2.5-7B-rlvr_megatron/rlvr_config_sequence_packing.yaml": JUDGE_VLLM,
-    "qwen2.5-7B-rlvr_megatron/rlvr_fsdp2_sp2.yaml": JUDGE,
-    "qwen2.5-7B-rlvr_megatron/rlvr_qwen2.5_7B_seperate.yaml": JUDGE,
-    "qwen2.5-7B-rlvr_megatron/rlvr_config_8gpus_llm_as_judge.yaml": JUDGE_VLLM - _JUDGE_SAMPLING,
-    "qwen2.5-7B-rlvr_megatron/rlvr_config_8gpus_llm_as_judge_server.yaml": _JUDGE_CORE
-    | {"rewards.llm_judge.world_size", "reward_model.model_args.model_name_or_path"},
+    "qwen2.5-7B-rlvr_megatron/rlvr_config.yaml": set(),
+    "qwen2.5-7B-rlvr_megatron/rlvr_config_8gpus.yaml": set(),
+    "qwen2.5-7B-rlvr_megatron/rlvr_config_amd.yaml": set(),
+    "qwen2.5-7B-rlvr_megatron/rlvr_config_dynamic_batching.yaml": set(),
+    "qwen2.5-7B-rlvr_megatron/rlvr_config_sequence_packing.yaml": set(),
+    "qwen2.5-7B-rlvr_megatron/rlvr_fsdp2_sp2.yaml": set(),
+    "qwen2.5-7B-rlvr_megatron/rlvr_qwen2.5_7B_seperate.yaml": set(),
+    "qwen2.5-7B-rlvr_megatron/rlvr_config_8gpus_llm_as_judge.yaml": set(),
+    # ROLL's judge as a client of a served reward_model cluster (judge_model_type
+    # cluster, which ROLL's own worker raises on)
+    "qwen2.5-7B-rlvr_megatron/rlvr_config_8gpus_llm_as_judge_server.yaml": {
+        "rewards.llm_judge.judge_model_type",
+        "reward_model.model_args.model_name_or_path",
+    },
     "qwen2.5-7B-rlvr_megatron/rlvr_config_async.yaml": {"async_generation_ratio"},
     "qwen2.5-7B-rlvr_megatron/rlvr_config_amd_async.yaml": {"async_generation_ratio"},
     "qwen2.5-7B-rlvr_megatron/rlvr_rollout_mock_dump.yaml": set(),
     # LoRA maps (model.lora_rank / lora_alpha / target_modules: test_roll_semantics.py)
-    "qwen2.5-7B-rlvr_megatron/rlvr_config_lora.yaml": JUDGE_VLLM,
-    "qwen2.5-7B-rlvr_megatron/rlvr_lora_fsdp2.yaml": JUDGE,
-    "qwen3-8B-rlvr_fsdp2/rlvr_config.yaml": JUDGE_VLLM,
-    "qwen3-8B-rlvr_fsdp2/rlvr_config_wo_cpuoffload.yaml": JUDGE_VLLM,
+    "qwen2.5-7B-rlvr_megatron/rlvr_config_lora.yaml": set(),
+    "qwen2.5-7B-rlvr_megatron/rlvr_lora_fsdp2.yaml": set(),
+    "qwen3-8B-rlvr_fsdp2/rlvr_config.yaml": set(),
+    "qwen3-8B-rlvr_fsdp2/rlvr_config_wo_cpuoffload.yaml": set(),
 }
 ALGORITHM_KEYS = ("adv_estimator", "reward_clip", "advantage_clip", "whiten_advantages")
 
@@ -129,17 +98,40 @@ def test_an_upstream_config_converts_or_is_refused_in_one_line(name):
 
 
 def test_the_templates_of_the_examples_map():
-    fsdp, _ = convert_config(
-        "roll", EXAMPLES / "qwen3-8B-rlvr_fsdp2/rlvr_config.yaml", ONE_DEVICE, allow=["*"]
-    )
+    fsdp, _ = convert_config("roll", EXAMPLES / "qwen3-8B-rlvr_fsdp2/rlvr_config.yaml", ONE_DEVICE)
     assert fsdp.data.chat_template == "native"
     assert fsdp.data.apply_chat_template_kwargs == {"enable_thinking": True}  # qwen3
     assert fsdp.actor.strategy == "fsdp"
     megatron, _ = convert_config(
-        "roll", EXAMPLES / "qwen2.5-7B-rlvr_megatron/rlvr_config.yaml", ONE_DEVICE, allow=["*"]
+        "roll", EXAMPLES / "qwen2.5-7B-rlvr_megatron/rlvr_config.yaml", ONE_DEVICE
     )
     assert megatron.data.chat_template == "native" and not megatron.data.apply_chat_template_kwargs
     assert megatron.actor.strategy == "megatron"
+
+
+def test_rolls_llm_judge_is_served_by_rl_as_roll_configures_it():
+    """qwen3-8B-rlvr_fsdp2's judge: ROLL's RLVR judge prompt, its model, vLLM on devices
+    12-15 (four replicas), its sampling and batch."""
+    config, _ = convert_config(
+        "roll", EXAMPLES / "qwen3-8B-rlvr_fsdp2/rlvr_config.yaml", ONE_DEVICE
+    )
+    domain = config.reward.domains["llm_judge"]
+    judge = domain.judge
+    assert (domain.scorer, domain.tag_included) == ("llm_judge", ("RLVR",))
+    assert judge.model_path == "virtuoussy/Qwen2.5-7B-Instruct-RLVR"
+    assert (judge.prompt, judge.parse) == ("Qwen2.5-7B-Instruct-RLVR-prompt", "yes_no")
+    assert (judge.engine, judge.placement, judge.replicas) == ("vllm", "ray", 4)
+    assert (judge.max_new_tokens, judge.temperature, judge.top_p, judge.top_k) == (
+        100,
+        0.8,
+        0.8,
+        50,
+    )
+    assert (judge.batch_size, judge.max_model_len, judge.dtype) == (4, 8000, "bfloat16")
+    # rlvr_config_8gpus_llm_as_judge.yaml leaves top_p / top_k out: ROLL's defaults apply
+    name = "qwen2.5-7B-rlvr_megatron/rlvr_config_8gpus_llm_as_judge.yaml"
+    judge = convert_config("roll", EXAMPLES / name, ONE_DEVICE)[0].reward.domains["llm_judge"].judge
+    assert (judge.top_p, judge.top_k) == (0.7, 50)
 
 
 def test_the_agentic_gem_config_is_refused_by_name():

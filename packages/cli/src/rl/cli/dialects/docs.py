@@ -93,10 +93,11 @@ TESTED = [
 EXAMPLE_REFUSALS = [
     (
         "roll",
-        ("rewards.llm_judge.*", "reward_model.model_args.*"),
-        "ROLL's LLM judge reward worker: not built yet; its other reward workers (math "
-        "rule, code sandbox, IFEval, multiple choice), their routing by tag, the domain mix "
-        "and the sample masks map",
+        ("rewards.llm_judge.judge_model_type", "reward_model.model_args.*"),
+        "ROLL's LLM judge as a client of a served reward_model cluster (judge_model_type "
+        "cluster, which ROLL's own worker raises on); its judge served by the run "
+        "(inference), its rule workers, their routing by tag, the domain mix and the "
+        "sample masks map",
     ),
     (
         "roll",

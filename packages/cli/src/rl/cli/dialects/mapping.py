@@ -61,21 +61,31 @@ class Rule:
 
     def match(self, key: str) -> str | None:
         """Our key for `key`, "" when the rule matches without a target, None otherwise."""
+        found = self._found(key)
+        if found is None:
+            return None
+        if self.target is None:
+            return ""
+        groups = found.groups()
+        stars = groups[:-1] if self.source.endswith(".") else groups
+        target = self.target.format(*stars)
+        return target + groups[-1] if self.source.endswith(".") else target
+
+    def also_targets(self, key: str) -> list[str]:
+        """The `also` keys for `key`, their `{0}`... filled with its `*` segments."""
+        found = self._found(key)
+        groups = found.groups() if found is not None else ()
+        stars = groups[:-1] if self.source.endswith(".") else groups
+        return [target.format(*stars) for target, _ in self.also]
+
+    def _found(self, key: str) -> re.Match[str] | None:
         pattern = (
             re.escape(self.source)
             .replace(r"\*\*", r"([^.]+(?:\.[^.]+)*)")  # one or more segments
             .replace(r"\*", r"([^.]+)")  # the `*` of a `**` are gone by now
         )
         prefix = self.source.endswith(".")
-        found = re.match(pattern + ("(.*)" if prefix else "") + "$", key)
-        if found is None:
-            return None
-        if self.target is None:
-            return ""
-        groups = found.groups()
-        stars = groups[:-1] if prefix else groups
-        target = self.target.format(*stars)
-        return target + groups[-1] if prefix else target
+        return re.match(pattern + ("(.*)" if prefix else "") + "$", key)
 
 
 def off_when(*values: Any) -> Callable[[Any], Any]:
@@ -164,7 +174,10 @@ def translate(
         if isinstance(converted, Unsupported):
             report.entries.append(Entry(key, "unsupported", target, value, converted.reason))
             continue
-        also = [(t, converted if d is None else d(flat)) for t, d in rule.also]
+        also = [
+            (t, converted if d is None else d(flat))
+            for t, (_, d) in zip(rule.also_targets(key), rule.also, strict=True)
+        ]
         mapped = [(t, v) for t, v in [(target, converted), *also] if not _is_default(t, v)]
         for extra, extra_value in mapped:
             _set(ours, extra, None if extra_value is NULL else extra_value)

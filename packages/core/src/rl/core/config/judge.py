@@ -57,7 +57,11 @@ class JudgeConfig(Checked):
     temperature: float = setting(0.0, NON_NEGATIVE)
     top_p: float = setting(1.0, between(0, 1, open_low=True))
     top_k: int = -1
-    max_prompt_tokens: int = setting(4096, POSITIVE_INT)  # longer judge prompts: cut left
+    # the judge's context, prompt and verdict (vLLM's max_model_len; ROLL's generating
+    # max_length default): longer judge prompts are cut from the left
+    max_model_len: int = setting(8192, POSITIVE_INT)
+    # ROLL's vLLM judge: strategy_config.gpu_memory_utilization; null: rollout's
+    gpu_memory_utilization: float | None = setting(None, optional(between(0, 1, open_low=True)))
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -67,4 +71,10 @@ class JudgeConfig(Checked):
             "replicas",
             self.replicas,
             "1 with placement colocated (replicas are Ray actors: placement ray)",
+        )
+        require(
+            self.max_model_len > self.max_new_tokens,
+            "max_model_len",
+            self.max_model_len,
+            f"more than judge.max_new_tokens ({self.max_new_tokens}): room for the prompt",
         )

@@ -57,14 +57,14 @@ class JudgeScorer:
 
     def prompt_ids(self, request: RewardRequest) -> list[int]:
         """The judge's prompt: ROLL's one user message through the judge's chat template,
-        cut from the left to `judge.max_prompt_tokens`."""
+        cut from the left to leave `judge.max_new_tokens` of `judge.max_model_len`."""
         question = question_of(request.prompt_str, self.special)
         message = judge_message(self.template, question, request.solution_str, request.ground_truth)
         text = self.tokenizer.apply_chat_template(
             [{"role": "user", "content": message}], tokenize=False, add_generation_prompt=True
         )
         ids: list[int] = self.tokenizer(text, add_special_tokens=False)["input_ids"]
-        return ids[-self.judge.max_prompt_tokens :]
+        return ids[-(self.judge.max_model_len - self.judge.max_new_tokens) :]
 
     def verdicts(self, requests: Sequence[RewardRequest]) -> list[str | ScoreOutcome]:
         """Each request's judge text, or the failed outcome of its batch."""

@@ -46,7 +46,9 @@ def judge_run_config(config: Any, judge: Any) -> Any:
         load_format="auto",
         tensor_parallel_size=1,
         free_cache_engine=False,
-        max_model_len=judge.max_prompt_tokens + judge.max_new_tokens,
+        max_model_len=judge.max_model_len,
+        gpu_memory_utilization=judge.gpu_memory_utilization
+        or config.rollout.gpu_memory_utilization,
     )
     return replace(config, model=model, rollout=rollout)
 
