@@ -78,11 +78,12 @@ def test_the_question_is_the_user_turn_without_special_tokens():
     assert question_of("plain 3+4=", special) == "plain 3+4="
 
 
-def test_a_prompt_is_named_or_a_template_with_the_three_fields():
+def test_a_prompt_is_named_or_a_template_of_the_response():
     assert template_of("Qwen2.5-7B-Instruct-RLVR-prompt") == QWEN25_RLVR
     assert template_of("{question}|{response}|{reference}") == "{question}|{response}|{reference}"
-    with pytest.raises(ValueError, match="lacks {reference}"):
-        template_of("{question} {response}")
+    assert template_of("Is this kind? {response}") == "Is this kind? {response}"  # no reference
+    with pytest.raises(ValueError, match="a template with {response}"):
+        template_of("{question} {reference}")
 
 
 def test_a_served_judge_scores_by_its_verdict(judges):

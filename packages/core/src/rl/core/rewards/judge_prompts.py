@@ -2,7 +2,7 @@
 `LLMJudgeRewardWorker`: `_format_judge_prompt`, `_extract_score_v2`, `_extract_score`).
 
 `judge_prompt` is one of `JUDGE_PROMPTS` (`rl.core.config.judge`) or a template of the
-user's own with `{question}`, `{response}` and `{reference}`. The question is the policy's
+user's own with `{response}` and, as it needs them, `{question}` and `{reference}`. The question is the policy's
 prompt with the special tokens taken out and, as ROLL takes it, only what follows its last
 "user\\n" (the chat template's user turn).
 """
@@ -57,11 +57,10 @@ def template_of(prompt: str) -> str:
     """The template `judge.prompt` names, or the text itself when it is a template."""
     if prompt in PROMPTS:
         return PROMPTS[prompt]
-    missing = [f for f in ("{question}", "{response}", "{reference}") if f not in prompt]
-    if missing:
+    if "{response}" not in prompt:
         raise ValueError(
             f"judge.prompt: neither a named prompt ({list(PROMPTS)}) nor a template with "
-            f"{{question}}, {{response}} and {{reference}} (it lacks {', '.join(missing)})"
+            "{response} (and, as it needs them, {question} and {reference})"
         )
     return prompt
 

@@ -1,7 +1,8 @@
 """Which scorer a row uses, from its `data_source`, and the custom reward function from a file.
 
 verl's data sources are scored exactly as verl's `default_compute_score` scores them; rl's
-own (`gsm8k_lenient`, `math_verify`, `arithmetic`, `calculator`, `code`) add to them. Look a
+own (`gsm8k_lenient`, `math_verify`, `arithmetic`, `calculator`, `code`, `judge_verdict`) add to them.
+Look a
 data source up with `scorer_for`: besides the names in `SCORERS`, every name starting with a
 key of `PREFIXED` (`aime24`, `aime_2025`, ...) has a scorer.
 """
@@ -45,6 +46,7 @@ SCORERS: dict[str, Scorer] = {
     "math_verify": rule_based.math_verify,
     "arithmetic": rule_based.arithmetic,
     "calculator": rule_based.calculator,
+    "judge_verdict": rule_based.judge_verdict,
 }
 PREFIXED: dict[str, Scorer] = {"aime": dapo_rule.math_dapo}  # any data source starting so
 

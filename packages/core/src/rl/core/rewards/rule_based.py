@@ -107,6 +107,15 @@ def arithmetic(solution: str, ground_truth: Any) -> float:
     return float(match is not None and int(match.group()) == int(str(ground_truth)))
 
 
+def judge_verdict(solution: str, ground_truth: Any) -> float:
+    """The judge demo's grades (`builtin:judge_grades`): the judge's verdict, read as the
+    llm_judge scorer reads it (yes / no), must be the label."""
+    from rl.core.rewards.judge_prompts import parse_verdict
+
+    score, parsed = parse_verdict(solution, "yes_no")
+    return float(parsed and score == float(str(ground_truth).strip().lower() == "yes"))
+
+
 def calculator(solution: str, ground_truth: Any) -> float:
     """The agentic calculator demo: the model's final answer (its text after its last tool
     call `name(...)`, tool results are not in `solution`) must be exactly the integer."""
