@@ -33,8 +33,8 @@ class DomainRewardConfig(Checked):
     scorer: str = setting("data_source", NOT_EMPTY)
     tag_included: tuple[str, ...] = ()
     options: dict[str, Any] = field(default_factory=dict)
-    # a row's scoring time limit in seconds (rule scorers; a judge's: per batch of
-    # judge.batch_size prompts); null: reward.timeout_s
+    # a row's scoring time limit in seconds (a judge's: per batch of judge.batch_size
+    # prompts); null: reward.timeout_s for a rule, 600 s for a judge
     timeout_s: float | None = setting(None, optional(POSITIVE))
     judge: JudgeConfig = field(default_factory=JudgeConfig)  # the llm_judge scorer's model
 

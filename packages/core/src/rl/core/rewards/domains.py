@@ -26,6 +26,9 @@ from rl.core.rewards.manager import RewardManager
 from rl.core.rewards.types import RewardRequest, RewardResult
 
 DOMAIN_SCORE = "pkg://rl.core.rewards.domain_score"
+# a judge batch's time limit when its domain sets none: a batch of long verdicts from a
+# large judge takes minutes, where a rule's reward.timeout_s is seconds
+JUDGE_TIMEOUT_S = 600.0
 # what every scorer reports, summed or maxed over the domains
 _SHARED = ("reward/mean", "reward/errors", "reward/timeouts", "reward/error_rate")
 
@@ -125,7 +128,7 @@ def start_judges(config: Any, tokenizer: Any) -> dict[str, Any]:
                 start_judge(config, domain.judge),
                 judge_tokenizer,
                 tokenizer,
-                timeout_s=domain.timeout_s or reward.timeout_s,
+                timeout_s=domain.timeout_s or JUDGE_TIMEOUT_S,
                 max_error_rate=reward.max_error_rate,
                 error_rate_window=reward.error_rate_window,
             )

@@ -4,7 +4,7 @@ engine (`rl.core.rewards.judge_server`), prompted and read as ROLL's
 
 The domain's responses are judged `judge.batch_size` at a time, one `generate` call per
 batch, each within the domain's time limit (`reward.domains.<d>.timeout_s`, else
-`reward.timeout_s`); a batch that times out or fails scores 0 for each of its responses,
+600 s); a batch that times out or fails scores 0 for each of its responses,
 counted as timeouts or errors like any reward's failures (and bounded by
 `reward.max_error_rate`). A verdict the judge did not give (neither yes nor no; no
 "Score: x") is scored as ROLL scores it and counted: `reward/<d>/judge_unparsed`.
