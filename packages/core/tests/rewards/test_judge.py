@@ -213,3 +213,12 @@ def test_a_judge_setting_on_a_domain_without_a_judge_is_refused():
             ["reward.domains.math.scorer=math_rule", "reward.domains.math.judge.model_path=/x"],
         )
     assert JudgeConfig().temperature == 0.0
+
+
+def test_a_judge_folder_that_is_not_there_is_refused_naming_the_domain(tmp_path):
+    from rl.core.config import ConfigError
+    from rl.core.models import build_char_tokenizer
+
+    run = config(tmp_path / "no-judge")
+    with pytest.raises(ConfigError, match=r"reward.domains.judged.judge: .*no-judge"):
+        start_judges(run, build_char_tokenizer())

@@ -118,10 +118,11 @@ def start_judges(config: Any, tokenizer: Any) -> dict[str, Any]:
     from rl.core.rewards.judge_server import judge_run_config, start_judge
 
     reward, judges = config.reward, {}
-    for name, domain in reward.domains.items():
-        if domain.scorer != JUDGE:
-            continue
-        try:
+    name = ""
+    try:
+        for name, domain in reward.domains.items():
+            if domain.scorer != JUDGE:
+                continue
             judge_tokenizer = load_tokenizer(judge_run_config(config, domain.judge).model)
             judges[name] = JudgeScorer(
                 domain.judge,
@@ -132,10 +133,12 @@ def start_judges(config: Any, tokenizer: Any) -> dict[str, Any]:
                 max_error_rate=reward.max_error_rate,
                 error_rate_window=reward.error_rate_window,
             )
-        except ValueError as error:
-            for judge in judges.values():
-                judge.close()
+    except BaseException as error:  # the judges started before this one are stopped
+        for judge in judges.values():
+            judge.close()
+        if isinstance(error, ValueError):  # a judge's model, prompt or settings
             raise ConfigError(f"reward.domains.{name}.judge: {error}") from None
+        raise
     return judges
 
 

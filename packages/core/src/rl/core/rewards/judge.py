@@ -12,7 +12,6 @@ counted as timeouts or errors like any reward's failures (and bounded by
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,8 +20,6 @@ from rl.core.rewards.failures import FailureTracker
 from rl.core.rewards.judge_prompts import judge_message, parse_verdict, question_of, template_of
 from rl.core.rewards.judge_server import JudgeTimeout
 from rl.core.rewards.types import ERROR, OK, TIMEOUT, RewardRequest, RewardResult, ScoreOutcome
-
-log = logging.getLogger(__name__)
 
 
 class JudgeScorer:

@@ -7,8 +7,7 @@ Both answer `generate_batches(batches, sampling, timeout_s)` with each batch's r
 token ids, or the error it met (`JudgeTimeout` after `timeout_s` a batch). A Ray judge
 replica over its time is killed and started again (the next call finds a fresh one); a
 colocated generation cannot be stopped, so the next batch waits for it first, within its
-own time. The judge never receives the policy's
-weights: it is frozen.
+own time. The judge never receives the policy's weights: it is frozen.
 """
 
 from __future__ import annotations
