@@ -90,7 +90,8 @@ def test_own_keys_apply_after_the_conversion(tmp_path):
 
 
 def test_a_converted_config_records_what_it_runs_without():
-    with pytest.raises(ConfigError, match="reward_clip = 10"):
-        convert_config("roll", ROLL, [])
-    config, _ = convert_config("roll", ROLL, [], allow=["*"])
-    assert config.trainer.dropped_settings["roll:reward_clip"].startswith("10 (")
+    # a bound that binds on grpo's normalised rewards (10 cannot: it is ignored)
+    with pytest.raises(ConfigError, match="reward_clip = 0.5"):
+        convert_config("roll", ROLL, ["reward_clip=0.5"])
+    config, _ = convert_config("roll", ROLL, ["reward_clip=0.5"], allow=["*"])
+    assert config.trainer.dropped_settings["roll:reward_clip"].startswith("0.5 (")

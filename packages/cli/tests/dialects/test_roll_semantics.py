@@ -70,7 +70,7 @@ def test_group_normalisation_is_grpo(file, overrides, estimator, by_std):
         (["+norm_std_type=running"], "norm_std_type"),
         (["adv_estimator=grpo", "+gamma=0.9"], "adv_estimator"),
         (["adv_estimator=grpo", "+add_token_level_kl=true"], "adv_estimator"),
-        (["adv_estimator=grpo", "+reward_clip=5"], "reward_clip"),
+        (["adv_estimator=grpo", "+reward_clip=0.5"], "reward_clip"),  # it binds
         (["adv_estimator=grpo", "+whiten_rewards=true"], "whiten_rewards"),
         (["adv_estimator=gigpo"], "adv_estimator"),
         (["adv_estimator=step_reinforce"], "adv_estimator"),
@@ -284,3 +284,25 @@ def test_judge_settings_rl_has_not_are_refused_by_name(file, override, key):
     judge = [f"+rewards.j.worker_cls={JUDGE_WORKER}", "+rewards.j.model_args.model_name_or_path=/m"]
     _, refused, _ = run(file, *judge, override)
     assert key in refused
+
+
+def test_a_reward_clip_that_cannot_bind_on_normalised_rewards_is_ignored(file):
+    """ROLL clamps grpo's group-normalised rewards; with the unbiased std, a reward is at
+    most (n - 1) / sqrt(n) from 0 (one sample apart from the others: checked here in
+    float64), so a larger bound changes nothing and a smaller one is refused."""
+    import torch
+
+    for n in (2, 4, 8, 16):
+        rewards = torch.zeros(n, dtype=torch.float64)
+        rewards[0] = 1.0
+        reach = float(((rewards - rewards.mean()) / rewards.std()).abs().max())
+        assert reach == pytest.approx((n - 1) / n**0.5)
+    grpo = [
+        "adv_estimator=grpo",
+        "num_return_sequences_in_group=8",
+        "actor_train.training_args.per_device_train_batch_size=8",
+    ]
+    config, refused, _ = run(file, *grpo, "+reward_clip=10")
+    assert not refused and config.algorithm.reward_clip is None
+    _, refused, _ = run(file, *grpo, "+reward_clip=2")  # 2 < 7 / sqrt(8) = 2.47: binds
+    assert "reward_clip" in refused

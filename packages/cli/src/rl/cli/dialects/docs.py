@@ -114,6 +114,11 @@ EXAMPLE_REFUSALS = [
     ),
     (
         "roll",
+        ("model_download_type",),
+        "ROLL downloads a model id from ModelScope; rl reads model.path from disk",
+    ),
+    (
+        "roll",
         ("async_generation_ratio",),
         "ROLL's ratio of generation run ahead; rl's is trainer.mode: async with "
         "trainer.max_staleness, set by hand (they count staleness differently)",

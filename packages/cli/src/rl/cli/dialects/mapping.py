@@ -37,6 +37,14 @@ class Unsupported:
     reason: str
 
 
+@dataclass(frozen=True)
+class Ignored:
+    """An upstream value that changes nothing in this config (a clamp that can never bind),
+    with the reason: reported as ignored, our key left as it is."""
+
+    reason: str
+
+
 class _Null:
     """What a `convert` / `derive` returns to set our key to null explicitly (a None
     return means "unset upstream: our default applies")."""
@@ -173,6 +181,9 @@ def translate(
             converted = rule.convert(value) if rule.convert is not None else value
         if isinstance(converted, Unsupported):
             report.entries.append(Entry(key, "unsupported", target, value, converted.reason))
+            continue
+        if isinstance(converted, Ignored):
+            report.entries.append(Entry(key, "ignored", None, value, converted.reason))
             continue
         also = [
             (t, converted if d is None else d(flat))

@@ -109,7 +109,8 @@ RULES: list[Rule] = [
     Rule("actor_infer.model_args.model_name_or_path", "model.path", derive=values.model_path),
     Rule("reference.model_args.model_name_or_path", "model.path", derive=values.model_path),
     ignore(
-        "reward_pretrain", "read by ROLL's reward workers only (refused by rewards.*.worker_cls)"
+        "reward_pretrain",
+        "the tokenizer ROLL's rule workers load (rl's rule scorers need none; a judge names its own model)",
     ),
     Rule("rollout_batch_size", "data.train_batch_size"),
     Rule("val_batch_size", "data.val_batch_size"),
@@ -158,6 +159,16 @@ RULES: list[Rule] = [
         "relative to where it runs)",
     ),
     ignore("*.data_args.interleave_probs", "not a field of ROLL's DataArguments: ROLL drops it"),
+    # dacite's from_dict (ROLL's entry scripts) drops keys its dataclasses do not have
+    ignore(
+        "*.model_args.flash_attn",
+        "not a field of ROLL's ModelArguments (attn_implementation is): ROLL drops it",
+    ),
+    ignore(
+        "validation.eval_steps",
+        "not a field of ROLL's WorkerConfig: ROLL drops it (it validates every top-level "
+        "eval_steps)",
+    ),
     Rule("*.data_args.prompt", "data.prompt_key"),
     Rule("*.data_args.messages", "data.prompt_key"),
     Rule("*.data_args.preprocessing_num_workers", "data.filter_num_workers"),

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
-from rl.cli.dialects.mapping import NULL, Unsupported
+from rl.cli.dialects.mapping import NULL, Ignored, Unsupported
 from rl.cli.dialects.roll import batch
 from rl.cli.dialects.roll.defaults import INFER_STRATEGIES, TRAIN_STRATEGIES
 
@@ -119,9 +120,23 @@ def whiten_advantages(flat: Mapping[str, Any]) -> Any:
 
 
 def reward_clip(flat: Mapping[str, Any]) -> Any:
-    """ROLL clamps the reward after normalising it (`if reward_clip`: 0 is off)."""
+    """ROLL clamps the reward after normalising it (`if reward_clip`: 0 is off). Normalised
+    by its group's mean and (unbiased) std, a reward is at most (n - 1) / sqrt(n) from 0
+    for n samples (one sample apart from the n - 1 others), so a bound at least that never
+    binds: ignored, as it changes nothing."""
     bound = flat.get("reward_clip") or None
     if bound is not None and grouped(flat):
+        n = int(
+            flat.get("actor_infer.generating_args.num_return_sequences")
+            or flat.get("num_return_sequences_in_group")
+            or 1
+        )
+        reach = (n - 1) / math.sqrt(n)
+        if _normalisation(flat)[1] == "group" and float(bound) >= reach:
+            return Ignored(
+                f"reward_clip {bound} on group-normalised rewards of {n} samples, which "
+                f"reach at most {reach:.3g}: the clamp never binds"
+            )
         return Unsupported(
             f"reward_clip {bound} with a group-normalised estimator: ROLL clamps the "
             "normalised reward, rl's algorithm.reward_clip clamps the score before grpo"
