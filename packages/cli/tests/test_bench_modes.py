@@ -26,8 +26,9 @@ def test_the_reward_overlap_calibration_counts_the_steps_responses():
 
     row = {"reward/arithmetic/count": 48.0, "reward/other/count": 16.0, "reward/mean": 0.5}
     assert responses(row) == 64.0
-    # the two ways differ by the background switch alone
+    # the ways differ by their overlap switch alone
     assert WAYS == {
         "in_order": ["reward.launch_reward_fn_async=false"],
         "background": ["reward.launch_reward_fn_async=true"],
+        "streamed": ["reward.launch_reward_fn_async=false", "reward.stream_chunks=4"],
     }

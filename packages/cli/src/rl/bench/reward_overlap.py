@@ -1,4 +1,4 @@
-"""Step time with a slow reward, scored in order or in the background, side by side.
+"""Step time with a slow reward, scored in order, in the background or while generating.
 
     python -m rl.bench reward-overlap                 # 6 steps, 3 interleaved rounds
     python -m rl.bench reward-overlap --steps 4 --rounds 2 -- data.max_response_length=32
@@ -15,10 +15,12 @@ round then runs both ways (interleaved, so that drifts of this noisy machine hit
 the same seed, each in its own `rl train` process:
 - in order: generate, score, then the log-prob passes (`reward.launch_reward_fn_async=false`);
 - background: scoring starts as generation ends and runs beside the log-prob passes
-  (`reward.launch_reward_fn_async=true`, verl's key).
+  (`reward.launch_reward_fn_async=true`, verl's key);
+- streamed: the step's prompts generated in 4 chunks of whole groups, each scored while the
+  next one generates, the last beside the log-prob passes (`reward.stream_chunks=4`).
 A step's time is the trainer's `timing/step` (wall clock); the first step of each run
 (warm-up) is left out. The report gives each way's median step, the ratio background / in
-order, and how much of the scoring the background way hid (1 - its wait / its scoring).
+order, and how much of the scoring each overlapping way hid (1 - its wait / its scoring).
 Raw rows go to `<out>/reward_overlap.jsonl`; `benchmarks/reward_overlap/` keeps committed
 output.
 """
@@ -36,7 +38,9 @@ from rl.kernels.bench.harness import header
 WAYS = {
     "in_order": ["reward.launch_reward_fn_async=false"],
     "background": ["reward.launch_reward_fn_async=true"],
+    "streamed": ["reward.launch_reward_fn_async=false", "reward.stream_chunks=4"],
 }
+OVERLAPPING = ("background", "streamed")
 WORKLOAD = [
     "sft.steps=0",  # random weights: long, long-tailed responses (as `rl.bench modes`)
     "data.max_response_length=48",
@@ -99,8 +103,8 @@ def main(argv: list[str] | None = None) -> None:
         rows = run("in_order", args.steps, args.out / "calibration", 0.0, args.overrides)
         seconds = statistics.median(row["timing/generate"] / responses(row) for row in rows[1:])
     times: dict[str, list[float]] = {way: [] for way in WAYS}
-    scoring: list[float] = []
-    waits: list[float] = []
+    scoring: dict[str, list[float]] = {way: [] for way in OVERLAPPING}
+    waits: dict[str, list[float]] = {way: [] for way in OVERLAPPING}
     generation: list[float] = []
     with (args.out / "reward_overlap.jsonl").open("w") as raw:
         for round_ in range(args.rounds):
@@ -111,9 +115,9 @@ def main(argv: list[str] | None = None) -> None:
                 for row in rows[1:]:
                     times[way].append(row["timing/step"])
                     generation.append(row["timing/generate"])
-                    if way == "background":
-                        scoring.append(row["timing/reward_background"])
-                        waits.append(row["timing/reward"])
+                    if way in OVERLAPPING:
+                        scoring[way].append(row["timing/reward_background"])
+                        waits[way].append(row["timing/reward"])
     medians = {way: statistics.median(values) for way, values in times.items()}
     where = header("cpu", ["transformers", "rl-core", "rl-cli"])
     print(f"# reward-overlap benchmark, {', '.join(f'{k} {v}' for k, v in where.items() if v)}")
@@ -123,13 +127,14 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"# reward: {seconds * 1000:.2f} ms per response (sleep); generation median "
         f"{statistics.median(generation):.3f} s, background scoring median "
-        f"{statistics.median(scoring):.3f} s"
+        f"{statistics.median(scoring['background']):.3f} s"
     )
     for way in WAYS:
         print(f"{way:>11}: median step {medians[way]:.3f} s over {len(times[way])} steps")
-    print(f"ratio background / in order: {medians['background'] / medians['in_order']:.3f}")
-    hidden = 1 - statistics.median(waits) / max(statistics.median(scoring), 1e-9)
-    print(f"share of the scoring hidden behind the log-prob passes: {hidden:.2f}")
+    for way in OVERLAPPING:
+        ratio = medians[way] / medians["in_order"]
+        hidden = 1 - statistics.median(waits[way]) / max(statistics.median(scoring[way]), 1e-9)
+        print(f"ratio {way} / in order: {ratio:.3f}; share of the scoring hidden: {hidden:.2f}")
 
 
 if __name__ == "__main__":

@@ -75,6 +75,10 @@ class RewardConfig(Checked):
     # (verl's launch_reward_fn_async); rule scoring then runs in the pool (num_workers > 0),
     # which enforces the per-response timeout off the main thread
     launch_reward_fn_async: bool = free(False)
+    # score while generating (rl's own): the step's prompts generated in this many chunks
+    # of whole groups, each scored in the background while the next one generates (the
+    # same samples and scores: per-prompt seeds); 0 or 1: generate, then score
+    stream_chunks: int = free(0, NON_NEGATIVE)
     timeout_s: float = free(10.0, POSITIVE)
     # stop the run when more than this share of responses fail to score (errors, non-finite
     # or wrong-typed results, timeouts) over the last `error_rate_window` scoring calls;

@@ -363,8 +363,37 @@ class Config:
 
     def _check_async_reward(self) -> None:
         """Background scoring needs the pool (its timeout works off the main thread) and
-        something to overlap: dynamic sampling filters on the scores first."""
+        something to overlap: dynamic sampling filters on the scores first. Scoring while
+        generating runs in the synchronous step of single-turn rollouts."""
         reward = self.reward
+        if reward.stream_chunks > 1:
+            key, value = "reward.stream_chunks", reward.stream_chunks
+            require(
+                reward.num_workers > 0,
+                "reward.num_workers",
+                reward.num_workers,
+                f">= 1 with {key} (scoring off the main thread runs in the pool, which "
+                "enforces reward.timeout_s)",
+            )
+            require(
+                not self.algorithm.filter_groups.enable,
+                key,
+                value,
+                "0 with algorithm.filter_groups.enable (the groups are filtered on their "
+                "scores before any log-prob pass)",
+            )
+            require(
+                self.trainer.mode == "sync",
+                key,
+                value,
+                f"0 with trainer.mode {self.trainer.mode} (it streams in the synchronous step)",
+            )
+            require(
+                not self.rollout.multi_turn.enable,
+                key,
+                value,
+                "0 with rollout.multi_turn.enable (an agent's turns are not chunked yet)",
+            )
         if not reward.launch_reward_fn_async:
             return
         require(

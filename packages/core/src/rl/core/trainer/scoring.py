@@ -25,9 +25,17 @@ def score_rollouts(
 def score_rows(ctx: RunContext, items: list[Any], rollouts: Rollouts, n: int) -> ShapedScores:
     """`score_rollouts`, with each row's values (its raw score, acc, the reward function's
     extras: what `algorithm.filter_groups.metric` filters on)."""
+    return shape(ctx, raw_scores(ctx, items, rollouts, n), rollouts)
+
+
+RawScores = tuple[list[float], list[dict[str, float]], dict[str, float]]
+
+
+def shape(ctx: RunContext, raw: RawScores, rollouts: Rollouts) -> ShapedScores:
+    """The reward manager's shaping (dapo's overlong penalty) of raw scores."""
     from rl.core.rewards.overlong import shape_scores
 
-    scores, extras, metrics = _raw_scores(ctx, items, rollouts, n)
+    scores, extras, metrics = raw
     config = ctx.config
     shaped = shape_scores(
         scores,
@@ -40,7 +48,7 @@ def score_rows(ctx: RunContext, items: list[Any], rollouts: Rollouts, n: int) ->
     return shaped
 
 
-def _raw_scores(
+def raw_scores(
     ctx: RunContext, items: list[Any], rollouts: Rollouts, n: int
 ) -> tuple[list[float], list[dict[str, float]], dict[str, float]]:
     from rl.core.rewards import RewardRequest

@@ -200,6 +200,11 @@ def sync(
 
 def rl_step(ctx: RunContext, items: list[Any], step: int, kl_ctrl: Any) -> dict[str, float]:
     """Run one step on the prompts `items`; returns its metrics."""
+    if ctx.config.reward.stream_chunks > 1:  # scored chunk by chunk while generating
+        from rl.core.trainer.streaming import generate_streaming
+
+        collected, scoring = generate_streaming(ctx, items, step)
+        return sync(ctx, collected, learn(ctx, collected, kl_ctrl, scoring=scoring), step + 1)
     collected = generate(ctx, items, step)
     if ctx.config.reward.launch_reward_fn_async:
         scoring = score_in_background(ctx, collected)
