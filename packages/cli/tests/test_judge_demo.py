@@ -45,8 +45,8 @@ def test_the_judge_grades_answers_it_was_not_taught_on(judge):
     from rl.core.demo.judge import TEMPLATE, judge_grade_rows
     from rl.core.models.loading import load_tokenizer
     from rl.core.rewards.judge import JudgeScorer
-    from rl.core.rewards.judge_server import judge_run_config, start_judge
     from rl.core.rewards.types import RewardRequest
+    from rl.core.workers.judge_server import judge_run_config, start_judge
 
     run = load_config(
         None,

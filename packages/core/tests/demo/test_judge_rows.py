@@ -40,3 +40,12 @@ def test_the_verdict_rule_reads_yes_and_no_as_the_judge_scorer():
     assert judge_verdict("yes", "yes") == 1.0 and judge_verdict("no", "no") == 1.0
     assert judge_verdict("no", "yes") == 0.0 and judge_verdict("yes", "no") == 0.0
     assert judge_verdict("maybe", "no") == 0.0  # no verdict is no right verdict
+
+
+def test_the_grade_rows_ask_what_the_judge_scorer_asks():
+    from rl.core.rewards.judge_prompts import judge_message, template_of
+
+    for row in builtin_rows("builtin:judge_grades", 200, 4, 4):
+        inner = row["prompt"][1:-1]  # "(" response reference ")"
+        response, reference = inner[:-1], inner[-1]
+        assert row["prompt"] == judge_message(template_of(TEMPLATE), "", response, reference)

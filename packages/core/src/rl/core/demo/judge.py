@@ -15,8 +15,7 @@ import random
 from typing import Any
 
 from rl.core.demo.arithmetic import arithmetic_rows
-from rl.core.models.tiny import TINY_CHARS
-from rl.core.rewards.judge_prompts import judge_message
+from rl.core.demo.characters import TINY_CHARS
 
 # the response and the reference side by side, between brackets: a model this small learns
 # to compare neighbours quickly, tokens further apart slowly, and to tell an empty response
@@ -58,7 +57,8 @@ def judge_grade_rows(count: int, seed: int, max_operand: int) -> list[dict[str, 
         right = rng.random() < RIGHT_SHARE
         answer = problem["answer"]
         response = answer if right else _wrong(rng, answer, max_operand)
-        prompt = judge_message(TEMPLATE, problem["prompt"], response, answer)
+        # as the llm_judge scorer fills it (rl.core.rewards.judge_prompts.judge_message)
+        prompt = TEMPLATE.format(question=problem["prompt"], response=response, reference=answer)
         rows.append({"prompt": prompt, "answer": "yes" if right else "no", "data_source": VERDICT})
     return rows
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-TINY_CHARS = "0123456789+-*=?() abcdefghijklmnopqrstuvwxyz.,:#"
+from rl.core.demo.characters import TINY_CHARS
+
+__all__ = ["TINY_CHARS", "build_char_tokenizer", "tiny_qwen2_config"]
 SPECIAL_TOKENS = {"pad": "<pad>", "eos": "<eos>", "bos": "<bos>"}
 
 

@@ -26,9 +26,6 @@ from rl.core.rewards.manager import RewardManager
 from rl.core.rewards.types import RewardRequest, RewardResult
 
 DOMAIN_SCORE = "pkg://rl.core.rewards.domain_score"
-# a judge batch's time limit when its domain sets none: a batch of long verdicts from a
-# large judge takes minutes, where a rule's reward.timeout_s is seconds
-JUDGE_TIMEOUT_S = 600.0
 # what every scorer reports, summed or maxed over the domains
 _SHARED = ("reward/mean", "reward/errors", "reward/timeouts", "reward/error_rate")
 
@@ -108,38 +105,6 @@ def domain_metrics(
         metrics[f"reward/{domain}/accuracy"] = sum(correct) / len(correct)
         metrics[f"reward/{domain}/count"] = float(len(values))
     return metrics
-
-
-def start_judges(config: Any, tokenizer: Any) -> dict[str, Any]:
-    """A served judge (`rl.core.rewards.judge`) for each domain scored by `llm_judge`;
-    `tokenizer` is the policy's."""
-    from rl.core.models.loading import load_tokenizer
-    from rl.core.rewards.judge import JudgeScorer
-    from rl.core.rewards.judge_server import judge_run_config, start_judge
-
-    reward, judges = config.reward, {}
-    name = ""
-    try:
-        for name, domain in reward.domains.items():
-            if domain.scorer != JUDGE:
-                continue
-            judge_tokenizer = load_tokenizer(judge_run_config(config, domain.judge).model)
-            judges[name] = JudgeScorer(
-                domain.judge,
-                start_judge(config, domain.judge),
-                judge_tokenizer,
-                tokenizer,
-                timeout_s=domain.timeout_s or JUDGE_TIMEOUT_S,
-                max_error_rate=reward.max_error_rate,
-                error_rate_window=reward.error_rate_window,
-            )
-    except BaseException as error:  # the judges started before this one are stopped
-        for judge in judges.values():
-            judge.close()
-        if isinstance(error, ValueError):  # a judge's model, prompt or settings
-            raise ConfigError(f"reward.domains.{name}.judge: {error}") from None
-        raise
-    return judges
 
 
 class DomainRewards:

@@ -1,5 +1,5 @@
 """The `llm_judge` scorer: each response judged by a model served by rl's own rollout
-engine (`rl.core.rewards.judge_server`), prompted and read as ROLL's
+engine (`rl.core.workers.judge_server`), prompted and read as ROLL's
 `LLMJudgeRewardWorker` prompts and reads it (`rl.core.rewards.judge_prompts`).
 
 The domain's responses are judged `judge.batch_size` at a time, one `generate` call per
@@ -18,12 +18,16 @@ from typing import Any
 from rl.core.engines import SamplingParams
 from rl.core.rewards.failures import FailureTracker
 from rl.core.rewards.judge_prompts import judge_message, parse_verdict, question_of, template_of
-from rl.core.rewards.judge_server import JudgeTimeout
 from rl.core.rewards.types import ERROR, OK, TIMEOUT, RewardRequest, RewardResult, ScoreOutcome
 
 
+class JudgeTimeout(TimeoutError):
+    """A judge batch over its time limit."""
+
+
 class JudgeScorer:
-    """`score(requests)` by a served judge. `server` is a `LocalJudge` or `RayJudge`;
+    """`score(requests)` by a served judge. `server` answers `generate_batches` (`rl.core.workers.judge_server`: a
+    `LocalJudge` or a `RayJudge`);
     `tokenizer` is the judge's, `policy_tokenizer` the policy's (its special tokens are
     taken out of the question)."""
 

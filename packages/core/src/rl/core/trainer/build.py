@@ -73,7 +73,8 @@ def build_reward(config: Config, tokenizer: Any) -> Any:
 
     model_config = config.reward.reward_model
     if config.reward.domains:
-        from rl.core.rewards.domains import DomainRewards, start_judges
+        from rl.core.rewards.domains import DomainRewards
+        from rl.core.workers.judge_server import start_judges
 
         return DomainRewards(config, start_judges(config, tokenizer))
     if model_config.path is None:

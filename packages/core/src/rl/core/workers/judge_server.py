@@ -20,12 +20,10 @@ from dataclasses import replace
 from typing import Any
 
 from rl.core.engines import SamplingParams
+from rl.core.errors import ConfigError
+from rl.core.rewards.judge import JudgeTimeout
 
 log = logging.getLogger(__name__)
-
-
-class JudgeTimeout(TimeoutError):
-    pass
 
 
 def judge_run_config(config: Any, judge: Any) -> Any:
@@ -207,3 +205,40 @@ def start_judge(config: Any, judge: Any) -> LocalJudge | RayJudge:
             gpus = 1.0 if config.trainer.device == "cuda" else 0.0
         return RayJudge(run_config, judge.num_cpus, gpus, judge.replicas)
     return LocalJudge(run_config)
+
+
+# a judge batch's time limit when its domain sets none: a batch of long verdicts from a
+# large judge takes minutes, where a rule's reward.timeout_s is seconds
+JUDGE_TIMEOUT_S = 600.0
+
+
+def start_judges(config: Any, tokenizer: Any) -> dict[str, Any]:
+    """A served judge (`rl.core.rewards.judge`) for each domain scored by `llm_judge`;
+    `tokenizer` is the policy's."""
+    from rl.core.models.loading import load_tokenizer
+    from rl.core.rewards.domain_score import JUDGE
+    from rl.core.rewards.judge import JudgeScorer
+
+    reward, judges = config.reward, {}
+    name = ""
+    try:
+        for name, domain in reward.domains.items():
+            if domain.scorer != JUDGE:
+                continue
+            judge_tokenizer = load_tokenizer(judge_run_config(config, domain.judge).model)
+            judges[name] = JudgeScorer(
+                domain.judge,
+                start_judge(config, domain.judge),
+                judge_tokenizer,
+                tokenizer,
+                timeout_s=domain.timeout_s or JUDGE_TIMEOUT_S,
+                max_error_rate=reward.max_error_rate,
+                error_rate_window=reward.error_rate_window,
+            )
+    except BaseException as error:  # the judges started before this one are stopped
+        for judge in judges.values():
+            judge.close()
+        if isinstance(error, ValueError):  # a judge's model, prompt or settings
+            raise ConfigError(f"reward.domains.{name}.judge: {error}") from None
+        raise
+    return judges
