@@ -42,3 +42,19 @@ def test_a_step_that_outlives_the_grace_period_is_abandoned():
         while time.monotonic() - started < 60:  # a long step
             time.sleep(0.01)
     assert time.monotonic() - started < 60  # abandoned, not run to its end
+
+
+def test_a_stop_that_a_library_turned_into_its_own_error_is_still_the_stop():
+    """The grace period may run out inside code that catches the stop and raises an error
+    of its own (torch's zip writer, mid-checkpoint, reports a torn file): the run still
+    ends as abandoned, with the signal's exit code."""
+    abandoned = pytest.raises(RunStopped, match="did not finish within trainer.stop_grace_s")
+    with abandoned as raised, stop_on_signals(grace_s=0.05):
+        os.kill(os.getpid(), signal.SIGTERM)
+        try:
+            time.sleep(5)  # the grace timer fires here
+        except RunStopped:
+            raise RuntimeError("[enforce fail at inline_container.cc] unexpected pos") from None
+    assert raised.value.exit_code == 143
+    with pytest.raises(RuntimeError, match="not a stop"), stop_on_signals(grace_s=60):
+        raise RuntimeError("not a stop")  # without an abandoned stop, errors stay errors

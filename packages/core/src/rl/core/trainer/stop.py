@@ -37,6 +37,7 @@ class StopRequest:
     def __init__(self, grace_s: float) -> None:
         self.grace_s = grace_s
         self.signum: int | None = None
+        self.abandoned = ""  # why, once the grace period ran out
 
     @property
     def requested(self) -> bool:
@@ -66,10 +67,11 @@ class StopRequest:
         signal.setitimer(signal.ITIMER_REAL, self.grace_s)
 
     def _on_grace_over(self, signum: int, frame: FrameType | None) -> None:
-        raise self.stopped(
+        self.abandoned = (
             f"the step in progress did not finish within trainer.stop_grace_s = "
             f"{self.grace_s:g}s and was abandoned; the last checkpoint is kept"
         )
+        raise self.stopped(self.abandoned)
 
 
 @contextmanager
@@ -84,6 +86,12 @@ def stop_on_signals(grace_s: float) -> Iterator[StopRequest]:
     previous_alarm = signal.getsignal(signal.SIGALRM)
     try:
         yield request
+    except BaseException as error:
+        # the grace period ran out inside code that turned the stop into an error of its
+        # own (torch's zip writer, mid-checkpoint, reports a torn file): it is the stop
+        if request.abandoned and not isinstance(error, RunStopped):
+            raise request.stopped(request.abandoned) from error
+        raise
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         for sig, handler in previous.items():
