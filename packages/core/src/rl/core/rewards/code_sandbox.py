@@ -80,11 +80,17 @@ print(_rl_json.dumps(list(_rl_out) if isinstance(_rl_out, tuple) else _rl_out))
 _FENCE = re.compile(r"```([\w+#\-.]*)\s*\n*(.*?)```", re.DOTALL)
 
 
-def program_of(response: str) -> str:
-    """The program of a response, as ROLL's `extract_code_generation` finds it."""
+def after_thinking(response: str) -> str:
+    """What follows the reasoning: after the last `<|begin_of_solution|>`, then `</think>`."""
     for marker in ("<|begin_of_solution|>", "</think>"):
         if marker in response:
             response = response.split(marker)[-1].strip()
+    return response
+
+
+def program_of(response: str) -> str:
+    """The program of a response, as ROLL's `extract_code_generation` finds it."""
+    response = after_thinking(response)
     if "```" not in response:
         return response.strip()
     blocks = [body for _, body in _FENCE.findall(response)]
@@ -180,10 +186,7 @@ def code_sandbox(
     limits = _limits(timeout_s, memory_mb)
     if not solution_str.strip():
         return {"score": 0.0, "acc": 0.0, "pass_ratio": 0.0}
-    response = solution_str
-    for marker in ("<|begin_of_solution|>", "</think>"):
-        if marker in response:
-            response = response.split(marker)[-1].strip()
+    response = after_thinking(solution_str)
     program = PRELUDE + program_of(response)
     if case_type == "text":
         tests = [_assert_code(c).replace("{response}", f"'''{response}'''") for c in cases]

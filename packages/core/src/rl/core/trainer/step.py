@@ -15,7 +15,7 @@ import torch
 
 from rl.core.algorithms.groups import prompt_uids
 from rl.core.batch import Batch
-from rl.core.engines import Rollouts
+from rl.core.engines import Rollouts, SamplingParams
 from rl.core.errors import TrainingError
 from rl.core.rng import prompt_seeds
 from rl.core.trainer import agentic, algorithm_setup, distillation
@@ -56,15 +56,21 @@ def generate(
     `gen_batch` > 0: the step's further generation batches (dynamic sampling) draw their
     own seeds."""
     config, timer = ctx.config, PhaseTimer()
-    key = ("train", step, *((f"gen{gen_batch}",) if gen_batch else ()))
-    seeds = prompt_seeds(config.trainer.seed, config.rollout.seed, *key, count=len(items))
-    sampling = replace(train_sampling(config), prompt_seeds=seeds)
+    sampling = step_sampling(config, step, len(items), gen_batch)
     with timer.phase("generate"):
         rollouts, agent_metrics = agentic.generate(ctx, items, sampling, pieces)
     metrics = {**agent_metrics, **weight_version_metrics(config, rollouts, step)}
     batch = build_batch(rollouts, ctx.tokenizer.pad_token_id, config.data.max_response_length)
     uids = prompt_uids(step, [it.index for it in items], config.rollout.n)
     return Collected(items, batch, uids, metrics, timer, rollouts)
+
+
+def step_sampling(config: Any, step: int, prompts: int, gen_batch: int = 0) -> SamplingParams:
+    """The training sampling of `step`'s `prompts` prompts, each with its own seed (the
+    step's further generation batches, `gen_batch` > 0, draw their own)."""
+    key = ("train", step, *((f"gen{gen_batch}",) if gen_batch else ()))
+    seeds = prompt_seeds(config.trainer.seed, config.rollout.seed, *key, count=prompts)
+    return replace(train_sampling(config), prompt_seeds=seeds)
 
 
 def max_lag(config: Any) -> int:

@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import fields, replace
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from rl.core.algorithms.groups import prompt_uids
 from rl.core.engines import Rollouts
-from rl.core.rng import prompt_seeds
 from rl.core.trainer import agentic
 from rl.core.trainer.rollout_batch import build_batch
-from rl.core.trainer.sampling import train_sampling
 from rl.core.trainer.scoring import RawScores, raw_scores, shape
 from rl.core.trainer.timers import PhaseTimer
 
@@ -98,12 +96,11 @@ def generate_streaming(
     """`step.generate` in `reward.stream_chunks` chunks, each scored in the background as
     soon as it is generated; the future answers (shaped scores, seconds spent scoring)."""
     from rl.core.rewards.domains import domain_metrics
-    from rl.core.trainer.step import Collected, weight_version_metrics
+    from rl.core.trainer.step import Collected, step_sampling, weight_version_metrics
 
     config, timer = ctx.config, PhaseTimer()
     n = config.rollout.n
-    seeds = prompt_seeds(config.trainer.seed, config.rollout.seed, "train", step, count=len(items))
-    sampling = replace(train_sampling(config), prompt_seeds=seeds)
+    sampling = step_sampling(config, step, len(items))  # as the unchunked step's
     bounds = chunk_bounds(len(items), config.reward.stream_chunks)
     scorer = ThreadPoolExecutor(1, thread_name_prefix="reward")
     parts: list[Rollouts] = []
