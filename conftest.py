@@ -146,27 +146,31 @@ def model_folder(tmp_path_factory) -> Callable[..., Path]:
 
 @pytest.fixture(scope="session")
 def judge_folder(model_folder, tmp_path_factory) -> Callable[[str], Path]:
-    """`judge_folder(word)` -> a judge model folder whose verdict is known: a real-shape
+    """`judge_folder(word, then_stop=False)` -> a judge model folder whose verdict is known: a real-shape
         Qwen2.5 folder (its tokenizer and chat template; 64-wide heads, so vLLM's CPU build runs
         it too) whose weights make greedy decoding say `word`'s first token whatever the prompt (" yes"
     and " no" are one token each in Qwen2.5's vocabulary).
         Every token's embedding is zero; layer 0's value bias and output projection put a
         constant e_0 into the residual stream (attention averages equal values), every other
         weight is zero, so the final norm hands the head sqrt(d) * e_0, and the head's only
-        non-zero entry is the chosen token's (tied: also that token's embedding, harmless)."""
+        non-zero entry is the chosen token's (tied: also that token's embedding, harmless).
+        `then_stop`: the word is said once (sure at any temperature up to 1), then the end
+        of the turn: the word's embedding, tied to its head row, carries a second direction
+        that only the stop tokens' rows read, five times stronger."""
     root = tmp_path_factory.mktemp("judges")
     source = model_folder("qwen2.5-0.5b", num_layers=2, hidden_size=128, intermediate_size=256)
 
-    def folder(word: str) -> Path:
+    def folder(word: str, then_stop: bool = False) -> Path:
         import shutil
 
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        target = root / (word.strip() or "blank")
+        target = root / ((word.strip() or "blank") + ("-stop" if then_stop else ""))
         if target.exists():
             return target
-        token = AutoTokenizer.from_pretrained(source)(word, add_special_tokens=False)
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        token = tokenizer(word, add_special_tokens=False)
         model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
         with torch.no_grad():
             for parameter in model.parameters():
@@ -179,6 +183,13 @@ def judge_folder(model_folder, tmp_path_factory) -> Callable[[str], Path]:
             attention.v_proj.bias[0] = 1.0
             attention.o_proj.weight[0, 0] = 1.0
             model.lm_head.weight[token["input_ids"][0], 0] = 1.0
+            if then_stop:  # the word's embedding (tied: its head row) points at the stop
+                word = token["input_ids"][0]
+                model.lm_head.weight[word, 0] = 4.0  # sure at any temperature up to 1
+                model.lm_head.weight[word, 1] = 4.0
+                stops = {tokenizer.eos_token_id, *_ids(model.generation_config.eos_token_id)}
+                for stop in stops:
+                    model.lm_head.weight[stop, 1] = 20.0
         scratch = target.with_name(target.name + ".tmp")
         shutil.copytree(source, scratch)
         model.save_pretrained(scratch)
@@ -186,3 +197,9 @@ def judge_folder(model_folder, tmp_path_factory) -> Callable[[str], Path]:
         return target
 
     return folder
+
+
+def _ids(value: Any) -> list[int]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, int) else list(value)

@@ -45,11 +45,13 @@ class JudgeConfig(Checked):
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"  # auto: model.dtype
     # colocated: in the trainer's process, on its device; ray: `replicas` Ray actors of
     # its own with num_cpus / num_gpus each (ROLL's judge on devices of its own:
-    # device_mapping, one replica a device); num_gpus null: 1 on a cuda run, else 0
+    # device_mapping, one replica a device); num_gpus null: tensor_parallel_size on a cuda
+    # run, else 0
     placement: Literal["colocated", "ray"] = "colocated"
     replicas: int = setting(1, POSITIVE_INT)
     num_cpus: float = setting(1.0, POSITIVE)
     num_gpus: float | None = setting(None, optional(NON_NEGATIVE))
+    tensor_parallel_size: int = setting(1, POSITIVE_INT)  # devices a replica's engine spans
     batch_size: int = setting(8, POSITIVE_INT)  # judge prompts per generate call
     max_new_tokens: int = setting(16, POSITIVE_INT)
     # greedy by default: the same response gets the same verdict (ROLL's examples sample

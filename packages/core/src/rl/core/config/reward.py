@@ -40,12 +40,65 @@ class CustomRewardConfig:
 
 
 @dataclass(frozen=True)
+class RewardModelRolloutConfig(Checked):
+    """verl's reward loop (`reward.reward_model.rollout`): the reward model served by one of
+    rl's rollout engines behind an OpenAI-compatible endpoint (`name`: hf, vllm), which a
+    generative reward model's custom function calls (`reward_router_address`)."""
+
+    name: str | None = setting(None, optional(NOT_EMPTY))  # null: not served
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"  # auto: model.dtype
+    gpu_memory_utilization: float = setting(0.5, between(0, 1, open_low=True))
+    tensor_model_parallel_size: int = setting(1, POSITIVE_INT)
+    # the served context: max_model_len, else prompt_length + response_length (verl's)
+    max_model_len: int | None = setting(None, optional(POSITIVE_INT))
+    prompt_length: int = setting(2048, POSITIVE_INT)
+    response_length: int = setting(2048, POSITIVE_INT)
+
+    @property
+    def context(self) -> int:
+        return self.max_model_len or self.prompt_length + self.response_length
+
+
+@dataclass(frozen=True)
 class RewardModelConfig(Checked):
-    """A sequence-classification reward model (one output) instead of rule-based scores."""
+    """A reward model instead of rule-based scores: discriminative (a sequence classifier
+    with one output, scored in the trainer's process), or generative (`rollout.name` with a
+    custom reward function: the model served, the function prompting it and reading its
+    answer, as verl's reward loop does)."""
 
     path: str | None = setting(None, optional(NOT_EMPTY))
     batch_size: int = setting(16, POSITIVE_INT)
     max_length: int = setting(2048, POSITIVE_INT)
+    rollout: RewardModelRolloutConfig = field(default_factory=RewardModelRolloutConfig)
+    # where the served model runs: false, in the trainer's process; true, in Ray actors of
+    # its own, n_gpus_per_node * nnodes devices (at least one actor) of num_cpus each,
+    # tensor_model_parallel_size devices an actor
+    enable_resource_pool: bool = False
+    n_gpus_per_node: int = setting(0, NON_NEGATIVE)
+    nnodes: int = setting(0, NON_NEGATIVE)
+    num_cpus: float = setting(1.0, POSITIVE)
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        served = self.rollout.name is not None
+        require(
+            self.path is not None or not served,
+            "rollout.name",
+            self.rollout.name,
+            "null without reward.reward_model.path (the model to serve)",
+        )
+        require(
+            served or not self.enable_resource_pool,
+            "enable_resource_pool",
+            self.enable_resource_pool,
+            "false unless the model is served (reward.reward_model.rollout.name)",
+        )
+
+    @property
+    def replicas(self) -> int:
+        """The served model's Ray actors, with enable_resource_pool."""
+        devices = self.n_gpus_per_node * self.nnodes
+        return max(1, devices // self.rollout.tensor_model_parallel_size)
 
 
 @dataclass(frozen=True)
@@ -85,3 +138,28 @@ class RewardConfig(Checked):
     # 1.0 never stops
     max_error_rate: float = setting(0.5, between(0, 1, open_low=True))
     error_rate_window: int = setting(5, POSITIVE_INT)
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        require(
+            self.reward_model.rollout.name is None or not self.domains,
+            "reward_model.rollout.name",
+            self.reward_model.rollout.name,
+            "null with reward.domains (a domain's served model is its judge: "
+            "reward.domains.<d>.judge)",
+        )
+        require(
+            self.custom_reward_function.path is not None
+            or not self.reward_model.enable_resource_pool,
+            "reward_model.enable_resource_pool",
+            True,
+            "false without a custom reward function: a discriminative reward model scores "
+            "in the trainer's process; its own devices serve a generative one "
+            "(reward.custom_reward_function.path prompting it)",
+        )
+
+    @property
+    def generative_reward_model(self) -> bool:
+        """A served reward model prompted by the custom function (verl's GenRM)."""
+        served = self.reward_model.rollout.name is not None
+        return served and self.custom_reward_function.path is not None

@@ -86,13 +86,14 @@ class RewardManager:
             self.pool.close()
 
 
-def make_reward_manager(config: Any) -> RewardManager:
-    """From the `reward` config section."""
+def make_reward_manager(config: Any, served: dict[str, Any] | None = None) -> RewardManager:
+    """From the `reward` config section; `served`: what a served reward model adds to each
+    call of the custom function (`rl.core.workers.reward_model_server`)."""
     custom = config.custom_reward_function
     return RewardManager(
         custom.path,
         custom.name,
-        custom.reward_kwargs,
+        {**custom.reward_kwargs, **(served or {})},
         num_workers=config.num_workers,
         timeout_s=config.timeout_s,
         reward_scale=config.reward_scale,

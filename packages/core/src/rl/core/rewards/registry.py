@@ -9,7 +9,6 @@ key of `PREFIXED` (`aime24`, `aime_2025`, ...) has a scorer.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 from collections.abc import Callable, Mapping
@@ -20,6 +19,7 @@ from rl.core.config.paths import python_file
 from rl.core.errors import ConfigError
 from rl.core.imports import load_user_file
 from rl.core.rewards import code, dapo_rule, gsm8k_rule, math_rule, rule_based
+from rl.core.rewards.async_score import AsyncScore
 
 ScoreFn = Callable[..., Any]
 Scorer = Callable[[str, Any], Any]  # (solution_str, ground_truth) -> float | {"score": ...}
@@ -168,13 +168,8 @@ def load_custom_reward(
     options = dict(reward_kwargs or {})
     _check_signature(file, name, fn, options)
     if inspect.iscoroutinefunction(fn):  # verl awaits an async compute_score
-        fn = functools.partial(_awaited, fn)
+        return AsyncScore(fn, options)
     return functools.partial(fn, **options) if options else fn
-
-
-def _awaited(fn: Callable[..., Any], **kwargs: Any) -> Any:
-    """The result of the coroutine function `fn`, run to completion here."""
-    return asyncio.run(fn(**kwargs))
 
 
 def _check_signature(file: Path, name: str, fn: ScoreFn, options: dict[str, Any]) -> None:
@@ -188,9 +183,17 @@ def _check_signature(file: Path, name: str, fn: ScoreFn, options: dict[str, Any]
         signature.bind(**SCORE_ARGUMENTS, **options)
     except TypeError as error:
         given = "".join(f", {key}=..." for key in options)
+        served = set(options) & {"reward_router_address", "reward_model_tokenizer"}
+        user = set(options) - served
         raise ConfigError(
             f"{file}: {name}{signature} cannot be called as "
             f"{name}(data_source=..., solution_str=..., ground_truth=..., extra_info=...{given}) "
             f"({error}); give it those parameters (extra_info may default to None)"
-            + (", or change reward.custom_reward_function.reward_kwargs" if options else "")
+            + (", or change reward.custom_reward_function.reward_kwargs" if user else "")
+            + (
+                "; a served reward model's function takes reward_router_address and "
+                "reward_model_tokenizer, as in verl's reward loop"
+                if served
+                else ""
+            )
         ) from None

@@ -7,6 +7,7 @@ result that is not a finite number, a call of sys.exit or os._exit, or a timeout
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import traceback
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rl.core.parent_death import die_with_parent
+from rl.core.rewards.async_score import AsyncScore
 from rl.core.rewards.guards import (
     ExitCalled,
     SampleTimeout,
@@ -63,6 +65,8 @@ def score_chunk(
     return to Python: with `reward.num_workers > 0` the pool's chunk deadline covers that.
     """
     fn = fn or _SCORE_FN
+    if isinstance(fn, AsyncScore):
+        return asyncio.run(_score_concurrently(fn, requests, timeout_s))
     timed = timeout_s > 0 and alarm_possible()
     with alarm_handler(timed), exits_trapped():
         return [score_one(fn, request, timeout_s if timed else 0.0) for request in requests]
@@ -79,17 +83,42 @@ def score_one(fn: ScoreFn, request: RewardRequest, timeout_s: float = 0.0) -> Sc
                 extra_info=request.extra_info,
             )
         score, extras = read_reward(result)
-    except SampleTimeout:
+    except (SampleTimeout, ExitCalled, SystemExit, Exception) as error:
+        return failed(error, timeout_s)
+    return ScoreOutcome(score, OK, extras)
+
+
+def failed(error: BaseException, timeout_s: float) -> ScoreOutcome:
+    """What a call of the user's function that raised `error` scores, and the text why."""
+    if isinstance(error, (SampleTimeout, TimeoutError)):
         return ScoreOutcome(0.0, TIMEOUT, {}, f"timed out after {timeout_s:g} s (reward.timeout_s)")
-    except ExitCalled as exit_:
-        return ScoreOutcome(0.0, ERROR, {}, f"called os._exit({exit_.code!r})")
-    except SystemExit as exit_:
-        code = "" if exit_.code is None else repr(exit_.code)
+    if isinstance(error, ExitCalled):
+        return ScoreOutcome(0.0, ERROR, {}, f"called os._exit({error.code!r})")
+    if isinstance(error, SystemExit):
+        code = "" if error.code is None else repr(error.code)
         return ScoreOutcome(0.0, ERROR, {}, f"called sys.exit({code})")
-    except BadRewardValue as bad:
-        return ScoreOutcome(0.0, ERROR, {}, str(bad))
-    except Exception as error:
-        return ScoreOutcome(0.0, ERROR, {}, describe_exception(error))
+    if isinstance(error, BadRewardValue):
+        return ScoreOutcome(0.0, ERROR, {}, str(error))
+    return ScoreOutcome(0.0, ERROR, {}, describe_exception(error))
+
+
+async def _score_concurrently(
+    fn: AsyncScore, requests: Sequence[RewardRequest], timeout_s: float
+) -> list[ScoreOutcome]:
+    """An async function's outcomes, its calls awaited together, each within `timeout_s`
+    (an await that never returns to the event loop is not stopped here: a pool's chunk
+    deadline stops it, `reward.num_workers` > 0)."""
+    with exits_trapped():
+        return list(await asyncio.gather(*[_awaited(fn, r, timeout_s) for r in requests]))
+
+
+async def _awaited(fn: AsyncScore, request: RewardRequest, timeout_s: float) -> ScoreOutcome:
+    try:
+        call = fn.call(request)
+        result = await (asyncio.wait_for(call, timeout_s) if timeout_s > 0 else call)
+        score, extras = read_reward(result)
+    except (ExitCalled, SystemExit, Exception) as error:
+        return failed(error, timeout_s)
     return ScoreOutcome(score, OK, extras)
 
 

@@ -67,8 +67,9 @@ def tool_schemas(config: Config) -> list[dict[str, Any]]:
 
 
 def build_reward(config: Config, tokenizer: Any) -> Any:
-    """Rule-based / custom-function scoring, a reward model when `reward.reward_model.path`,
-    or one scorer per domain (`reward.domains`; a judge domain's model served here)."""
+    """Rule-based / custom-function scoring, a reward model when `reward.reward_model.path`
+    (served, prompted by the custom function, with `reward.reward_model.rollout.name`), or
+    one scorer per domain (`reward.domains`; a judge domain's model served here)."""
     from rl.core.rewards import RewardModelScorer, make_reward_manager
 
     model_config = config.reward.reward_model
@@ -77,6 +78,10 @@ def build_reward(config: Config, tokenizer: Any) -> Any:
         from rl.core.workers.judge_server import start_judges
 
         return DomainRewards(config, start_judges(config, tokenizer))
+    if config.reward.generative_reward_model:
+        from rl.core.workers.reward_model_server import build_generative_reward
+
+        return build_generative_reward(config)
     if model_config.path is None:
         return make_reward_manager(config.reward)
     from transformers import AutoModelForSequenceClassification, AutoTokenizer

@@ -12,6 +12,7 @@ own time. The judge never receives the policy's weights: it is frozen.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import logging
 import time
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from rl.core.engines import SamplingParams
+from rl.core.engines import Rollouts, SamplingParams
 from rl.core.errors import ConfigError
 from rl.core.rewards.judge import JudgeTimeout
 
@@ -41,7 +42,7 @@ def judge_run_config(config: Any, judge: Any) -> Any:
         name=judge.engine,
         dtype=judge.dtype,
         load_format="auto",
-        tensor_parallel_size=1,
+        tensor_parallel_size=judge.tensor_parallel_size,
         free_cache_engine=False,
         max_model_len=judge.max_model_len,
         gpu_memory_utilization=judge.gpu_memory_utilization
@@ -64,6 +65,11 @@ class JudgeEngine:
         self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams
     ) -> list[list[int]]:
         return list(self.engine.generate(prompt_ids, sampling).response_ids)
+
+    def rollouts(self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams) -> Rollouts:
+        """The engine's whole answer (log-probs and finish reasons too): what a served
+        endpoint returns."""
+        return self.engine.generate(prompt_ids, sampling)
 
     def close(self) -> None:
         close = getattr(self.engine, "close", None)
@@ -109,6 +115,11 @@ class LocalJudge:
             raise JudgeTimeout(f"the judge took more than {timeout_s:g} s for a batch")
         self.pending = None
         return future.result()
+
+    async def agenerate(self, prompt_ids: list[list[int]], sampling: SamplingParams) -> Rollouts:
+        """For a served endpoint: on the judge's own thread, after its other batches."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.pool, self.engine.rollouts, prompt_ids, sampling)
 
     @staticmethod
     def _wait(future: concurrent.futures.Future[Any], timeout_s: float) -> bool:
@@ -189,6 +200,20 @@ class RayJudge:
                 found.append(error)
         return found
 
+    async def agenerate(self, prompt_ids: list[list[int]], sampling: SamplingParams) -> Rollouts:
+        """For a served endpoint: the prompts dealt over the replicas in contiguous shares,
+        generated at the same time, joined in order."""
+        count = min(len(self.actors), len(prompt_ids))
+        share = -(-len(prompt_ids) // count)
+        parts = await asyncio.gather(
+            *[
+                self.actors[i].rollouts.remote(prompt_ids[i * share : (i + 1) * share], sampling)
+                for i in range(count)
+                if prompt_ids[i * share : (i + 1) * share]
+            ]
+        )
+        return joined(parts)
+
     def close(self) -> None:
         import ray
 
@@ -197,12 +222,23 @@ class RayJudge:
         self.actors = []
 
 
+def joined(parts: Sequence[Rollouts]) -> Rollouts:
+    """Rollouts of consecutive prompts, as one."""
+    out = Rollouts([], [], [], [])
+    for part in parts:
+        out.prompt_ids += part.prompt_ids
+        out.response_ids += part.response_ids
+        out.logprobs += part.logprobs
+        out.finish_reasons += part.finish_reasons or ["stop"] * len(part.response_ids)
+    return out
+
+
 def start_judge(config: Any, judge: Any) -> LocalJudge | RayJudge:
     run_config = judge_run_config(config, judge)
     if judge.placement == "ray":
         gpus = judge.num_gpus
-        if gpus is None:  # one device per replica where the run has devices
-            gpus = 1.0 if config.trainer.device == "cuda" else 0.0
+        if gpus is None:  # its engine's devices per replica where the run has devices
+            gpus = float(judge.tensor_parallel_size) if config.trainer.device == "cuda" else 0.0
         return RayJudge(run_config, judge.num_cpus, gpus, judge.replicas)
     return LocalJudge(run_config)
 
