@@ -245,3 +245,44 @@ def test_reward_model_scorer_matches_a_manual_forward():
         with torch.no_grad():
             expected = model(input_ids=ids).logits[0, 0].item()
         assert score == pytest.approx(expected, abs=1e-5)
+
+
+def test_a_reward_model_reads_the_chat_through_its_own_template_as_verl_s_reward_loop(
+    model_folder,
+):
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForSequenceClassification
+
+    tokenizer = AutoTokenizer.from_pretrained(model_folder("qwen2.5-0.5b", num_layers=2))
+    torch.manual_seed(0)
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        intermediate_size=64,
+        num_labels=1,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    model = Qwen2ForSequenceClassification(config).eval()
+    scorer = RewardModelScorer(model, tokenizer, batch_size=2)
+    chat = [{"role": "user", "content": "What is 5+7?"}]
+    prompt = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+    chatted = [
+        RewardRequest("x", answer, None, prompt_str=prompt, chat=chat)
+        for answer in ["12", "3", "100"]
+    ]
+    # verl's rendering: the assistant's turn closed, as its reward loop hands it to the model
+    assert scorer.text(chatted[0]) == prompt + "12<|im_end|>\n"
+    result = scorer.score(chatted)
+    for request, score in zip(chatted, result.scores, strict=True):
+        ids = tokenizer.apply_chat_template(
+            [*chat, {"role": "assistant", "content": request.solution_str}], tokenize=False
+        )
+        ids = torch.tensor([tokenizer(ids).input_ids])
+        with torch.no_grad():
+            assert score == pytest.approx(model(input_ids=ids).logits[0, 0].item(), abs=1e-5)
+    # without the messages (a plain prompt) the text is the prompt's and the response's
+    plain = RewardRequest("x", "12", None, prompt_str=prompt)
+    assert scorer.text(plain) == prompt + "12"
+    assert scorer.score([plain]).scores[0] != pytest.approx(result.scores[0], abs=1e-6)

@@ -17,7 +17,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rl.cli.dialects import hydra_files, verl_distillation, verl_generation, verl_launch, verl_sft
+from rl.cli.dialects import (
+    hydra_files,
+    verl_distillation,
+    verl_generation,
+    verl_launch,
+    verl_reward_model,
+    verl_sft,
+)
 from rl.cli.dialects import verl_placement as pools
 from rl.cli.dialects import verl_values as values
 from rl.cli.dialects.mapping import Rule, as_list, flatten, ignore, ignored_for, off_when
@@ -260,10 +267,11 @@ RULES: list[Rule] = [
     # not a reward model scores: verl_sections)
     Rule("reward_model.reward_kwargs.overlong_buffer_cfg.", "reward.overlong_buffer."),
     Rule("reward_model.reward_kwargs.max_resp_len", "reward.overlong_buffer.max_resp_len"),
+    *verl_reward_model.LEGACY,
     Rule(
         "reward_model.",
-        reason="rl's reward model is one HF sequence classifier "
-        "(reward.reward_model.*); no separate engine settings",
+        reason="rl's reward model is a sequence classifier, or a generative model served "
+        "by rl's engine (reward.reward_model.*)",
     ),
     Rule("reward.custom_reward_function.", "reward.custom_reward_function."),
     Rule("reward.reward_model.model_path", "reward.reward_model.path"),
@@ -271,10 +279,11 @@ RULES: list[Rule] = [
         "reward.reward_model.enable",
         "the switch of reward.reward_model.*: on, its model_path is rl's reward.reward_model.path",
     ),
+    *verl_reward_model.CURRENT,
     Rule(
         "reward.reward_model.",
-        reason="rl's reward model is one HF sequence classifier in the trainer's process "
-        "(reward.reward_model.*); no engine, placement or generation settings",
+        reason="rl's reward model is a sequence classifier, or a generative model served "
+        "by rl's engine (reward.reward_model.*)",
     ),
     ignore(
         "reward.num_workers",

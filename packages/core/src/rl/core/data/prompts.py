@@ -31,6 +31,9 @@ class PromptItem:
     data_source: str
     extra: dict[str, Any] = field(default_factory=dict)  # the row's other columns
     extra_info: dict[str, Any] = field(default_factory=dict)  # a reward function's extra_info
+    # the chat messages the chat template rendered into prompt_text (None: a plain prompt);
+    # a reward model renders them with its own template (verl's reward loop)
+    chat: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -134,15 +137,22 @@ def _rendered(row: SourcedRow, options: PromptOptions, tokenizer: Any) -> tuple[
             "one (chat_template in tokenizer_config.json, or model.custom_chat_template), "
             "or set data.chat_template: none to join the messages' contents with newlines"
         )
-    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
     text = tokenizer.apply_chat_template(
-        messages,
+        chat_messages(row, options),
         tools=list(options.tools) or None,
         add_generation_prompt=True,
         tokenize=False,
         **dict(options.template_kwargs),
     )
     return str(text), True
+
+
+def chat_messages(row: SourcedRow, options: PromptOptions) -> list[dict[str, Any]] | None:
+    """The messages the chat template renders for the row, or None (a plain prompt)."""
+    prompt = _messages(row, options)
+    if not templated(prompt, options):
+        return None
+    return [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
 
 
 def tokenize_prompt(
@@ -203,4 +213,5 @@ def make_item(index: int, row: SourcedRow, options: PromptOptions, tokenizer: An
         data_source=data_source_of(row, options),
         extra=extra,
         extra_info=dict(extra_info) if isinstance(extra_info, dict) else extra,
+        chat=chat_messages(row, options),
     )

@@ -12,7 +12,12 @@ from rl.core.rewards.types import RewardRequest, RewardResult
 
 
 class RewardModelScorer:
-    """Scores prompt + response texts with a sequence-classification model's single logit."""
+    """Scores responses with a sequence-classification model's single logit.
+
+    A chat prompt is scored as verl's reward loop scores it: the prompt's messages and the
+    response as the assistant's turn, rendered by the reward model's own chat template
+    (its leading BOS dropped, since the tokenizer adds it again). A plain-text prompt, or a
+    reward model without a chat template: the prompt's text followed by the response's."""
 
     def __init__(
         self,
@@ -30,7 +35,7 @@ class RewardModelScorer:
         import torch
 
         with torch.no_grad():
-            scores = self._logits([r.prompt_str + r.solution_str for r in requests])
+            scores = self._logits([self.text(r) for r in requests])
         mean = sum(scores) / max(len(scores), 1)
         metrics = {
             "reward/mean": mean,
@@ -39,6 +44,20 @@ class RewardModelScorer:
             "reward/error_rate": 0.0,
         }
         return RewardResult(scores, metrics, [""] * len(scores))
+
+    def text(self, request: RewardRequest) -> str:
+        """What the reward model reads for `request`."""
+        template = getattr(self.tokenizer, "chat_template", None)
+        if request.chat is None or template is None:
+            return request.prompt_str + request.solution_str
+        turn = {"role": "assistant", "content": request.solution_str}
+        text = str(
+            self.tokenizer.apply_chat_template(
+                [*request.chat, turn], add_generation_prompt=False, tokenize=False
+            )
+        )
+        bos = self.tokenizer.bos_token
+        return text[len(bos) :] if bos and text.startswith(bos) else text
 
     def _logits(self, texts: list[str]) -> list[float]:
         scores: list[float] = []

@@ -16,6 +16,7 @@ class RewardRequest:
     extra_info: dict[str, Any] | None = None
     prompt_str: str = ""
     domain: str = ""  # its reward domain (reward.domains; else its data_source)
+    chat: list[dict[str, Any]] | None = None  # the prompt's chat messages (None: plain text)
 
 
 class ScoreOutcome(NamedTuple):

@@ -69,6 +69,7 @@ def raw_scores(
             extra_info=_extra_info(items[row // n].extra_info, rollouts, row),
             prompt_str=items[row // n].prompt_text,
             domain=domains[row // n],
+            chat=items[row // n].chat,
         )
         for row, text in enumerate(texts)
     ]
