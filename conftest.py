@@ -199,6 +199,26 @@ def judge_folder(model_folder, tmp_path_factory) -> Callable[[str], Path]:
     return folder
 
 
+@pytest.fixture(scope="session")
+def classifier_folder(model_folder, tmp_path_factory):
+    """A discriminative reward model's folder: a real-shape Qwen2.5 sequence classifier
+    (one label, random weights; its full tokenizer and chat template; 64-wide heads, so
+    vLLM's CPU build serves it too)."""
+    import torch
+    from transformers import AutoConfig, AutoTokenizer, Qwen2ForSequenceClassification
+
+    source = model_folder("qwen2.5-0.5b", num_layers=2, hidden_size=128, intermediate_size=256)
+    config = AutoConfig.from_pretrained(source)
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    config.num_labels, config.pad_token_id = 1, tokenizer.pad_token_id
+    config.architectures = ["Qwen2ForSequenceClassification"]
+    torch.manual_seed(0)
+    target = tmp_path_factory.mktemp("reward-model")
+    Qwen2ForSequenceClassification(config).save_pretrained(target)
+    tokenizer.save_pretrained(target)
+    return target
+
+
 def _ids(value: Any) -> list[int]:
     if value is None:
         return []

@@ -1,6 +1,7 @@
 """verl's reward loop as its users configure it: the discriminative reward model of verl's
 own launch script (`verl/upstream/examples/ppo_trainer/run_qwen2.5-3b_rm_reward_loop_colocate.sh`,
-verbatim: `reward_model.use_reward_loop=True`, `reward_model.rollout.*`), and the generative
+verbatim: `reward_model.use_reward_loop=True`, `reward_model.rollout.*`: served by vLLM's
+pooling runner), and the generative
 reward model as verl's reward-loop test sets it up (a custom function prompting the served
 model on a resource pool of its own). Both convert with nothing refused, under the release
 whose layout they use; the generative one trains 2 steps with a real served model."""
@@ -63,11 +64,11 @@ def test_verls_reward_loop_script_converts_with_nothing_refused(release_root, tm
     config, report = convert_config("verl", SCRIPT, [])
     model = config.reward.reward_model
     assert model.path == str(tmp_path / "home/models/Skywork-Reward-V2-Llama-3.2-3B")
-    # discriminative (no custom function): scored by rl's classifier where the run is
-    assert model.rollout.name is None and not config.reward.generative_reward_model
+    # discriminative (no custom function): a classifier served by vLLM's pooling runner
+    assert model.rollout.name == "vllm" and not config.reward.generative_reward_model
+    assert not model.enable_resource_pool  # colocated, as the script's name says
+    assert model.rollout.context == 8192  # prompt_length + response_length
     entries = {entry.source: entry for entry in report.entries}
-    served = entries["reward_model.rollout.name"]
-    assert served.status == "ignored" and "discriminative" in served.reason
     assert [e.source for e in report.entries if e.status == "unsupported"] == []
     assert entries["reward_model.use_reward_loop"].status == "ignored"
     assert config.algorithm.adv_estimator == "gae" and config.uses_critic

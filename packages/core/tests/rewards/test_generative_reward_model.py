@@ -108,12 +108,14 @@ def test_settings_that_cannot_hold_are_refused_by_name(seven):
     with pytest.raises(ConfigError, match="reward.reward_model.rollout.name"):
         load_config(None, ["reward.reward_model.rollout.name=hf"])
     with pytest.raises(ConfigError, match="enable_resource_pool"):
+        load_config(None, ["reward.reward_model.enable_resource_pool=true"])
+    with pytest.raises(ConfigError, match="reward.domains"):
         load_config(
             None,
             [
                 f"reward.reward_model.path={seven}",
                 "reward.reward_model.rollout.name=hf",
-                "reward.reward_model.enable_resource_pool=true",
+                "reward.domains.math.scorer=data_source",
             ],
         )
     # a function that cannot take what verl's reward loop passes it

@@ -19,6 +19,7 @@ from rl.core.rewards import (
     math_reward,
     math_verify,
 )
+from rl.core.rewards.model_scorer import HFClassifier
 
 
 def test_gsm8k():
@@ -233,7 +234,7 @@ def test_reward_model_scorer_matches_a_manual_forward():
         pad_token_id=tokenizer.pad_token_id,
     )
     model = Qwen2ForSequenceClassification(config).eval()
-    scorer = RewardModelScorer(model, tokenizer, batch_size=2)
+    scorer = RewardModelScorer(tokenizer, HFClassifier(model, tokenizer, batch_size=2))
     reqs = [
         RewardRequest("x", "12", None, prompt_str="5+7="),
         RewardRequest("x", "3", None, prompt_str="1+2="),
@@ -265,7 +266,7 @@ def test_a_reward_model_reads_the_chat_through_its_own_template_as_verl_s_reward
         pad_token_id=tokenizer.pad_token_id,
     )
     model = Qwen2ForSequenceClassification(config).eval()
-    scorer = RewardModelScorer(model, tokenizer, batch_size=2)
+    scorer = RewardModelScorer(tokenizer, HFClassifier(model, tokenizer, batch_size=2))
     chat = [{"role": "user", "content": "What is 5+7?"}]
     prompt = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
     chatted = [

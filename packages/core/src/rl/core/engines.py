@@ -397,6 +397,23 @@ class RecordsRoutes(Protocol):
         ...
 
 
+# a discriminative reward model's scorer: each text's raw score (its last label's logit)
+Classify = Callable[[list[str]], list[float]]
+
+
+class ServesClassifier(Protocol):
+    """A rollout engine that also serves a sequence classifier (a discriminative reward
+    model, verl's reward loop: vLLM's classify endpoint without its activation)."""
+
+    @classmethod
+    def classifier_from_config(cls, config: Any) -> Classify:
+        """The classifier of folder `config.model.path` at `config.rollout.dtype` (auto:
+        `model.dtype`) on `config.trainer.device`, reading at most
+        `config.reward.reward_model.max_length` tokens of a text, in batches of
+        `config.reward.reward_model.batch_size` where the engine batches itself."""
+        ...
+
+
 CAPABILITIES: dict[str, tuple[type, ...]] = {
     "train": (
         Offloading,
@@ -407,6 +424,13 @@ CAPABILITIES: dict[str, tuple[type, ...]] = {
         ReplaysRoutes,
         HasAdapters,
     ),
-    "rollout": (SharesWeights, Closable, PreflightedRollout, RecordsRoutes, ScoresTokens),
+    "rollout": (
+        SharesWeights,
+        Closable,
+        PreflightedRollout,
+        RecordsRoutes,
+        ScoresTokens,
+        ServesClassifier,
+    ),
 }
 CONTRACTS: dict[str, type] = {"train": TrainEngine, "rollout": RolloutEngine}

@@ -17,11 +17,13 @@ import torch
 
 from rl.core.config import Config
 from rl.core.engines import (
+    Classify,
     RecordsRoutes,
     RolloutEngine,
     Rollouts,
     SamplingParams,
     ScoresTokens,
+    ServesClassifier,
     SharesWeights,
 )
 from rl.core.models import load_causal_lm
@@ -47,7 +49,7 @@ def left_pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, 
     return ids, mask
 
 
-class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens):
+class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens, ServesClassifier):
     """Batched sampling from a transformers causal LM (any device, no server)."""
 
     def __init__(
@@ -76,6 +78,21 @@ class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens)
         self._batcher = RequestBatcher(
             lambda prompts, sampling: asyncio.to_thread(self.generate, prompts, sampling),
             max_batch_size,
+        )
+
+    @classmethod
+    def classifier_from_config(cls, config: Config) -> Classify:
+        """transformers' classifier of the folder (rl-core's `HFClassifier`)."""
+        from rl.core.rewards.model_scorer import HFClassifier
+
+        dtype = config.model.dtype if config.rollout.dtype == "auto" else config.rollout.dtype
+        model = config.reward.reward_model
+        return HFClassifier.from_folder(
+            str(config.model.path),
+            getattr(torch, dtype),
+            model.batch_size,
+            model.max_length,
+            config.trainer.device,
         )
 
     @classmethod

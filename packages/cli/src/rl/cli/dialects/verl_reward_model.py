@@ -1,20 +1,19 @@
 """verl's reward model section, read while `reward_model.enable` (verl <= 0.7.0, top level)
 or `reward.reward_model.enable` (0.7.1+) is on (verl_sections.SWITCHES).
 
-Its reward loop serves the model with an inference engine (`rollout.*`): a discriminative
-model (no custom reward function) is scored by rl's sequence classifier in the trainer's
-process, reading the chat as the loop renders it; a generative one (with a custom reward
-function) is served by rl's engine behind an OpenAI-compatible endpoint
-(`rl.core.workers.reward_model_server`). The engine's tuning keys change memory and speed,
-not scores, and are ignored; the sampling keys of its `rollout` section are not read by
+Its reward loop serves the model with an inference engine (`rollout.*`), and so does rl
+(`rl.core.workers.reward_model_server`): a discriminative model (no custom reward
+function) as a classifier reading the chat as the loop renders it, a generative one (with
+a custom reward function) behind an OpenAI-compatible endpoint; in the trainer's process
+or on a resource pool of its own. The engine's tuning keys change memory and speed, not
+scores, and are ignored; the sampling keys of its `rollout` section are not read by
 verl's loop either (the custom function sends its own)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from rl.cli.dialects.mapping import Derive, Ignored, Rule, ignore, ignored_for, off_when
+from rl.cli.dialects.mapping import Rule, ignore, ignored_for, off_when
 from rl.cli.dialects.vocabulary import ENGINE_INTERNAL, PROFILING
 
 _TARGET = "reward.reward_model."
@@ -32,33 +31,13 @@ def _dtype(value: Any) -> Any:
     return {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}.get(value, value)
 
 
-_DISCRIMINATIVE = (
-    "a discriminative reward model (no custom reward function) is scored by rl's sequence "
-    "classifier in the trainer's process: the logit verl's served engine returns, read "
-    "where the run is"
-)
-
-
-def _generative(key: str) -> Derive:
-    """`key`'s value where a custom function prompts the served model (verl's GenRM);
-    otherwise the model is discriminative and `key` changes nothing."""
-
-    def derive(flat: Mapping[str, Any]) -> Any:
-        custom = flat.get("custom_reward_function.path") or flat.get(
-            "reward.custom_reward_function.path"
-        )
-        return flat.get(key) if custom else Ignored(_DISCRIMINATIVE)
-
-    return derive
-
-
 def rules(prefix: str) -> list[Rule]:
     """The rules of one layout: `reward_model.` (verl <= 0.7.0) or `reward.reward_model.`."""
     rollout = prefix + "rollout."
-    served = ("enable_resource_pool", "n_gpus_per_node", "nnodes")
+    placed = ("enable_resource_pool", "n_gpus_per_node", "nnodes")
     return [
-        *[Rule(prefix + key, _TARGET + key, derive=_generative(prefix + key)) for key in served],
-        Rule(rollout + "name", _TARGET + "rollout.name", derive=_generative(rollout + "name")),
+        *[Rule(prefix + key, _TARGET + key) for key in placed],
+        Rule(rollout + "name", _TARGET + "rollout.name"),
         Rule(rollout + "dtype", _TARGET + "rollout.dtype", convert=_dtype),
         *[
             Rule(rollout + key, _TARGET + "rollout." + key)

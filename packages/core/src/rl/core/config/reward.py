@@ -41,11 +41,14 @@ class CustomRewardConfig:
 
 @dataclass(frozen=True)
 class RewardModelRolloutConfig(Checked):
-    """verl's reward loop (`reward.reward_model.rollout`): the reward model served by one of
-    rl's rollout engines behind an OpenAI-compatible endpoint (`name`: hf, vllm), which a
-    generative reward model's custom function calls (`reward_router_address`)."""
+    """verl's reward loop (`reward.reward_model.rollout`): the engine that serves the reward
+    model (`name`: hf, vllm). A discriminative model is served as a classifier; a
+    generative one behind an OpenAI-compatible endpoint, which its custom function calls
+    (`reward_router_address`)."""
 
-    name: str | None = setting(None, optional(NOT_EMPTY))  # null: not served
+    # null: a discriminative model on transformers' classifier (hf); a generative model
+    # needs an engine named
+    name: str | None = setting(None, optional(NOT_EMPTY))
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"  # auto: model.dtype
     gpu_memory_utilization: float = setting(0.5, between(0, 1, open_low=True))
     tensor_model_parallel_size: int = setting(1, POSITIVE_INT)
@@ -61,17 +64,17 @@ class RewardModelRolloutConfig(Checked):
 
 @dataclass(frozen=True)
 class RewardModelConfig(Checked):
-    """A reward model instead of rule-based scores: discriminative (a sequence classifier
-    with one output, scored in the trainer's process), or generative (`rollout.name` with a
-    custom reward function: the model served, the function prompting it and reading its
-    answer, as verl's reward loop does)."""
+    """A reward model instead of rule-based scores, as verl's reward loop serves one:
+    discriminative (a sequence classifier; its last label's logit is the score), or
+    generative (`rollout.name` with a custom reward function: the model served, the
+    function prompting it and reading its answer)."""
 
     path: str | None = setting(None, optional(NOT_EMPTY))
     batch_size: int = setting(16, POSITIVE_INT)
     max_length: int = setting(2048, POSITIVE_INT)
     rollout: RewardModelRolloutConfig = field(default_factory=RewardModelRolloutConfig)
-    # where the served model runs: false, in the trainer's process; true, in Ray actors of
-    # its own, n_gpus_per_node * nnodes devices (at least one actor) of num_cpus each,
+    # where the model runs: false, in the trainer's process; true, in Ray actors of its
+    # own, n_gpus_per_node * nnodes devices (at least one actor) of num_cpus each,
     # tensor_model_parallel_size devices an actor
     enable_resource_pool: bool = False
     n_gpus_per_node: int = setting(0, NON_NEGATIVE)
@@ -80,18 +83,17 @@ class RewardModelConfig(Checked):
 
     def __post_init__(self) -> None:
         check_fields(self)
-        served = self.rollout.name is not None
         require(
-            self.path is not None or not served,
+            self.path is not None or self.rollout.name is None,
             "rollout.name",
             self.rollout.name,
             "null without reward.reward_model.path (the model to serve)",
         )
         require(
-            served or not self.enable_resource_pool,
+            self.path is not None or not self.enable_resource_pool,
             "enable_resource_pool",
             self.enable_resource_pool,
-            "false unless the model is served (reward.reward_model.rollout.name)",
+            "false without reward.reward_model.path (the model to place)",
         )
 
     @property
@@ -147,15 +149,6 @@ class RewardConfig(Checked):
             self.reward_model.rollout.name,
             "null with reward.domains (a domain's served model is its judge: "
             "reward.domains.<d>.judge)",
-        )
-        require(
-            self.custom_reward_function.path is not None
-            or not self.reward_model.enable_resource_pool,
-            "reward_model.enable_resource_pool",
-            True,
-            "false without a custom reward function: a discriminative reward model scores "
-            "in the trainer's process; its own devices serve a generative one "
-            "(reward.custom_reward_function.path prompting it)",
         )
 
     @property

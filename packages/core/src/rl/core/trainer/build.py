@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from rl.core.config import Config, ConfigError
-from rl.core.config.paths import user_path
 from rl.core.demo import builtin_rows, is_builtin
 from rl.core.models import load_tokenizer
 from rl.core.registry import load_engine_class
@@ -70,7 +69,7 @@ def build_reward(config: Config, tokenizer: Any) -> Any:
     """Rule-based / custom-function scoring, a reward model when `reward.reward_model.path`
     (served, prompted by the custom function, with `reward.reward_model.rollout.name`), or
     one scorer per domain (`reward.domains`; a judge domain's model served here)."""
-    from rl.core.rewards import RewardModelScorer, make_reward_manager
+    from rl.core.rewards import make_reward_manager
 
     model_config = config.reward.reward_model
     if config.reward.domains:
@@ -84,19 +83,9 @@ def build_reward(config: Config, tokenizer: Any) -> Any:
         return build_generative_reward(config)
     if model_config.path is None:
         return make_reward_manager(config.reward)
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from rl.core.workers.reward_model_server import build_discriminative_reward
 
-    tokenizer = AutoTokenizer.from_pretrained(str(user_path(model_config.path)))
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForSequenceClassification.from_pretrained(str(user_path(model_config.path)))
-    return RewardModelScorer(
-        model,
-        tokenizer,
-        model_config.batch_size,
-        model_config.max_length,
-        device=config.trainer.device,
-    )
+    return build_discriminative_reward(config)
 
 
 def domain_sampler(config: Config, train: Any, batch: int) -> Any:

@@ -1,15 +1,20 @@
-"""verl's generative reward model (its reward loop's GenRM): the reward model
-(`reward.reward_model.path`) served by one of rl's rollout engines
-(`reward.reward_model.rollout.name`) behind an OpenAI-compatible endpoint, and the custom
-reward function called as verl calls it there, with `reward_router_address` (the
-endpoint's `host:port`) and `reward_model_tokenizer` besides its four arguments. The
-function writes the judge's prompt, posts it to `http://<address>/v1/chat/completions`
-with its own sampling, and reads the score from the answer.
+"""verl's reward models, served as its reward loop serves them (`reward.reward_model.*`).
 
-The model runs where the judges run (`rl.core.workers.judge_server`): in the trainer's
+Discriminative (no custom reward function): a sequence classifier served by the engine
+`rollout.name` (hf: transformers' classifier; vllm: its pooling runner; null: hf), each
+response's text scored as `RewardModelScorer` renders it.
+
+Generative (verl's GenRM, with a custom reward function): the model served by one of rl's
+rollout engines behind an OpenAI-compatible endpoint, and the custom reward function
+called as verl calls it there, with `reward_router_address` (the endpoint's `host:port`)
+and `reward_model_tokenizer` besides its four arguments. The function writes the judge's
+prompt, posts it to `http://<address>/v1/chat/completions` with its own sampling, and
+reads the score from the answer; concurrent requests are batched into engine calls.
+
+Either runs where the judges run (`rl.core.workers.judge_server`): in the trainer's
 process, or with `enable_resource_pool` in Ray actors of its own, one per
-`tensor_model_parallel_size` of the `n_gpus_per_node * nnodes` devices; concurrent
-requests are batched into engine calls. The endpoint and the model stop with the run.
+`tensor_model_parallel_size` of the `n_gpus_per_node * nnodes` devices. Both stop with
+the run.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ def served_model_config(config: Any) -> JudgeConfig:
     rollout = model.rollout
     return JudgeConfig(
         model_path=model.path,
-        engine=rollout.name,
+        engine=rollout.name or "hf",
         dtype=rollout.dtype,
         placement="ray" if model.enable_resource_pool else "colocated",
         replicas=model.replicas if model.enable_resource_pool else 1,
@@ -113,3 +118,89 @@ def build_generative_reward(config: Any) -> GenerativeRewardModel:
         served.close()
         raise
     return GenerativeRewardModel(manager, served)
+
+
+def classifier(run_config: Any) -> Any:
+    """The classifier the engine `run_config.rollout.name` serves for the reward model."""
+    from rl.core.engine_contract import declares
+    from rl.core.engines import ServesClassifier
+    from rl.core.errors import ConfigError
+    from rl.core.registry import load_engine_class
+
+    name = run_config.rollout.name
+    engine_class = load_engine_class(name, "rollout", key="reward.reward_model.rollout.name")
+    if not declares(engine_class, ServesClassifier):
+        raise ConfigError(
+            f"reward.reward_model.rollout.name = {name!r} cannot serve a discriminative "
+            "reward model (a sequence classifier); hf and vllm can"
+        )
+    return engine_class.classifier_from_config(run_config)
+
+
+class ClassifierReplica:
+    """One Ray actor's classifier."""
+
+    def __init__(self, run_config: Any) -> None:
+        self.classify = classifier(run_config)
+
+    def score(self, texts: list[str]) -> list[float]:
+        return list(self.classify(texts))
+
+
+class RayClassifier:
+    """The classifier on `replicas` Ray actors of its own; a call's texts are dealt over
+    them in contiguous shares, scored at the same time."""
+
+    def __init__(self, run_config: Any, replicas: int, num_cpus: float, num_gpus: float):
+        import ray
+
+        from rl.core.workers.ray_group import start_ray
+
+        start_ray(run_config.trainer.ray_address, num_cpus=max(2.0, num_cpus * replicas))
+        threads = str(max(1, int(num_cpus)))
+        remote: Any = ray.remote(ClassifierReplica).options(
+            num_cpus=num_cpus,
+            num_gpus=num_gpus,
+            runtime_env={"env_vars": {"OMP_NUM_THREADS": threads}},
+        )
+        self.actors: list[Any] = []
+        try:
+            for _ in range(replicas):
+                self.actors.append(remote.remote(run_config))
+            ray.get([actor.__ray_ready__.remote() for actor in self.actors])
+        except BaseException:
+            self.close()
+            raise
+
+    def __call__(self, texts: list[str]) -> list[float]:
+        import ray
+
+        share = -(-len(texts) // len(self.actors))
+        parts = [texts[i * share : (i + 1) * share] for i in range(len(self.actors))]
+        refs = [
+            actor.score.remote(part) for actor, part in zip(self.actors, parts, strict=True) if part
+        ]
+        return [score for part in ray.get(refs) for score in part]
+
+    def close(self) -> None:
+        import ray
+
+        for actor in self.actors:
+            ray.kill(actor)
+        self.actors = []
+
+
+def build_discriminative_reward(config: Any) -> Any:
+    """The discriminative reward model, where `reward.reward_model` places it."""
+    from rl.core.models.loading import load_tokenizer
+    from rl.core.rewards.model_scorer import RewardModelScorer
+    from rl.core.workers.judge_server import judge_run_config
+
+    served = served_model_config(config)
+    run_config = judge_run_config(config, served)
+    tokenizer = load_tokenizer(run_config.model)
+    if served.placement == "ray":
+        gpus = served.tensor_parallel_size if config.trainer.device == "cuda" else 0
+        remote = RayClassifier(run_config, served.replicas, served.num_cpus, float(gpus))
+        return RewardModelScorer(tokenizer, remote, remote.close)
+    return RewardModelScorer(tokenizer, classifier(run_config))

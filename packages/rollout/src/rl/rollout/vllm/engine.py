@@ -28,12 +28,14 @@ import torch
 
 from rl.core.config import Config
 from rl.core.engines import (
+    Classify,
     Closable,
     PreflightedRollout,
     RolloutEngine,
     Rollouts,
     SamplingParams,
     ScoresTokens,
+    ServesClassifier,
 )
 from rl.core.models import load_model_config, model_source
 from rl.core.weight_sync.groups import fused_module
@@ -47,7 +49,9 @@ from rl.rollout.vllm.weights import WeightTable, refresh_tied_layers
 log = logging.getLogger(__name__)
 
 
-class VLLMRolloutEngine(RolloutEngine, Closable, PreflightedRollout, ScoresTokens):
+class VLLMRolloutEngine(
+    RolloutEngine, Closable, PreflightedRollout, ScoresTokens, ServesClassifier
+):
     """Token ids in, token ids and their log-probs out, from an in-process vLLM engine."""
 
     def __init__(
@@ -75,6 +79,12 @@ class VLLMRolloutEngine(RolloutEngine, Closable, PreflightedRollout, ScoresToken
     def preflight(cls, config: Config) -> None:
         """What this engine cannot run, refused before any model loads (ConfigError)."""
         check_tensor_parallel(config)
+
+    @classmethod
+    def classifier_from_config(cls, config: Config) -> Classify:
+        from rl.rollout.vllm.classifier import VLLMClassifier
+
+        return VLLMClassifier(config)
 
     @classmethod
     def from_config(cls, config: Config, tokenizer: Any) -> VLLMRolloutEngine:
