@@ -14,7 +14,8 @@ import pytest
 
 from rl.cli.convert_cmd import convert_config
 from rl.core.config import ConfigError
-from rl.core.config.convert import from_dict, to_dict
+
+from .shrink import build, tiny_cpu_run
 
 SCRIPT = (
     Path(__file__).parent
@@ -101,53 +102,11 @@ def test_verls_dapo_keys_train_two_steps_on_the_tiny_model(verl_root, tmp_path):
     pq.write_table(pa.Table.from_pylist(rows), data)
     scorer = tmp_path / "scorer.py"
     scorer.write_text(SCORER)
-    tree = to_dict(config)
-    tree.pop("cluster")
-    actor = tree["actor"]
-    actor.pop("fsdp_config", None)
-    actor.update(
-        ulysses_sequence_parallel_size=1,
-        use_dynamic_bsz=False,
-        ppo_mini_batch_size=4,
-        ppo_micro_batch_size_per_gpu=4,
-    )
-    tree["rollout"].update(
-        name="hf", tensor_parallel_size=1, n=2, max_model_len=None, log_prob_use_dynamic_bsz=False
-    )
-    tree["rollout"].pop("engine_kwargs", None)
-    tree["model"].update(path="builtin:tiny-qwen2", dtype="float32", gradient_checkpointing=False)
-    tree["data"].update(
-        train_files=[str(data)],
-        val_files=[str(data)],
-        max_prompt_length=16,
-        max_response_length=4,
-        train_batch_size=4,
-        gen_batch_size=4,
-        chat_template="none",
-        answer_key="answer",
-        truncation="error",
-    )
+    tree = tiny_cpu_run(config, data, tmp_path / "out", gen_batch_size=4, answer_key="answer")
     # the shaping shrunk with the response: the last 2 of 4 tokens are penalised
     tree["reward"]["overlong_buffer"].update(len=2, max_resp_len=4, log=True)
     tree["reward"]["custom_reward_function"]["path"] = str(scorer)
-    tree["sft"] = {"enable": False}
-    tree["trainer"].update(
-        device="cpu",
-        launcher="local",  # verl's 2 x 8 GPUs became a Ray launch: one process here
-        output_dir=str(tmp_path / "out"),
-        total_training_steps=2,
-        logger=["jsonl"],
-        progress_bar=False,
-        val_before_train=False,
-        test_freq=-1,
-        save_freq=-1,
-        resume_mode="disable",
-        resume_from_path=None,
-        dropped_settings={},
-    )
-    from rl.core.config import Config
-
-    run_training(from_dict(Config, tree))
+    run_training(build(tree))
     lines = (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()
     steps = [json.loads(line) for line in lines if "actor/grad_norm" in line]
     assert [row["step"] for row in steps] == [1, 2]

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from rl.cli.convert_cmd import convert_config
-from rl.core.config import Config
-from rl.core.config.convert import from_dict, to_dict
+
+from .shrink import build, tiny_cpu_run
 
 SCRIPT = (
     Path(__file__).parent
@@ -124,52 +124,15 @@ def test_verls_generative_reward_model_trains_two_steps_with_a_served_model(
     ]
     data = tmp_path / "train.parquet"
     pq.write_table(pa.Table.from_pylist(rows), data)
-    tree = to_dict(config)
-    tree.pop("cluster")
-    tree["actor"].pop("fsdp_config", None)
-    tree["actor"].update(
-        ulysses_sequence_parallel_size=1,
-        use_dynamic_bsz=False,
-        ppo_mini_batch_size=4,
-        ppo_micro_batch_size_per_gpu=4,
-    )
+    tree = tiny_cpu_run(config, data, tmp_path / "out")
     tree.pop("critic", None)  # verl's quickstart is PPO; GRPO here, no critic to train
     tree["algorithm"].update(adv_estimator="grpo")
-    tree["rollout"].update(
-        name="hf", tensor_parallel_size=1, n=2, max_model_len=None, log_prob_use_dynamic_bsz=False
-    )
-    tree["rollout"].pop("engine_kwargs", None)
-    tree["model"].update(path="builtin:tiny-qwen2", dtype="float32", gradient_checkpointing=False)
-    tree["data"].update(
-        train_files=[str(data)],
-        val_files=[str(data)],
-        max_prompt_length=16,
-        max_response_length=4,
-        train_batch_size=4,
-        chat_template="none",
-        truncation="error",
-    )
     served = tree["reward"]["reward_model"]
     served.update(path=str(judge), n_gpus_per_node=1, nnodes=1)  # one Ray actor, on the CPU
     served["rollout"].update(name="hf", tensor_model_parallel_size=1, dtype="float32")
     served["rollout"].update(prompt_length=256, response_length=32)
     tree["reward"].update(reward_manager="naive", timeout_s=120)
-    tree["sft"] = {"enable": False}
-    tree["trainer"].update(
-        device="cpu",
-        launcher="local",
-        output_dir=str(tmp_path / "out"),
-        total_training_steps=2,
-        logger=["jsonl"],
-        progress_bar=False,
-        val_before_train=False,
-        test_freq=-1,
-        save_freq=-1,
-        resume_mode="disable",
-        resume_from_path=None,
-        dropped_settings={},
-    )
-    run_training(from_dict(Config, tree))
+    run_training(build(tree))
     lines = (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()
     steps = [json.loads(line) for line in lines if '"reward/mean"' in line]
     assert len(steps) == 2
