@@ -79,9 +79,7 @@ def read_request(
             "model",
             404,
         )
-    for key, what in _UNSUPPORTED.items():
-        if body.get(key) not in _OFF:
-            raise BadRequest(f"{key}: rl's endpoint does not support {what}", key)
+    refuse_unsupported(body)
     prompt_ids = _chat_ids(body, tokenizer) if chat else _text_ids(body, tokenizer)
     room = max_model_len - len(prompt_ids)
     if room < 1:
@@ -121,6 +119,13 @@ def read_request(
         logprobs=bool(logprobs) if chat else logprobs not in (None, False),
         return_token_ids=bool(body.get("return_token_ids")),
     )
+
+
+def refuse_unsupported(body: Mapping[str, Any]) -> None:
+    """`BadRequest` naming the first key set that the engines cannot honour."""
+    for key, what in _UNSUPPORTED.items():
+        if body.get(key) not in _OFF:
+            raise BadRequest(f"{key}: rl's endpoint does not support {what}", key)
 
 
 def _given(body: Mapping[str, Any], key: str, default: Any) -> Any:
@@ -224,10 +229,14 @@ def stream_chunks(body: Mapping[str, Any], chat: bool) -> list[dict[str, Any]]:
     for choice in body["choices"]:
         index = choice["index"]
         if chat:
-            parts = [
+            message = choice["message"]
+            parts: list[dict[str, Any]] = [
                 {"role": "assistant", "content": ""},
-                {"content": choice["message"]["content"]},
+                {"content": message["content"]},
             ]
+            if message.get("tool_calls"):
+                calls = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+                parts.append({"tool_calls": calls})
             for delta in parts:
                 entry = {"index": index, "delta": delta, "logprobs": None, "finish_reason": None}
                 chunks.append({**head, "object": kind, "choices": [entry]})

@@ -88,10 +88,7 @@ class OpenAIServer:
         try:
             self.batcher = RequestBatcher(self.generate, self.max_batch_size)
             app = web.Application(client_max_size=64 * 1024 * 1024)
-            app.router.add_post("/v1/chat/completions", self._chat)
-            app.router.add_post("/v1/completions", self._text)
-            app.router.add_get("/v1/models", self._models)
-            app.router.add_get("/health", self._health)
+            self.add_routes(app)
             self.runner = web.AppRunner(app, access_log=None)
             await self.runner.setup()
             site = web.TCPSite(self.runner, self.host, 0)
@@ -100,6 +97,12 @@ class OpenAIServer:
             started.set_result(f"{self.host}:{port}")
         except BaseException as error:
             started.set_exception(error)
+
+    def add_routes(self, app: Any) -> None:
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/completions", self._text)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/health", self._health)
 
     async def _chat(self, request: Any) -> Any:
         return await self._complete(request, chat=True)
@@ -134,15 +137,7 @@ class OpenAIServer:
             return web.json_response(bad.body(), status=bad.status)
         answer = response_body(completion, out, self.tokenizer, chat=chat)
         self.requests += 1
-        if not completion.stream:
-            return web.json_response(answer)
-        stream = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await stream.prepare(request)
-        for chunk in stream_chunks(answer, chat=chat):
-            await stream.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        await stream.write(b"data: [DONE]\n\n")
-        await stream.write_eof()
-        return stream
+        return await reply(request, answer, completion.stream, chat)
 
     async def _models(self, _request: Any) -> Any:
         from aiohttp import web
@@ -166,3 +161,18 @@ class OpenAIServer:
         if self.thread is not None:
             self.thread.join(timeout=30)
         loop.close()
+
+
+async def reply(request: Any, answer: dict[str, Any], stream: bool, chat: bool) -> Any:
+    """`answer` as JSON, or as the chunks of a server-sent-event stream."""
+    from aiohttp import web
+
+    if not stream:
+        return web.json_response(answer)
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    for chunk in stream_chunks(answer, chat=chat):
+        await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+    await response.write(b"data: [DONE]\n\n")
+    await response.write_eof()
+    return response
