@@ -53,10 +53,14 @@ class OpenAIServer:
         self.thread: threading.Thread | None = None
         self.runner: Any = None
         self.address = ""  # host:port, once started
+        self.unix_path = ""  # a Unix socket it also listens on (start's `unix_path`)
         self.requests = 0  # answered, for the run's metrics
 
-    def start(self) -> str:
-        """Serve on a free port; returns `host:port` (verl's `reward_router_address`)."""
+    def start(self, unix_path: str = "") -> str:
+        """Serve on a free port (and on the Unix socket `unix_path` when given: what a
+        sandbox without a network reaches); returns `host:port` (verl's
+        `reward_router_address`)."""
+        self.unix_path = unix_path
         try:
             from aiohttp import web  # noqa: F401  (a dependency of ray[default])
         except ImportError:
@@ -93,6 +97,8 @@ class OpenAIServer:
             await self.runner.setup()
             site = web.TCPSite(self.runner, self.host, 0)
             await site.start()
+            if self.unix_path:
+                await web.UnixSite(self.runner, self.unix_path).start()
             port = self.runner.addresses[0][1]
             started.set_result(f"{self.host}:{port}")
         except BaseException as error:
