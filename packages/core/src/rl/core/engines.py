@@ -140,6 +140,11 @@ class Rollouts:
     returns: list[float] = field(default_factory=list)
     weight_versions: list[int] = field(default_factory=list)
     routed_experts: list[torch.Tensor] = field(default_factory=list)
+    # rows of agent programs (`rl.core.agent.program`): the answer each gave, scored by the
+    # run's reward in place of the model's text (None: the program failed, the row scores
+    # 0), and the reward it gave itself, which is then the row's score (None: none given)
+    answers: list[str | None] = field(default_factory=list)
+    answer_rewards: list[float | None] = field(default_factory=list)
 
 
 @dataclass

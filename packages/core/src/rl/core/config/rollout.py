@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rl.core.config.agent_program import AgentProgramConfig
 from rl.core.config.errors import FieldError
 from rl.core.config.resume_rules import free
 from rl.core.config.rules import (
@@ -68,9 +69,16 @@ class MultiTurnConfig:
     # a built-in one (guess_number) or `path/to/file.py:ClassName`; each trajectory gets a
     # fresh instance, reset with its row's answer; its episode return is the score
     environment: str | None = None
+    # an agent program of yours, trained through the OpenAI-compatible endpoint (its own
+    # tools and prompts; `tools`, `format` and `environment` are then not used)
+    agent: AgentProgramConfig = field(default_factory=AgentProgramConfig)
 
     def __post_init__(self) -> None:
         check_fields(self)
+        if self.agent.enabled and self.environment is not None:
+            raise FieldError(
+                "environment", self.environment, "null with an agent program (multi_turn.agent)"
+            )
         for tool in self.tools:
             if tool not in AGENT_TOOLS:
                 raise FieldError("tools", tool, f"built-in tools {list(AGENT_TOOLS)}")

@@ -29,8 +29,22 @@ ESTIMATORS = ("grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseli
 
 def check(config: Config) -> None:
     """What multi-turn rollouts need from the rest of the config (ConfigError otherwise)."""
+    agent = config.rollout.multi_turn.agent
+    if agent.enabled and not config.rollout.multi_turn.enable:
+        raise ConfigError(
+            "rollout.multi_turn.agent is set but rollout.multi_turn.enable is false: set it "
+            "true to train the agent program (or unset the agent)"
+        )
     if not config.rollout.multi_turn.enable:
         return
+    if agent.function is not None:
+        from rl.core.trainer.agent_programs import load_function
+
+        load_function(agent.function)  # ConfigError if it cannot
+    elif agent.enabled:
+        from rl.core.trainer.agent_programs import sandbox_of
+
+        sandbox_of(agent.sandbox)
     if config.data.chat_template == "none":
         raise ConfigError(
             "rollout.multi_turn.enable needs the chat template: data.chat_template auto or "
@@ -92,6 +106,10 @@ def generate(
 
             return generate_in_pieces(ctx.rollout, prompt_ids, sampling, pieces), {}
         return ctx.rollout.generate(prompt_ids, sampling), {}
+    if multi_turn.agent.enabled:
+        from rl.core.trainer.agent_programs import generate_with_programs
+
+        return generate_with_programs(ctx, items, sampling)
     from rl.core.agent.loop import trajectory_metrics
 
     # an agent's turns are requests of their own, drawn from the engine's stream: the

@@ -51,15 +51,48 @@ def shape(ctx: RunContext, raw: RawScores, rollouts: Rollouts) -> ShapedScores:
 def raw_scores(
     ctx: RunContext, items: list[Any], rollouts: Rollouts, n: int
 ) -> tuple[list[float], list[dict[str, float]], dict[str, float]]:
-    from rl.core.rewards import RewardRequest
-
     if rollouts.returns:  # played against an environment: its rewards are the scores
         returns = [float(value) for value in rollouts.returns]
         metrics = {"reward/env_return_mean": sum(returns) / max(len(returns), 1)}
         return returns, [], metrics
+    if rollouts.answers:
+        return _program_scores(ctx, items, rollouts, n)
+    texts = ctx.tokenizer.batch_decode(model_tokens(rollouts), skip_special_tokens=True)
+    return _scored_texts(ctx, items, rollouts, n, texts, list(range(len(texts))))
+
+
+def _program_scores(ctx: RunContext, items: list[Any], rollouts: Rollouts, n: int) -> RawScores:
+    """Agent programs' rows: the reward a program gave itself, else its answer scored by
+    the run's reward; a failed program's row 0."""
+    rows = len(rollouts.answers)
+    scores = [0.0] * rows
+    given = [i for i, r in enumerate(rollouts.answer_rewards) if r is not None]
+    for row in given:
+        scores[row] = float(rollouts.answer_rewards[row] or 0.0)
+    asked = [
+        i
+        for i, answer in enumerate(rollouts.answers)
+        if answer is not None and rollouts.answer_rewards[i] is None
+    ]
+    metrics = {"reward/agent_given": float(len(given))}
+    extras: list[dict[str, float]] = [{} for _ in range(rows)]
+    if asked:
+        texts = [str(rollouts.answers[i]) for i in asked]
+        found, found_extras, found_metrics = _scored_texts(ctx, items, rollouts, n, texts, asked)
+        for row, score, extra in zip(asked, found, found_extras or [{}] * len(asked), strict=True):
+            scores[row], extras[row] = score, extra
+        metrics.update(found_metrics)
+    metrics["reward/mean"] = sum(scores) / max(rows, 1)
+    return scores, extras, metrics
+
+
+def _scored_texts(
+    ctx: RunContext, items: list[Any], rollouts: Rollouts, n: int, texts: list[str], rows: list[int]
+) -> RawScores:
+    """The run's reward on `texts`, the responses of rows `rows`."""
+    from rl.core.rewards import RewardRequest
     from rl.core.rewards.domains import domain_metrics
 
-    texts = ctx.tokenizer.batch_decode(model_tokens(rollouts), skip_special_tokens=True)
     domains = [ctx.routing.domain_of(item) for item in items]
     requests = [
         RewardRequest(
@@ -71,11 +104,11 @@ def raw_scores(
             domain=domains[row // n],
             chat=items[row // n].chat,
         )
-        for row, text in enumerate(texts)
+        for row, text in zip(rows, texts, strict=True)
     ]
     result = ctx.reward.score(requests)
     extras = list(result.extras) or [{} for _ in requests]
-    by_row = [domains[row // n] for row in range(len(requests))]
+    by_row = [domains[row // n] for row in rows]
     metrics = {**domain_metrics(by_row, result.scores, extras), **result.metrics}
     return list(result.scores), list(result.extras), metrics
 
