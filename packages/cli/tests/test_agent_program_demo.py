@@ -80,6 +80,7 @@ def test_the_agent_as_a_command_in_the_sandbox(tmp_path, rl_executable, metrics_
         "trainer.total_training_steps=2",
         "trainer.test_freq=-1",
         "trainer.val_before_train=false",
+        "data.builtin_val_size=8",  # the last validation: 8 more sessions
     )
     rows = [r for r in metrics_rows(tmp_path) if "agent/sessions" in r]
     assert [r["agent/sessions"] for r in rows] == [8, 8]
