@@ -28,7 +28,8 @@ VERL_RELEASE = ROOT / ".upstream" / "verl-0.9.1"
 def examples() -> Iterator[tuple[str, Path]]:
     for system in SYSTEMS:
         for path in sorted((DIALECTS / system / "upstream").rglob("*")):
-            if path.suffix in (".yaml", ".yml", ".sh") and path.name not in HELPERS:
+            helper = path.name in HELPERS or "tool_config" in path.parts  # inputs a config names
+            if path.suffix in (".yaml", ".yml", ".sh") and not helper:
                 yield system, path
 
 

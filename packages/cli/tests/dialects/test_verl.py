@@ -179,7 +179,8 @@ def test_verls_multi_turn_switch_maps_to_our_agent_loop():
     config = config_from_mapping(conversion.config, "converted")
     assert config.rollout.multi_turn.enable and config.rollout.multi_turn.max_assistant_turns == 3
     tools = entries(conversion.report)["actor_rollout_ref.rollout.multi_turn.tool_config_path"]
-    assert tools.status == "unsupported" and "rollout.multi_turn.tools" in tools.reason
+    assert tools.status == "mapped"  # verl's tool YAML, read at start (rl.core.agent.verl_tools)
+    assert config.rollout.multi_turn.tool_config_path == "tools.yaml"
 
 
 def test_an_sft_config_without_a_step_count_runs_its_epochs():

@@ -195,6 +195,8 @@ def test_merged_draws_keep_every_rollouts_field():
             returns=[0.5, 1.5],
             weight_versions=[tag, tag],
             routed_experts=[torch.full((3, 1, 2), tag), torch.full((3, 1, 2), tag + 1)],
+            answers=[str(tag), None],
+            answer_rewards=[None, float(tag)],
         )
 
     first, second = SimpleNamespace(rollouts=draw(1)), SimpleNamespace(rollouts=draw(2))

@@ -96,15 +96,36 @@ RULES: list[Rule] = [
         "rollout.multi_turn.max_assistant_turns",
     ),
     Rule("actor_rollout_ref.rollout.multi_turn.format", "rollout.multi_turn.format"),
+    # verl's tool YAML: its classes that rl has are built from it (rl.core.agent.verl_tools)
+    *[
+        Rule(f"actor_rollout_ref.rollout.multi_turn.{key}", f"rollout.multi_turn.{key}")
+        for key in (
+            "tool_config_path",
+            "max_parallel_calls",
+            "max_tool_response_length",
+            "tool_response_truncate_side",
+        )
+    ],
     Rule(
-        "actor_rollout_ref.rollout.multi_turn.tool_config_path",
-        reason="verl's tool classes are not loaded; rl's built-in tools are named in "
-        "rollout.multi_turn.tools (calculator, python)",
-        convert=lambda value: value,
+        "actor_rollout_ref.rollout.multi_turn.function_tool_path",
+        reason="verl's @function_tool files are not loaded; rl builds verl's tool config "
+        "classes it has (tool_config_path) or runs an agent program (rollout.multi_turn.agent)",
+        convert=off_when(None),
     ),
-    ignore(
-        "actor_rollout_ref.rollout.multi_turn.max_tool_response_length",
-        "rl cuts tool output at 2000 characters",
+    Rule(
+        "actor_rollout_ref.rollout.multi_turn.max_user_turns",
+        reason="user turns come from an interaction, which rl does not run",
+        convert=off_when(None),
+    ),
+    Rule(
+        "actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts",
+        reason="repeated rollouts of an interaction are not in rl",
+        convert=off_when(None),
+    ),
+    Rule(
+        "actor_rollout_ref.rollout.multi_turn.use_inference_chat_template",
+        reason="rl renders the chat with the model's template as trained (verl's default)",
+        convert=off_when(False),
     ),
     ignore(
         "actor_rollout_ref.rollout.multi_turn.tokenization_sanity_check_mode",

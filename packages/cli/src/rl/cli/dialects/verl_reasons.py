@@ -154,10 +154,10 @@ REASONS: list[Rule] = [
         reason="rl stops a response at the end-of-sequence token",
         convert=off_when(False),
     ),
-    Rule(
+    ignore(
         "actor_rollout_ref.rollout.over_sample_rate",
-        reason="rl waits for every response of a batch",
-        convert=off_when(0, 0.0),
+        "verl 0.7 and later keep the key but do not read it (0.6's SGLang multi-turn rollout "
+        "aborted a batch's last requests); rl waits for every response, as they do",
     ),
     Rule(
         "actor_rollout_ref.rollout.logprobs_mode",
@@ -195,6 +195,12 @@ REASONS: list[Rule] = [
         convert=lambda value: None if value is None or value < 0 else value,
     ),
     ignore("data.return_raw_chat", "rl keeps the messages and their rendered prompt itself"),
+    ignore(
+        "data.tool_config_path",
+        "the dataset's copy of actor_rollout_ref.rollout.multi_turn.tool_config_path (for "
+        "the prompt's length with its tools): rl renders the prompts with the tools of "
+        "rollout.multi_turn.tool_config_path",
+    ),
     ignore("data.dataloader_num_workers", "rl tokenizes the data once"),
     ignore(
         "data.continuous_token.",

@@ -35,7 +35,9 @@ class AgentLimits:
     max_tokens_per_turn: int = 256  # ROLL: max_tokens_per_step
     max_total_tokens: int = 1024  # after the prompt (ChatLearn: max_total_token_length)
     tool_timeout_s: float = 10.0
-    max_tool_output_chars: int = 2000
+    max_tool_output_chars: int = 2000  # verl: max_tool_response_length
+    truncate_side: str = "right"  # verl: tool_response_truncate_side (left, middle, right)
+    max_parallel_calls: int | None = None  # the first calls of a turn run; None: all
 
 
 class AgentLoop:
@@ -59,9 +61,12 @@ class AgentLoop:
         sampling: SamplingParams,
         environment: Environment | None = None,
         task: Any = None,
+        tools_kwargs: Mapping[str, Any] | None = None,
     ) -> Trajectory:
         """One trajectory from `prompt_ids`. With an environment, it is reset on `task`
-        first; empty `prompt_ids` then mean "the first observation is the prompt"."""
+        first; empty `prompt_ids` then mean "the first observation is the prompt".
+        `tools_kwargs`: the row's per-tool `create_kwargs` (verl's `extra_info.tools_kwargs`),
+        handed to the tools that take them."""
         if environment is not None:
             first = environment.reset(task)
             if not prompt_ids:
@@ -98,7 +103,9 @@ class AgentLoop:
                 if trajectory.turns >= limits.max_turns:  # no turn left to read the results
                     trajectory.truncated = True
                     return trajectory
-                messages = await self._tool_messages(parsed.calls, parsed.errors, trajectory)
+                messages = await self._tool_messages(
+                    parsed.calls, parsed.errors, trajectory, tools_kwargs or {}
+                )
             outside = self.chat.turn_ids(messages)
             if len(trajectory.response_ids) + len(outside) > limits.max_total_tokens:
                 trajectory.truncated = True
@@ -106,26 +113,35 @@ class AgentLoop:
             trajectory.add_outside_turn(outside)
 
     async def _tool_messages(
-        self, calls: list[ToolCall], errors: list[str], trajectory: Trajectory
+        self,
+        calls: list[ToolCall],
+        errors: list[str],
+        trajectory: Trajectory,
+        tools_kwargs: Mapping[str, Any],
     ) -> list[dict[str, Any]]:
+        calls = calls[: self.limits.max_parallel_calls]  # verl drops the others unanswered
         trajectory.tool_calls += len(calls) + len(errors)
         trajectory.tool_errors += len(errors)
         messages = [{"role": "tool", "content": f"error: {error}"} for error in errors]
-        results = await asyncio.gather(*(self._call(call) for call in calls))
+        results = await asyncio.gather(*(self._call(call, tools_kwargs) for call in calls))
         for ok, content in results:
             trajectory.tool_errors += not ok
             messages.append({"role": "tool", "content": content})
         return messages
 
-    async def _call(self, call: ToolCall) -> tuple[bool, str]:
+    async def _call(self, call: ToolCall, tools_kwargs: Mapping[str, Any]) -> tuple[bool, str]:
         """(succeeded, what the model reads)."""
         tool = self.tools.get(call.name)
         if tool is None:
             known = ", ".join(sorted(self.tools)) or "none"
             return False, f"error: no tool named {call.name!r} (tools: {known})"
+        arguments: tuple[Any, ...] = (call.arguments,)
+        if getattr(tool, "takes_row", False):  # verl's create_kwargs of this row
+            row = tools_kwargs.get(call.name) or {}
+            arguments += (dict(row.get("create_kwargs") or {}),)
         try:
             result = await asyncio.wait_for(
-                in_daemon_thread(tool.call, call.arguments), self.limits.tool_timeout_s
+                in_daemon_thread(tool.call, *arguments), self.limits.tool_timeout_s
             )
         except TimeoutError:
             return False, f"error: {call.name} timed out after {self.limits.tool_timeout_s} s"
@@ -138,7 +154,7 @@ class AgentLoop:
                 result = json.dumps(result)
             except (TypeError, ValueError):
                 return False, f"error: {call.name} returned {type(result).__name__}, not text"
-        return True, result[: self.limits.max_tool_output_chars]
+        return True, truncated(result, self.limits.max_tool_output_chars, self.limits.truncate_side)
 
     async def run_many(
         self,
@@ -147,21 +163,39 @@ class AgentLoop:
         environments: Sequence[Environment] | None = None,
         tasks: Sequence[Any] | None = None,
         concurrency: int = 256,
+        tools_kwargs: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[Trajectory]:
-        """`sampling.n` trajectories per prompt (prompt-major), `concurrency` in flight."""
+        """`sampling.n` trajectories per prompt (prompt-major), `concurrency` in flight;
+        `tools_kwargs`, one per prompt."""
         gate = asyncio.Semaphore(concurrency)
         jobs = []
         for index, prompt in enumerate(prompts):
             for copy in range(sampling.n):
                 env = environments[index * sampling.n + copy] if environments else None
                 task = tasks[index] if tasks else None
-                jobs.append((prompt, env, task))
+                row = tools_kwargs[index] if tools_kwargs else None
+                jobs.append((prompt, env, task, row))
 
-        async def one(prompt: Sequence[int], env: Environment | None, task: Any) -> Trajectory:
+        async def one(
+            prompt: Sequence[int], env: Environment | None, task: Any, row: Any
+        ) -> Trajectory:
             async with gate:
-                return await self.run(prompt, sampling, env, task)
+                return await self.run(prompt, sampling, env, task, row)
 
         return list(await asyncio.gather(*(one(*job) for job in jobs)))
+
+
+def truncated(text: str, limit: int, side: str) -> str:
+    """`text` cut to `limit` characters as verl's tool agent loop cuts a tool's response:
+    `left` keeps its end, `right` its start, `middle` both halves."""
+    if len(text) <= limit:
+        return text
+    if side == "left":
+        return "(truncated)..." + text[-limit:]
+    if side == "right":
+        return text[:limit] + "...(truncated)"
+    half = limit // 2
+    return text[:half] + "...(truncated)..." + text[-half:]
 
 
 async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:

@@ -9,7 +9,7 @@ as in verl, and reach that engine unchanged.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from rl.core.config.agent_program import AgentProgramConfig
 from rl.core.config.errors import FieldError
@@ -63,7 +63,16 @@ class MultiTurnConfig:
     # ChatLearn: max_total_token_length; null: data.max_response_length
     max_total_tokens: int | None = setting(None, optional(POSITIVE_INT))
     tools: tuple[str, ...] = ("calculator",)  # built-in tools, by name (AGENT_TOOLS)
+    # verl's tool config (YAML: class_name, config, tool_schema), instead of `tools`: its
+    # classes that rl has (rl.core.agent.verl_tools)
+    tool_config_path: str | None = setting(None, optional(NOT_EMPTY))
     tool_timeout_s: float = setting(10.0, POSITIVE)
+    # calls run per model turn (the first ones; verl's default 1); null: every call
+    max_parallel_calls: int | None = setting(None, optional(POSITIVE_INT))
+    # a tool's text is cut to this many characters, keeping its left, right or both ends
+    # (verl's "left" keeps the end, "right" the start, "middle" both)
+    max_tool_response_length: int = setting(2000, POSITIVE_INT)
+    tool_response_truncate_side: Literal["left", "middle", "right"] = "right"
     format: str = "hermes"  # hermes: <tool_call>{json}</tool_call>; call: name(argument)
     # a multi-step environment instead of tools (ROLL's env managers, verl's interactions):
     # a built-in one (guess_number) or `path/to/file.py:ClassName`; each trajectory gets a

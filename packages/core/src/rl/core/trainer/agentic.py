@@ -51,6 +51,8 @@ def check(config: Config) -> None:
             "native, not none (the chat template describes the tools in the prompt and "
             "renders the tool turns)"
         )
+    if config.rollout.multi_turn.tool_config_path is not None:
+        build_tools(config)  # ConfigError for what cannot be read or built
     if config.rollout.multi_turn.environment is not None:
         from rl.core.agent.environment import load_environment
 
@@ -67,6 +69,11 @@ def build_tools(config: Config) -> list[Any]:
     from rl.core.agent.tools import Calculator, PythonRunner
 
     multi_turn = config.rollout.multi_turn
+    if multi_turn.tool_config_path is not None:  # verl's tool config
+        from rl.core.agent.verl_tools import load_tools
+        from rl.core.rewards.gsm8k_rule import gsm8k
+
+        return load_tools(multi_turn.tool_config_path, gsm8k)
     timeout = multi_turn.tool_timeout_s
     made: dict[str, Callable[[], Any]] = {
         "calculator": Calculator,
@@ -86,6 +93,9 @@ def agent_loop(config: Config, engine: Any, tokenizer: Any) -> Any:
         max_tokens_per_turn=multi_turn.max_tokens_per_turn or total,
         max_total_tokens=min(total, config.data.max_response_length),
         tool_timeout_s=multi_turn.tool_timeout_s,
+        max_tool_output_chars=multi_turn.max_tool_response_length,
+        truncate_side=multi_turn.tool_response_truncate_side,
+        max_parallel_calls=multi_turn.max_parallel_calls,
     )
     tools = build_tools(config)
     parser = CallParser.for_tools(tools) if multi_turn.format == "call" else HermesParser()
@@ -123,7 +133,10 @@ def generate(
         make = load_environment(multi_turn.environment)
         environments = [make() for _ in range(len(items) * sampling.n)]
         tasks = [it.ground_truth for it in items]
-    trajectories = run_coroutine(loop.run_many(prompt_ids, sampling, environments, tasks))
+    rows = [(it.extra_info or {}).get("tools_kwargs") or {} for it in items]
+    trajectories = run_coroutine(
+        loop.run_many(prompt_ids, sampling, environments, tasks, tools_kwargs=rows)
+    )
     rollouts = Rollouts(
         prompt_ids=[t.prompt_ids for t in trajectories],
         response_ids=[t.response_ids for t in trajectories],
