@@ -7,7 +7,8 @@ object with `reward` (its own score) and/or `answer`, or else the line itself is
 (scored by the run's reward). A function is called as `fn(task, base_url, api_key)` and
 returns the same (a text, or a dict with `reward` / `answer`).
 
-A command runs in a fresh work folder, in its own process group, inside the sandbox's OS
+A command runs in a fresh work folder (its HOME and TMPDIR in the sandbox: the one place
+it may write), in its own process group, inside the sandbox's OS
 boundary where one works (`bwrap`, `unshare`: `rl.core.agent.sandbox`'s; no network but the
 endpoint, relayed onto its loopback from the endpoint's Unix socket by
 `rl.core.agent.loopback_relay`), or with no boundary when `sandbox: none` is asked for. A
@@ -93,7 +94,8 @@ async def run_command(
     with tempfile.TemporaryDirectory(prefix="rl-agent-") as workdir:
         env = {**os.environ, "OPENAI_API_KEY": api_key, "OPENAI_BASE_URL": base_url}
         words = list(command)
-        if sandbox.boundary != "none":
+        if sandbox.boundary != "none":  # its folder is the one place it may write
+            env.update(TMPDIR=workdir, HOME=workdir)
             path = "/" + base_url.split("/", 3)[3]  # the session's path on the endpoint
             relay = [sys.executable, "-m", "rl.core.agent.loopback_relay"]
             words = [

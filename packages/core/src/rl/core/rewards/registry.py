@@ -1,7 +1,8 @@
 """Which scorer a row uses, from its `data_source`, and the custom reward function from a file.
 
 verl's data sources are scored exactly as verl's `default_compute_score` scores them; rl's
-own (`gsm8k_lenient`, `math_verify`, `arithmetic`, `calculator`, `code`, `judge_verdict`) add to them.
+own (`gsm8k_lenient`, `math_verify`, `arithmetic`, `calculator`, `code`, `judge_verdict`,
+`swe_patch`) add to them.
 Look a
 data source up with `scorer_for`: besides the names in `SCORERS`, every name starting with a
 key of `PREFIXED` (`aime24`, `aime_2025`, ...) has a scorer.
@@ -18,7 +19,7 @@ from typing import Any
 from rl.core.config.paths import python_file
 from rl.core.errors import ConfigError
 from rl.core.imports import load_user_file
-from rl.core.rewards import code, dapo_rule, gsm8k_rule, math_rule, rule_based
+from rl.core.rewards import code, dapo_rule, gsm8k_rule, math_rule, rule_based, swe_patch
 from rl.core.rewards.async_score import AsyncScore
 
 ScoreFn = Callable[..., Any]
@@ -47,6 +48,7 @@ SCORERS: dict[str, Scorer] = {
     "arithmetic": rule_based.arithmetic,
     "calculator": rule_based.calculator,
     "judge_verdict": rule_based.judge_verdict,
+    "swe_patch": swe_patch.swe_patch,  # a patch to the row's repository, its tests run
 }
 PREFIXED: dict[str, Scorer] = {"aime": dapo_rule.math_dapo}  # any data source starting so
 
