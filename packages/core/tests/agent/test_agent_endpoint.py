@@ -206,3 +206,94 @@ def test_tool_calls_in_the_model_s_text_become_openai_tool_calls():
     }
     assert normalise(echoed) == normalise(message)
     assert normalise({**message, "content": "Let me compute!"}) != normalise(message)
+
+
+def test_each_session_keeps_to_one_replica(policy):
+    """Two replicas (two engines on the folder): every request of a session goes to the
+    replica its session was dealt, the sessions spread over both."""
+    path, model, tokenizer = policy
+    run = load_config(None, [])
+    second = start_judge(run, JudgeConfig(model_path=path, max_model_len=1024))
+    replicas, seen = [model, second], []
+
+    async def route(replica, prompt, sampling):
+        seen.append((replica, len(prompt)))
+        return await replicas[replica].agenerate([prompt], sampling)
+
+    server = AgentEndpoint(
+        model.agenerate,
+        tokenizer,
+        ["policy"],
+        SamplingParams(temperature=1.0),
+        SessionLimits(max_total_tokens=200, max_tokens_per_turn=4, max_turns=4),
+        max_model_len=1024,
+        route=route,
+        replicas=2,
+    )
+    server.start()
+    try:
+        by_session = {}
+        for _ in range(4):
+            sid, base_url = server.open()
+            before = len(seen)
+            client = openai.OpenAI(base_url=base_url, api_key="s", max_retries=0)
+            messages = [{"role": "user", "content": "Hi."}]
+            for _ in range(2):
+                reply = client.chat.completions.create(model="policy", messages=messages)
+                messages += [
+                    reply.choices[0].message.model_dump(),
+                    {"role": "user", "content": "?"},
+                ]
+            by_session[sid] = {replica for replica, _ in seen[before:]}
+            assert server.close_session(sid).trajectory.turns == 2
+    finally:
+        server.close()
+        second.close()
+    assert all(len(used) == 1 for used in by_session.values())  # one replica a session
+    assert {replica for used in by_session.values() for replica in used} == {0, 1}
+
+
+def test_text_completions_in_a_session_are_recorded_token_in_token_out(policy, endpoint):
+    """An agent that keeps its own tokens (token ids in, `return_token_ids` out): each
+    prompt is the recorded tokens plus its own; a prompt that drops a token is an edit."""
+    _, _, tokenizer = policy
+    sid, base_url = endpoint.open()
+    client = openai.OpenAI(base_url=base_url, api_key="s", max_retries=0)
+    prompt = tokenizer("Once upon a time")["input_ids"]
+    first = client.completions.create(
+        model="policy", prompt=prompt, max_tokens=5, extra_body={"return_token_ids": True}
+    )
+    said = first.choices[0].model_extra["token_ids"]
+    assert first.choices[0].text == tokenizer.decode(said, skip_special_tokens=True)
+    more = tokenizer(" and then")["input_ids"]
+    second = client.completions.create(
+        model="policy",
+        prompt=prompt + said + more,
+        max_tokens=5,
+        extra_body={"return_token_ids": True},
+    )
+    said_again = second.choices[0].model_extra["token_ids"]
+    recording = endpoint.sessions[sid].trajectory
+    assert recording.prompt_ids == prompt
+    assert recording.response_ids == said + more + said_again
+    assert recording.loss_mask == [1] * len(said) + [0] * len(more) + [1] * len(said_again)
+    # a prompt without the last answer's tokens: answered, not recorded
+    client.completions.create(model="policy", prompt=prompt + more, max_tokens=3)
+    session = endpoint.close_session(sid)
+    assert session.stats.history_edits == 1 and session.trajectory.turns == 2
+
+
+def test_a_streamed_session_answer_is_recorded_too(endpoint):
+    sid, base_url = endpoint.open()
+    client = openai.OpenAI(base_url=base_url, api_key="s", max_retries=0)
+    chunks = list(
+        client.chat.completions.create(
+            model="policy", messages=[{"role": "user", "content": "Hi."}], stream=True
+        )
+    )
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    session = endpoint.close_session(sid)
+    assert session.trajectory.turns == 1
+    assert text == session.tokenizer.decode(
+        session.trajectory.response_ids, skip_special_tokens=True
+    )

@@ -76,16 +76,11 @@ class AgentSession:
     _messages: list[Any] = field(default_factory=list)  # the recording, normalised
     _recording: bool = True
     _cut: bool = False  # the last recorded answer ended by length
+    _text: bool = False  # a text-completion session (token ids in), not a chat one
 
     def turn(self, messages: Sequence[dict[str, Any]], tools: Any = None) -> Turn:
         """The prompt of a chat request, the recording extended where it may be."""
-        self.stats.requests += 1
-        if self.stats.requests > self.max_turns:
-            self.stats.over_budget = True
-            raise BudgetSpent(
-                f"this session has had its {self.max_turns} answers "
-                "(rollout.multi_turn.max_assistant_turns)"
-            )
+        self._count_request()
         normal = [normalise(m) for m in messages]
         tools = list(tools) if tools else None
         if self.trajectory is None:
@@ -93,7 +88,7 @@ class AgentSession:
             self.trajectory = Trajectory(self._chat.prompt_ids(list(messages)))
             self._messages = normal
             return Turn(self.trajectory.ids, True, self._budget())
-        if self._recording and self._extends(normal, tools):
+        if self._recording and not self._text and self._extends(normal, tools):
             assert self._chat is not None
             new = list(messages)[len(self._messages) :]
             outside = [self.tokenizer.eos_token_id] if self._cut else []
@@ -104,6 +99,50 @@ class AgentSession:
             self.trajectory.add_outside_turn(outside)
             self._messages = normal
             return Turn(self.trajectory.ids, True, self._budget())
+        return self._unrecorded(ChatDelta(self.tokenizer, tools).prompt_ids(list(messages)))
+
+    def turn_tokens(self, prompt_ids: list[int]) -> Turn:
+        """The prompt of a text completion request (token ids): it extends the recording
+        when it starts with every recorded token; what follows them is the agent's own
+        (an outside turn). A session is chat or text throughout: a text request in a chat
+        session, or one that drops or changes recorded tokens, is an edit."""
+        self._count_request()
+        if self.trajectory is None:
+            self._text = True
+            self.trajectory = Trajectory(list(prompt_ids))
+            return Turn(self.trajectory.ids, True, self._budget())
+        done = self.trajectory.ids
+        if self._recording and self._text and prompt_ids[: len(done)] == done:
+            outside = list(prompt_ids[len(done) :])
+            if len(self.trajectory.response_ids) + len(outside) >= self.max_total_tokens:
+                self.stats.over_budget = True
+                raise BudgetSpent(self._spent())
+            self.trajectory.add_outside_turn(outside)
+            return Turn(self.trajectory.ids, True, self._budget())
+        return self._unrecorded(list(prompt_ids))
+
+    def answer_text(
+        self, turn: Turn, ids: list[int], logprobs: list[float], finish_reason: str
+    ) -> str:
+        """A text completion's answer (recorded if the turn is)."""
+        self.stats.generated += len(ids)
+        if turn.recorded:
+            assert self.trajectory is not None
+            self.trajectory.add_model_turn(list(ids), list(logprobs))
+            self.trajectory.finish_reason = finish_reason
+        return str(self.tokenizer.decode(ids, skip_special_tokens=True))
+
+    def _count_request(self) -> None:
+        self.stats.requests += 1
+        if self.stats.requests > self.max_turns:
+            self.stats.over_budget = True
+            raise BudgetSpent(
+                f"this session has had its {self.max_turns} answers "
+                "(rollout.multi_turn.max_assistant_turns)"
+            )
+
+    def _unrecorded(self, prompt_ids: list[int]) -> Turn:
+        """A request answered but not recorded: the recording stops at the first."""
         if self._recording:
             self.stats.history_edits += 1
             self._recording = False
@@ -111,9 +150,8 @@ class AgentSession:
         if self.stats.generated >= self.max_total_tokens:
             self.stats.over_budget = True
             raise BudgetSpent(self._spent())
-        ids = ChatDelta(self.tokenizer, tools).prompt_ids(list(messages))
         left = self.max_total_tokens - self.stats.generated
-        return Turn(ids, False, min(self.max_tokens_per_turn, left))
+        return Turn(prompt_ids, False, min(self.max_tokens_per_turn, left))
 
     def _extends(self, normal: list[Any], tools: list[Any] | None) -> bool:
         done = len(self._messages)

@@ -3,8 +3,8 @@ each of its `n` samples, a session of the OpenAI-compatible endpoint in front of
 rollout role, and one run of the program against it. Each session's recording (token in /
 token out: `rl.core.agent.session`) becomes the row, the program's outcome its answer.
 
-The endpoint batches the sessions' concurrent requests into the rollout role's `generate`
-calls; it lives for the step. A program that failed keeps what was recorded before it
+Each session keeps to one replica of the rollout role (its prefix cached there), its
+requests batched with the others waiting on that replica; the endpoint lives for the step. A program that failed keeps what was recorded before it
 failed (or an empty, masked row when nothing was) and scores 0; the reasons are logged
 once each and counted (`agent/failed`, `agent/crashed`, `agent/timed_out`,
 `agent/over_budget`).
@@ -106,8 +106,17 @@ def generate_with_programs(
     async def generate(prompts: list[list[int]], turn: SamplingParams) -> Rollouts:
         return await asyncio.to_thread(ctx.rollout.generate, prompts, turn)
 
+    role = ctx.rollout
     endpoint = AgentEndpoint(
-        generate, ctx.tokenizer, [str(config.model.path), "policy"], sampling, limits, context
+        generate,
+        ctx.tokenizer,
+        [str(config.model.path), "policy"],
+        sampling,
+        limits,
+        context,
+        # each session on one replica of the rollout role, where its prefix is cached
+        route=getattr(role, "generate_on", None),
+        replicas=getattr(role, "replicas", 1),
     )
     with tempfile.TemporaryDirectory(prefix="rl-endpoint-") as folder:
         boundary = "none" if agent.function else sandbox_of(agent.sandbox)

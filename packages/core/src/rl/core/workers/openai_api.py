@@ -80,7 +80,7 @@ def read_request(
             404,
         )
     refuse_unsupported(body)
-    prompt_ids = _chat_ids(body, tokenizer) if chat else _text_ids(body, tokenizer)
+    prompt_ids = _chat_ids(body, tokenizer) if chat else text_ids(body, tokenizer)
     room = max_model_len - len(prompt_ids)
     if room < 1:
         raise BadRequest(
@@ -173,7 +173,8 @@ def _message(message: Any, index: int) -> dict[str, Any]:
     return {**message, "content": content if content is not None else ""}
 
 
-def _text_ids(body: Mapping[str, Any], tokenizer: Any) -> list[int]:
+def text_ids(body: Mapping[str, Any], tokenizer: Any) -> list[int]:
+    """A text completion's prompt as token ids (its text tokenized, or its ids)."""
     prompt = body.get("prompt")
     if isinstance(prompt, list) and len(prompt) == 1 and not isinstance(prompt[0], int):
         prompt = prompt[0]  # one prompt given as a list of one

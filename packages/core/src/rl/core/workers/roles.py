@@ -139,6 +139,17 @@ class RolloutRole:
         batcher = self._batchers[next(self._next_rank)]
         return await batcher.submit(prompt_ids, sampling)
 
+    @property
+    def replicas(self) -> int:
+        return int(self.group.world_size)
+
+    async def generate_on(
+        self, replica: int, prompt_ids: Sequence[int], sampling: SamplingParams
+    ) -> Rollouts:
+        """One prompt on replica `replica` (an agent session keeps to one: its prefix is
+        in that replica's cache), batched with the requests waiting there."""
+        return await self._batchers[replica % self.replicas].submit(prompt_ids, sampling)
+
     async def _submit(self, rank: int, prompts: list[list[int]], sampling: SamplingParams) -> Any:
         return await self.group.submit(rank, "rollout", "generate", prompts, sampling)
 
