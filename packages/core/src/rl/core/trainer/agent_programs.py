@@ -4,10 +4,10 @@ rollout role, and one run of the program against it. Each session's recording (t
 token out: `rl.core.agent.session`) becomes the row, the program's outcome its answer.
 
 Each session keeps to one replica of the rollout role (its prefix cached there), its
-requests batched with the others waiting on that replica; the endpoint lives for the step. A program that failed keeps what was recorded before it
-failed (or an empty, masked row when nothing was) and scores 0; the reasons are logged
-once each and counted (`agent/failed`, `agent/crashed`, `agent/timed_out`,
-`agent/over_budget`).
+requests batched with the others waiting on that replica; the endpoint lives for the
+step. A program that failed keeps what was recorded before it failed (or an empty, masked
+row when nothing was) and scores 0; the reasons are logged once each and counted
+(`agent/failed`, `agent/crashed`, `agent/timed_out`, `agent/over_budget`).
 """
 
 from __future__ import annotations
@@ -94,8 +94,8 @@ def generate_with_programs(
 
     config = ctx.config
     multi_turn, agent = config.rollout.multi_turn, config.rollout.multi_turn.agent
-    total = min(multi_turn.max_total_tokens or config.data.max_response_length,
-                config.data.max_response_length)  # fmt: skip
+    response = config.data.max_response_length
+    total = min(multi_turn.max_total_tokens or response, response)
     limits = SessionLimits(
         total, multi_turn.max_tokens_per_turn or total, multi_turn.max_assistant_turns
     )
