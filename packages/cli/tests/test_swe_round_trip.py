@@ -4,7 +4,7 @@ its own tools (it writes the repository out, applies a patch with `patch -p1`, r
 code) after asking the policy through its session, and answers with the patch; the run's
 `swe_patch` reward applies that patch to the row's repository and runs the row's tests in
 rl's sandbox. The agent that applies the right patch scores 1 on every sample, the one
-that does not scores 0; both trained a step."""
+that does not scores 0, and one that crashes is a counted failed sample; all train a step."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def rows():
 
 
 @pytest.mark.skipif(bool(why_not("bwrap")), reason="bwrap does not work here")
-@pytest.mark.parametrize(("patch", "score"), [("right", 1.0), ("wrong", 0.0)])
+@pytest.mark.parametrize(("patch", "score"), [("right", 1.0), ("wrong", 0.0), ("crash", 0.0)])
 def test_the_agent_s_patch_is_scored_by_the_row_s_tests(tmp_path, metrics_rows, patch, score):
     data = tmp_path / "swe.jsonl"
     data.write_text("".join(json.dumps(row) + "\n" for row in rows()))
@@ -67,6 +67,10 @@ def test_the_agent_s_patch_is_scored_by_the_row_s_tests(tmp_path, metrics_rows, 
     )
     run_training(config)
     step = next(row for row in metrics_rows(tmp_path / "run") if "agent/sessions" in row)
-    assert step["agent/sessions"] == 4 and step["agent/failed"] == 0
-    assert step["reward/mean"] == score
+    assert step["agent/sessions"] == 4 and step["reward/mean"] == score
+    if patch == "crash":  # each sample failed, counted; the run trained on what was recorded
+        assert step["agent/failed"] == step["agent/crashed"] == 4
+        assert step["agent/turns_mean"] == 1 and "actor/grad_norm" in step
+        return
+    assert step["agent/failed"] == 0
     assert step["reward/applied"] == 1.0  # the patch applied; only the tests tell them apart

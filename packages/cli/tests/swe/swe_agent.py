@@ -2,7 +2,8 @@
 the issue), asks the policy once through its session, then works with its own tools in its
 sandbox folder: it writes the repository out, applies its candidate patch with `patch -p1`,
 runs the repository's own check with Python, and answers with the patch (a unified diff).
-Which patch it tries is its argument: `right` fixes the bug, `wrong` does not."""
+Which patch it tries is its argument: `right` fixes the bug, `wrong` does not; `crash`
+gives up after its first request (exit status 1)."""
 
 import json
 import subprocess
@@ -29,6 +30,11 @@ PATCHES = {
 }
 
 task = json.load(sys.stdin)
+if sys.argv[1] == "crash":  # an agent that breaks after its first request
+    OpenAI(max_retries=0).chat.completions.create(
+        model="policy", messages=[{"role": "user", "content": "x"}], max_tokens=2
+    )
+    raise SystemExit("the agent gave up")
 client = OpenAI(max_retries=0)
 messages = task.get("messages") or [{"role": "user", "content": task["prompt"]}]
 client.chat.completions.create(model="policy", messages=messages, max_tokens=4)
