@@ -219,6 +219,18 @@ def classifier_folder(model_folder, tmp_path_factory):
     return target
 
 
+@pytest.fixture
+def ray_stopped_after():
+    """Ray shut down after the test, if it started it: a local cluster started inside a
+    test (its CPU count, its driver's working directory) is not left for the next file."""
+    import sys
+
+    was_up = "ray" in sys.modules and sys.modules["ray"].is_initialized()
+    yield
+    if not was_up and "ray" in sys.modules and sys.modules["ray"].is_initialized():
+        sys.modules["ray"].shutdown()
+
+
 def _ids(value: Any) -> list[int]:
     if value is None:
         return []

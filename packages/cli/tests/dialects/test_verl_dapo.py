@@ -15,8 +15,6 @@ import pytest
 from rl.cli.convert_cmd import convert_config
 from rl.core.config import ConfigError
 
-from .shrink import build, tiny_cpu_run
-
 SCRIPT = (
     Path(__file__).parent
     / "verl/upstream/verl/experimental/one_step_off_policy/shell/dapo_7b_math_fsdp2_colocate.sh"
@@ -86,7 +84,7 @@ def test_a_reward_manager_rl_lacks_is_refused_by_name(verl_root):
 
 
 @pytest.mark.slow
-def test_verls_dapo_keys_train_two_steps_on_the_tiny_model(verl_root, tmp_path):
+def test_verls_dapo_keys_train_two_steps_on_the_tiny_model(verl_root, tmp_path, shrunk):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -102,11 +100,13 @@ def test_verls_dapo_keys_train_two_steps_on_the_tiny_model(verl_root, tmp_path):
     pq.write_table(pa.Table.from_pylist(rows), data)
     scorer = tmp_path / "scorer.py"
     scorer.write_text(SCORER)
-    tree = tiny_cpu_run(config, data, tmp_path / "out", gen_batch_size=4, answer_key="answer")
+    tree = shrunk.tiny_cpu_run(
+        config, data, tmp_path / "out", gen_batch_size=4, answer_key="answer"
+    )
     # the shaping shrunk with the response: the last 2 of 4 tokens are penalised
     tree["reward"]["overlong_buffer"].update(len=2, max_resp_len=4, log=True)
     tree["reward"]["custom_reward_function"]["path"] = str(scorer)
-    run_training(build(tree))
+    run_training(shrunk.build(tree))
     lines = (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()
     steps = [json.loads(line) for line in lines if "actor/grad_norm" in line]
     assert [row["step"] for row in steps] == [1, 2]

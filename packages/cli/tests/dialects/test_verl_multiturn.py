@@ -16,8 +16,6 @@ import pytest
 from rl.cli.convert_cmd import convert_config
 from rl.core.agent.verl_tools import Gsm8kAnswer
 
-from .shrink import build, tiny_cpu_run
-
 UPSTREAM = Path(__file__).parent / "verl/upstream"
 SCRIPT = "examples/sglang_multiturn/run_qwen2.5-3b_gsm8k_multiturn.sh"
 SYSTEM = (
@@ -56,7 +54,7 @@ def test_verls_multiturn_example_converts_with_nothing_refused(checkout):
 
 
 @pytest.mark.slow
-def test_verls_multiturn_example_trains_two_steps(checkout, model_folder, tmp_path):
+def test_verls_multiturn_example_trains_two_steps(checkout, model_folder, tmp_path, shrunk):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -87,14 +85,14 @@ def test_verls_multiturn_example_trains_two_steps(checkout, model_folder, tmp_pa
     ]
     data = tmp_path / "train.parquet"
     pq.write_table(pa.Table.from_pylist(rows), data)
-    tree = tiny_cpu_run(config, data, tmp_path / "out")
+    tree = shrunk.tiny_cpu_run(config, data, tmp_path / "out")
     folder = model_folder("qwen2.5-0.5b", num_layers=2, hidden_size=128, intermediate_size=256)
     tree["model"].update(path=str(folder))
     tree["data"].update(chat_template="auto", max_prompt_length=1024, max_response_length=48)
     tree["rollout"]["multi_turn"].update(max_assistant_turns=2, max_tokens_per_turn=16)
     tree["actor"].pop("use_kl_loss", None)
     tree["actor"]["use_kl_loss"] = False  # no reference model to build at this size
-    run_training(build(tree))
+    run_training(shrunk.build(tree))
     lines = (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()
     steps = [json.loads(line) for line in lines if '"agent/turns_mean"' in line]
     assert len(steps) == 2 and all(step["agent/turns_mean"] >= 1 for step in steps)
@@ -102,8 +100,8 @@ def test_verls_multiturn_example_trains_two_steps(checkout, model_folder, tmp_pa
     from rl.core.models.loading import load_tokenizer
     from rl.core.trainer.build import build_dataset
 
-    shrunk = build(tree)
-    prompts = build_dataset(shrunk, shrunk.data.train_files, 0, 0, load_tokenizer(shrunk.model))
+    small = shrunk.build(tree)
+    prompts = build_dataset(small, small.data.train_files, 0, 0, load_tokenizer(small.model))
     assert len(prompts.items) == len(rows)
     for item in prompts.items:
         assert '"name": "calc_gsm8k_reward"' in item.prompt_text

@@ -15,8 +15,6 @@ import pytest
 
 from rl.cli.convert_cmd import convert_config
 
-from .shrink import build, tiny_cpu_run
-
 SCRIPT = (
     Path(__file__).parent
     / "verl/upstream/examples/ppo_trainer/run_qwen2.5-3b_rm_reward_loop_colocate.sh"
@@ -98,7 +96,14 @@ def test_verls_generative_reward_model_converts_with_nothing_refused(
 
 @pytest.mark.slow
 def test_verls_generative_reward_model_trains_two_steps_with_a_served_model(
-    release_root, verl_release, quickstart, judge_folder, tmp_path, monkeypatch
+    release_root,
+    verl_release,
+    quickstart,
+    judge_folder,
+    tmp_path,
+    monkeypatch,
+    shrunk,
+    ray_stopped_after,
 ):
     """The served model says "7" to every prompt and stops: every sample scores 7, read by
     the function from the endpoint's answer."""
@@ -112,6 +117,7 @@ def test_verls_generative_reward_model_trains_two_steps_with_a_served_model(
     monkeypatch.setenv("GENRM_MODEL", str(judge))
     trainer = verl_release("0.9.1") / "verl/trainer/config/ppo_trainer.yaml"
     config, _ = convert_config("verl", trainer, [*quickstart, *GENRM])
+    monkeypatch.chdir(tmp_path)  # the run (and the Ray cluster it starts) from a folder of ours
     rows = [
         {
             "prompt": f"{a}+{b}=",
@@ -124,7 +130,7 @@ def test_verls_generative_reward_model_trains_two_steps_with_a_served_model(
     ]
     data = tmp_path / "train.parquet"
     pq.write_table(pa.Table.from_pylist(rows), data)
-    tree = tiny_cpu_run(config, data, tmp_path / "out")
+    tree = shrunk.tiny_cpu_run(config, data, tmp_path / "out")
     tree.pop("critic", None)  # verl's quickstart is PPO; GRPO here, no critic to train
     tree["algorithm"].update(adv_estimator="grpo")
     served = tree["reward"]["reward_model"]
@@ -132,7 +138,7 @@ def test_verls_generative_reward_model_trains_two_steps_with_a_served_model(
     served["rollout"].update(name="hf", tensor_model_parallel_size=1, dtype="float32")
     served["rollout"].update(prompt_length=256, response_length=32)
     tree["reward"].update(reward_manager="naive", timeout_s=120)
-    run_training(build(tree))
+    run_training(shrunk.build(tree))
     lines = (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()
     steps = [json.loads(line) for line in lines if '"reward/mean"' in line]
     assert len(steps) == 2

@@ -66,7 +66,9 @@ def scores(folder, *overrides):
     ],
     ids=["in-process", "hf-batches-of-3", "two-ray-actors"],
 )
-def test_each_score_is_the_classifier_s_logit_on_verl_s_rendering(classifier_folder, placement):
+def test_each_score_is_the_classifier_s_logit_on_verl_s_rendering(
+    classifier_folder, placement, ray_stopped_after
+):
     tokenizer = load_tokenizer(load_config(None, [f"model.path={classifier_folder}"]).model)
     found, reward = scores(classifier_folder, *placement)
     expected = [reference(classifier_folder, tokenizer, r) for r in requests(tokenizer)]

@@ -72,7 +72,7 @@ def test_the_served_model_scores_through_the_function(seven, monkeypatch, worker
     assert result.extras[0]["prompt_tokens"] > len(tokens(prompt)["input_ids"])
 
 
-def test_the_model_on_ray_actors_of_its_own(seven, monkeypatch):
+def test_the_model_on_ray_actors_of_its_own(seven, monkeypatch, ray_stopped_after):
     monkeypatch.setenv("GENRM_MODEL", str(seven))
     run = config(
         seven,

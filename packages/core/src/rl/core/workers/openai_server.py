@@ -93,7 +93,8 @@ class OpenAIServer:
             self.batcher = RequestBatcher(self.generate, self.max_batch_size)
             app = web.Application(client_max_size=64 * 1024 * 1024)
             self.add_routes(app)
-            self.runner = web.AppRunner(app, access_log=None)
+            # connections still open at close get 1 s, not aiohttp's 60
+            self.runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
             await self.runner.setup()
             site = web.TCPSite(self.runner, self.host, 0)
             await site.start()
@@ -162,11 +163,17 @@ class OpenAIServer:
         if loop is None:
             return
         if self.runner is not None:
-            asyncio.run_coroutine_threadsafe(self.runner.cleanup(), loop).result(timeout=30)
+            cleanup = asyncio.run_coroutine_threadsafe(self.runner.cleanup(), loop)
+            try:
+                cleanup.result(timeout=15)
+            except (concurrent.futures.TimeoutError, RuntimeError) as error:
+                # the thread is a daemon: stopping its loop below ends the serving anyway
+                log.warning("the endpoint did not shut down cleanly (%r); stopping it", error)
         loop.call_soon_threadsafe(loop.stop)
         if self.thread is not None:
-            self.thread.join(timeout=30)
-        loop.close()
+            self.thread.join(timeout=15)
+        if not loop.is_running():
+            loop.close()
 
 
 async def reply(request: Any, answer: dict[str, Any], stream: bool, chat: bool) -> Any:

@@ -1,13 +1,25 @@
-"""A converted upstream config, shrunk to a 2-step run of the built-in tiny model on the
-CPU in one process: the upstream job's own keys stay, its scale and placement go."""
+"""Fixtures of the dialect tests: `shrunk`, a converted upstream config shrunk to a 2-step
+run of the built-in tiny model on the CPU in one process (the upstream job's own keys
+stay, its scale and placement go). A fixture, not a module the tests import: a test module
+imported as part of a package makes Ray's workers look for that package."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
+
+import pytest
 
 from rl.core.config import Config
 from rl.core.config.convert import from_dict, to_dict
+
+
+@pytest.fixture
+def shrunk():
+    """`shrunk.tiny_cpu_run(config, data, output, **data_keys)` -> the tree to edit;
+    `shrunk.build(tree)` -> its Config."""
+    return SimpleNamespace(tiny_cpu_run=tiny_cpu_run, build=build)
 
 
 def tiny_cpu_run(config: Config, data: Path, output: Path, **data_keys: Any) -> dict[str, Any]:
