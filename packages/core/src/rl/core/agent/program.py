@@ -7,14 +7,14 @@ object with `reward` (its own score) and/or `answer`, or else the line itself is
 (scored by the run's reward). A function is called as `fn(task, base_url, api_key)` and
 returns the same (a text, or a dict with `reward` / `answer`).
 
-A command runs in a fresh work folder (its HOME and TMPDIR in the sandbox: the one place
-it may write), in its own process group, inside the sandbox's OS
-boundary where one works (`bwrap`, `unshare`: `rl.core.agent.sandbox`'s; no network but the
-endpoint, relayed onto its loopback from the endpoint's Unix socket by
-`rl.core.agent.loopback_relay`), or with no boundary when `sandbox: none` is asked for. A
-program that exits with an error, prints no outcome, runs past its `timeout_s` (its whole
-process group killed) or raises is a failed sample with the reason; it never stops the
-run. A function cannot be killed: past its time it is abandoned on its thread.
+A command runs in a fresh work folder (in the sandbox also its HOME and TMPDIR: the one
+place it may write), in its own process group, inside the sandbox's OS boundary where one
+works (`bwrap`, `unshare`: `rl.core.agent.sandbox`'s; no network but the endpoint, relayed
+onto its loopback from the endpoint's Unix socket by `rl.core.agent.loopback_relay`), or
+with no boundary when `sandbox: none` is asked for. A program that exits with an error,
+prints no outcome, runs past its `timeout_s` (its whole process group killed) or raises
+is a failed sample with the reason; it never stops the run. A function cannot be killed:
+past its time it is abandoned on its thread.
 """
 
 from __future__ import annotations
