@@ -10,7 +10,7 @@ entry-point group (see `rl.core.registry`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
 import torch
@@ -145,6 +145,15 @@ class Rollouts:
     # 0), and the reward it gave itself, which is then the row's score (None: none given)
     answers: list[str | None] = field(default_factory=list)
     answer_rewards: list[float | None] = field(default_factory=list)
+
+
+def concat_rollouts(parts: Sequence[Rollouts]) -> Rollouts:
+    """The rows of `parts`, in order, as one `Rollouts` (e.g. replicas' shares joined)."""
+    joined: dict[str, list[Any]] = {f.name: [] for f in fields(Rollouts)}
+    for part in parts:
+        for name in joined:
+            joined[name] += list(getattr(part, name))
+    return Rollouts(**joined)
 
 
 @dataclass

@@ -92,13 +92,9 @@ class AgentSession:
             assert self._chat is not None
             new = list(messages)[len(self._messages) :]
             outside = [self.tokenizer.eos_token_id] if self._cut else []
-            outside += self._chat.turn_ids(new)
-            if len(self.trajectory.response_ids) + len(outside) >= self.max_total_tokens:
-                self.stats.over_budget = True
-                raise BudgetSpent(self._spent())
-            self.trajectory.add_outside_turn(outside)
+            turn = self._extended(outside + self._chat.turn_ids(new))
             self._messages = normal
-            return Turn(self.trajectory.ids, True, self._budget())
+            return turn
         return self._unrecorded(ChatDelta(self.tokenizer, tools).prompt_ids(list(messages)))
 
     def turn_tokens(self, prompt_ids: list[int]) -> Turn:
@@ -113,12 +109,7 @@ class AgentSession:
             return Turn(self.trajectory.ids, True, self._budget())
         done = self.trajectory.ids
         if self._recording and self._text and prompt_ids[: len(done)] == done:
-            outside = list(prompt_ids[len(done) :])
-            if len(self.trajectory.response_ids) + len(outside) >= self.max_total_tokens:
-                self.stats.over_budget = True
-                raise BudgetSpent(self._spent())
-            self.trajectory.add_outside_turn(outside)
-            return Turn(self.trajectory.ids, True, self._budget())
+            return self._extended(list(prompt_ids[len(done) :]))
         return self._unrecorded(list(prompt_ids))
 
     def answer_text(
@@ -131,6 +122,15 @@ class AgentSession:
             self.trajectory.add_model_turn(list(ids), list(logprobs))
             self.trajectory.finish_reason = finish_reason
         return str(self.tokenizer.decode(ids, skip_special_tokens=True))
+
+    def _extended(self, outside: list[int]) -> Turn:
+        """The recording with the agent's `outside` tokens added, if the budget holds them."""
+        assert self.trajectory is not None
+        if len(self.trajectory.response_ids) + len(outside) >= self.max_total_tokens:
+            self.stats.over_budget = True
+            raise BudgetSpent(self._spent())
+        self.trajectory.add_outside_turn(outside)
+        return Turn(self.trajectory.ids, True, self._budget())
 
     def _count_request(self) -> None:
         self.stats.requests += 1

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from rl.core.algorithms.groups import prompt_uids
-from rl.core.engines import Rollouts
+from rl.core.engines import Rollouts, concat_rollouts
 from rl.core.trainer import agentic
 from rl.core.trainer.rollout_batch import build_batch
 from rl.core.trainer.scoring import RawScores, raw_scores, shape
@@ -42,15 +41,6 @@ def chunk_bounds(prompts: int, chunks: int) -> list[tuple[int, int]]:
         bounds.append((start, end))
         start = end
     return bounds
-
-
-def concat_rollouts(parts: list[Rollouts]) -> Rollouts:
-    """The rows of `parts`, in order, as one `Rollouts`."""
-    joined: dict[str, list[Any]] = {f.name: [] for f in fields(Rollouts)}
-    for part in parts:
-        for name in joined:
-            joined[name] += list(getattr(part, name))
-    return Rollouts(**joined)
 
 
 def merge_raw(parts: list[RawScores], sizes: list[int]) -> RawScores:

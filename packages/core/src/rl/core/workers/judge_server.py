@@ -20,9 +20,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from rl.core.engines import Rollouts, SamplingParams
+from rl.core.engines import Rollouts, SamplingParams, concat_rollouts
 from rl.core.errors import ConfigError
 from rl.core.rewards.judge import JudgeTimeout
+from rl.core.workers.dispatch import spread_rows
 
 log = logging.getLogger(__name__)
 
@@ -203,16 +204,15 @@ class RayJudge:
     async def agenerate(self, prompt_ids: list[list[int]], sampling: SamplingParams) -> Rollouts:
         """For a served endpoint: the prompts dealt over the replicas in contiguous shares,
         generated at the same time, joined in order."""
-        count = min(len(self.actors), len(prompt_ids))
-        share = -(-len(prompt_ids) // count)
+        shares = spread_rows(len(prompt_ids), len(self.actors), rerank=False)
         parts = await asyncio.gather(
             *[
-                self.actors[i].rollouts.remote(prompt_ids[i * share : (i + 1) * share], sampling)
-                for i in range(count)
-                if prompt_ids[i * share : (i + 1) * share]
+                actor.rollouts.remote([prompt_ids[i] for i in share], sampling)
+                for actor, share in zip(self.actors, shares, strict=True)
+                if share
             ]
         )
-        return joined(parts)
+        return concat_rollouts(parts)
 
     def close(self) -> None:
         import ray
@@ -220,17 +220,6 @@ class RayJudge:
         for actor in self.actors:
             ray.kill(actor)
         self.actors = []
-
-
-def joined(parts: Sequence[Rollouts]) -> Rollouts:
-    """Rollouts of consecutive prompts, as one."""
-    out = Rollouts([], [], [], [])
-    for part in parts:
-        out.prompt_ids += part.prompt_ids
-        out.response_ids += part.response_ids
-        out.logprobs += part.logprobs
-        out.finish_reasons += part.finish_reasons or ["stop"] * len(part.response_ids)
-    return out
 
 
 def start_judge(config: Any, judge: Any) -> LocalJudge | RayJudge:

@@ -24,6 +24,7 @@ from typing import Any
 
 from rl.core.config.judge import JudgeConfig
 from rl.core.rewards.types import RewardRequest, RewardResult
+from rl.core.workers.dispatch import spread_rows
 from rl.core.workers.judge_server import start_judge
 from rl.core.workers.openai_server import OpenAIServer
 
@@ -149,7 +150,8 @@ class ClassifierReplica:
 
 class RayClassifier:
     """The classifier on `replicas` Ray actors of its own; a call's texts are dealt over
-    them in contiguous shares, scored at the same time."""
+    them in contiguous shares (`spread_rows`, as a rollout role deals its prompts), scored
+    at the same time."""
 
     def __init__(self, run_config: Any, replicas: int, num_cpus: float, num_gpus: float):
         import ray
@@ -175,10 +177,11 @@ class RayClassifier:
     def __call__(self, texts: list[str]) -> list[float]:
         import ray
 
-        share = -(-len(texts) // len(self.actors))
-        parts = [texts[i * share : (i + 1) * share] for i in range(len(self.actors))]
+        shares = spread_rows(len(texts), len(self.actors), rerank=False)
         refs = [
-            actor.score.remote(part) for actor, part in zip(self.actors, parts, strict=True) if part
+            actor.score.remote([texts[i] for i in share])
+            for actor, share in zip(self.actors, shares, strict=True)
+            if share
         ]
         return [score for part in ray.get(refs) for score in part]
 
