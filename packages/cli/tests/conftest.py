@@ -21,6 +21,33 @@ def rl_executable():
     return found
 
 
+@pytest.fixture(scope="session")
+def train_example(rl_executable):
+    """`train_example(example, output_dir, *overrides, timeout=1800)`: `rl train` of one
+    of examples/ from the repository's root (examples name their files from there), the
+    run asserted to succeed."""
+    root = Path(__file__).resolve().parents[3]
+
+    def train(example, output_dir, *overrides, timeout=1800):
+        result = subprocess.run(
+            [
+                rl_executable,
+                "train",
+                str(root / "examples" / example),
+                f"trainer.output_dir={output_dir}",
+                "trainer.progress_bar=false",
+                *overrides,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=root,
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+
+    return train
+
+
 def read_metrics_rows(output_dir, missing_ok=False):
     """The rows of a run's metrics.jsonl (`missing_ok`, for polling a live run: [] before
     the run wrote any, blank lines skipped)."""

