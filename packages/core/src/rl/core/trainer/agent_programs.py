@@ -6,14 +6,14 @@ token out: `rl.core.agent.session`) becomes the row, the program's outcome its a
 Each session keeps to one replica of the rollout role (its prefix cached there), its
 requests batched with the others waiting on that replica; the endpoint lives for the
 step. A program that failed keeps what was recorded before it failed (or an empty, masked
-row when nothing was) and scores 0; the reasons are logged once each and counted
-(`agent/failed`, `agent/crashed`, `agent/timed_out`, `agent/over_budget`).
+row when nothing was) and scores 0; the reasons are shown once each and counted
+(`agent/failed`, `agent/crashed`, `agent/timed_out`, `agent/over_budget`), and the failed
+share is bounded as failed rewards are (`reward.max_error_rate`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import tempfile
 from typing import TYPE_CHECKING, Any
@@ -23,9 +23,6 @@ from rl.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from rl.core.trainer.context import RunContext
-
-log = logging.getLogger(__name__)
-_REPORTED: set[str] = set()  # failure texts logged already
 
 
 def sandbox_of(asked: str) -> str:
@@ -125,7 +122,27 @@ def generate_with_programs(
             played = run_coroutine(_play_all(endpoint, items, sampling.n, agent, boundary))
         finally:
             endpoint.close()
+    _bound_failures(ctx.agent_failures, items, sampling.n, played)
     return _rollouts(items, sampling.n, played, ctx.tokenizer.eos_token_id)
+
+
+def _bound_failures(tracker: Any, items: list[Any], n: int, played: list[tuple[Any, Any]]) -> None:
+    """Each failure shown once and the failed share bounded, as failed rewards are: a run
+    whose programs keep failing stops (RewardError naming reward.max_error_rate) rather than
+    train on their zeros."""
+    from rl.core.rewards.types import ERROR, OK, TIMEOUT, RewardRequest, ScoreOutcome
+
+    requests, outcomes = [], []
+    for index, (outcome, session) in enumerate(played):
+        item = items[index // n]
+        requests.append(RewardRequest(item.data_source, outcome.answer or "", None))
+        if outcome.ok and not session.stats.over_budget:
+            outcomes.append(ScoreOutcome(0.0, OK, {}))
+            continue
+        why = outcome.error if not outcome.ok else "spent its session's budget"
+        status = TIMEOUT if outcome.status == "timed_out" else ERROR
+        outcomes.append(ScoreOutcome(0.0, status, {}, f"the agent program {why}"))
+    tracker.record(requests, outcomes)
 
 
 async def _play_all(
@@ -181,7 +198,6 @@ def _rollouts(
             counts["over_budget"] += stats.over_budget
             counts["crashed"] += outcome.status == "crashed"
             counts["timed_out"] += outcome.status == "timed_out"
-            _report(outcome.error)
         edits += stats.history_edits
         unrecorded += stats.unrecorded_turns
         overridden += stats.sampling_overridden
@@ -199,9 +215,3 @@ def _rollouts(
         }
     )
     return rows, metrics
-
-
-def _report(error: str) -> None:
-    if error and error not in _REPORTED:
-        _REPORTED.add(error)
-        log.warning("an agent program failed (its sample scores 0): %s", error)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from rl.core.data import PromptDataset, PromptSampler
     from rl.core.rewards import RewardManager, RewardModelScorer
     from rl.core.rewards.domains import DomainRewards, DomainRouting
+    from rl.core.rewards.failures import FailureTracker
     from rl.core.trainer.sync_probe import SyncProbe
     from rl.core.workers.launch import LaunchedRoles
     from rl.core.workers.roles import RolloutRole, TrainRole
@@ -41,6 +42,15 @@ class RunContext:
         if self.roles is None:
             raise RuntimeError("the RL roles were not launched (build_context(with_rl_roles))")
         return self.roles
+
+    @functools.cached_property
+    def agent_failures(self) -> FailureTracker:
+        """Agent programs' failed samples, bounded as failed rewards are
+        (`reward.max_error_rate` over `reward.error_rate_window` steps)."""
+        from rl.core.rewards.failures import FailureTracker
+
+        reward = self.config.reward
+        return FailureTracker(reward.max_error_rate, reward.error_rate_window)
 
     @functools.cached_property
     def routing(self) -> DomainRouting:
