@@ -37,6 +37,7 @@ CORE_LAYERS = [
         "machine",
         "distributed",
         "batch",
+        "vision",
         "engines",
         "role_spec",
         "micro_batches",

@@ -60,11 +60,11 @@ def test_a_numeric_answer_for_a_text_comparing_scorer_is_refused(tmp_path):
 
 
 def test_a_verl_data_source_rl_cannot_score_says_which_verl_scorer_it_needs(tmp_path):
-    train = dataset(tmp_path, [{**GOOD, "data_source": "hiyouga/geometry3k"}])
+    train = dataset(tmp_path, [{**GOOD, "data_source": "numina_cn_k12"}])
     with pytest.raises(
         ConfigError,
-        match=r"data_source 'hiyouga/geometry3k' \(column 'data_source', data.data_source_key\) "
-        r"has no rule-based reward \(verl scores it with its geo3k scorer, which rl does not "
+        match=r"data_source 'numina_cn_k12' \(column 'data_source', data.data_source_key\) "
+        r"has no rule-based reward \(verl scores it with its prime_math scorer, which rl does not "
         r"implement\); known: ",
     ):
         check_reward_inputs(config(), train, train)

@@ -17,6 +17,7 @@ import torch
 
 if TYPE_CHECKING:
     from rl.core.role_spec import RoleSpec
+    from rl.core.vision.inputs import ImageInputs
 
 SEED_LIMIT = 2**63  # per-sample seeds fit a signed 64-bit generator seed (torch, vLLM)
 
@@ -40,6 +41,9 @@ BatchKey = Literal[
     "advantages",
     "returns",
     "routed_experts",  # int16 [B, P + R, moe_layers, top_k], -1: no route (routing replay)
+    # a vision-language model's images, per row, zero-padded (`rl.core.vision.inputs`)
+    "pixel_values",  # float32 [B, most patches, C * T * P * P]
+    "image_grid_thw",  # int64 [B, most images, 3]; (0, 0, 0): no image
 ]
 BATCH_KEYS: tuple[BatchKey, ...] = get_args(BatchKey)
 
@@ -145,6 +149,9 @@ class Rollouts:
     # 0), and the reward it gave itself, which is then the row's score (None: none given)
     answers: list[str | None] = field(default_factory=list)
     answer_rewards: list[float | None] = field(default_factory=list)
+    # a vision-language model's rows: the images row j's prompt showed (`SeesImages`), which
+    # the trainer's passes show again; empty for text
+    images: list[ImageInputs | None] = field(default_factory=list)
 
 
 def concat_rollouts(parts: Sequence[Rollouts]) -> Rollouts:
@@ -428,6 +435,31 @@ class ServesClassifier(Protocol):
         ...
 
 
+class SeesImages(Protocol):
+    """A rollout engine that generates from prompts with images (a vision-language model:
+    the prompts' ids hold each image's `<|image_pad|>` run, widened to its merged
+    patches)."""
+
+    def generate_with_images(
+        self,
+        prompt_ids: Sequence[Sequence[int]],
+        images: Sequence[ImageInputs | None],
+        sampling: SamplingParams,
+    ) -> Rollouts:
+        """`generate`, with prompt i showing `images[i]` (None: none); the rollouts'
+        `images` give each row its prompt's."""
+        ...
+
+
+class TrainsOnImages(Protocol):
+    """A train engine whose passes show the model each row's images (the batch's
+    `pixel_values` / `image_grid_thw`) at the model's multimodal rotary positions."""
+
+    def trains_on_images(self) -> bool:
+        """Whether this engine's model is a vision-language one."""
+        ...
+
+
 CAPABILITIES: dict[str, tuple[type, ...]] = {
     "train": (
         Offloading,
@@ -437,6 +469,7 @@ CAPABILITIES: dict[str, tuple[type, ...]] = {
         Replicated,
         ReplaysRoutes,
         HasAdapters,
+        TrainsOnImages,
     ),
     "rollout": (
         SharesWeights,
@@ -445,6 +478,7 @@ CAPABILITIES: dict[str, tuple[type, ...]] = {
         RecordsRoutes,
         ScoresTokens,
         ServesClassifier,
+        SeesImages,
     ),
 }
 CONTRACTS: dict[str, type] = {"train": TrainEngine, "rollout": RolloutEngine}

@@ -13,6 +13,7 @@ import torch.distributed as dist
 from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 
 from rl.core.config import ConfigError
+from rl.core.models.vision_models import is_vision_language
 from rl.core.role_spec import RoleSpec
 from rl.core.weight_sync.ties import retie, tied_aliases
 from rl.fsdp.config import FSDPConfig
@@ -59,9 +60,17 @@ def build_model(
         )
     mesh = fsdp_mesh(device.type, fsdp.fsdp_size, f"{section}.fsdp_config.fsdp_size")
     sp = sequence_parallel(model, spec, device)
+    vision = is_vision_language(model.config)
+    if vision and sp is not None:
+        raise ConfigError(
+            f"{section}.ulysses_sequence_parallel_size = {spec.sequence_parallel_size} with a "
+            "vision-language model: its rows' images are not split across ranks yet (set 1)"
+        )
     if spec.use_remove_padding:  # attention within each packed sequence, no [N, N] mask
         attention = register_varlen_attention() if sp is None else register_ulysses()
-        model.set_attn_implementation(attention)
+        # a vision-language model packs its text; the vision tower keeps its own attention
+        # (its images are sequences of their own, which it bounds itself)
+        model.set_attn_implementation({"text_config": attention} if vision else attention)
     # FSDP shards (or HSDP replicates) over every rank and averages gradients over all of
     # them; data parallelism is over groups of sequence-parallel ranks, which share their
     # rows: each group takes its share of every batch

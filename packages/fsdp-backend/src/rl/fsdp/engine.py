@@ -32,7 +32,9 @@ from rl.core.engines import (
     ReplaysRoutes,
     Replicated,
     TrainEngine,
+    TrainsOnImages,
 )
+from rl.core.models.vision_models import is_vision_language
 from rl.core.role_spec import RoleSpec
 from rl.fsdp import checkpoint, export
 from rl.fsdp.build import build_model
@@ -48,7 +50,14 @@ SECTION = "fsdp_config"  # the backend section this engine reads (`actor.fsdp_co
 
 
 class FSDPTrainEngine(
-    TrainEngine, Offloading, ExportsHF, ExportsViews, Replicated, ReplaysRoutes, HasAdapters
+    TrainEngine,
+    Offloading,
+    ExportsHF,
+    ExportsViews,
+    Replicated,
+    ReplaysRoutes,
+    HasAdapters,
+    TrainsOnImages,
 ):
     """One model on FSDP2 with (for actor and critic) its AdamW optimizer and LR schedule."""
 
@@ -76,6 +85,10 @@ class FSDPTrainEngine(
             if self.training is None
             else Updates(self.built, self.passes, self.training, spec, self.device)
         )
+
+    def trains_on_images(self) -> bool:
+        """A vision-language model: its passes show each row's images (`rl.fsdp.vision`)."""
+        return is_vision_language(self.model.config)
 
     @classmethod
     def from_spec(cls, spec: RoleSpec, tokenizer: Any) -> FSDPTrainEngine:

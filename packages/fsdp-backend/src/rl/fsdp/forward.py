@@ -19,15 +19,21 @@ import torch
 from rl.core.models.routing_replay import RoutingPass
 from rl.fsdp.packing import pack
 from rl.fsdp.ulysses import GatherSequence, SequenceParallel, ShareGradient, local_slice
+from rl.fsdp.vision import model_dtype, vision_inputs
 from rl.kernels.gather import take
 
 
 def _run(model: torch.nn.Module, batch: Mapping[str, torch.Tensor], **options: Any) -> Any:
-    """One forward pass over the whole padded rows (prompt + response), without a KV cache."""
+    """One forward pass over the whole padded rows (prompt + response), without a KV cache;
+    a vision-language model sees the rows' images at their multimodal positions."""
+    vision = vision_inputs(model, batch)
+    positions = batch["position_ids"] if vision is None else vision.positions
+    if vision is not None:
+        options |= vision.model_inputs(model_dtype(model))
     return model(
         input_ids=batch["input_ids"],
         attention_mask=batch["attention_mask"],
-        position_ids=batch["position_ids"],
+        position_ids=positions,
         use_cache=False,
         **options,
     )
@@ -59,6 +65,13 @@ def response_outputs(
             raise ValueError("shared prompts do not run with Ulysses sequence parallelism")
         inputs = pack(batch, share_prompts)
         kwargs = inputs.model_kwargs() if sp is None else local_slice(inputs, sp)
+        vision = vision_inputs(model, batch)
+        if vision is not None:  # (share_prompts and Ulysses are refused with images)
+            assert inputs.flat_to_packed is not None
+            kwargs["position_ids"] = vision.packed_positions(
+                inputs.position_ids, inputs.flat_to_packed
+            )
+            kwargs |= vision.model_inputs(model_dtype(model))
         picked = lm_head and not hidden and sp is None
         # a shared prompt's last position predicts each of its rows' first token; on CPU the
         # model's `logits[:, logits_to_keep]` would add that position's gradients up in

@@ -75,11 +75,21 @@ def pack(batch: Mapping[str, torch.Tensor], share_prompts: bool = False) -> Pack
     return _pack_rows(batch, prompt_width)
 
 
-def prefix_grouping(setting: bool | None, packed: bool, sp: Any, section: str) -> bool:
+def prefix_grouping(
+    setting: bool | None, packed: bool, sp: Any, section: str, images: bool = False
+) -> bool:
     """Whether to share prompts: `setting` (`{section}.use_prefix_grouper`; null = wherever
-    it applies: packed rows without Ulysses sequence parallelism)."""
+    it applies: packed rows without Ulysses sequence parallelism, of a text model)."""
     if setting is None:
-        return packed and sp is None
+        return packed and sp is None and not images
+    if setting and images:
+        from rl.core.config import ConfigError
+
+        raise ConfigError(
+            f"{section}.use_prefix_grouper = true with a vision-language model: a shared "
+            "prompt's images are not shared yet (each row shows its own); set it to null "
+            "or false"
+        )
     if setting and not (packed and sp is None):
         from rl.core.config import ConfigError
 

@@ -14,6 +14,7 @@ from rl.core.batch import select, to_device
 from rl.core.config.schema import fused_log_probs
 from rl.core.engines import LogprobOutput
 from rl.core.micro_batches import micro_batch_rows
+from rl.core.models.vision_models import is_vision_language
 from rl.core.role_spec import RoleSpec
 from rl.fsdp.build import ShardedModel
 from rl.fsdp.forward import fused_logprobs_and_entropy, response_logprobs, response_values
@@ -42,7 +43,11 @@ class Passes:
         self.batching = spec.forwards
         self.packed, self.sp = spec.use_remove_padding, built.sp
         self.share_prompts = prefix_grouping(
-            spec.use_prefix_grouper, self.packed, self.sp, spec.section
+            spec.use_prefix_grouper,
+            self.packed,
+            self.sp,
+            spec.section,
+            images=is_vision_language(self.model.config),
         )
         self.autocast_dtype = autocast_dtype
         # inference mode (no autograd bookkeeping per op) on a plain model; FSDP2's

@@ -23,17 +23,20 @@ from rl.core.engines import (
     Rollouts,
     SamplingParams,
     ScoresTokens,
+    SeesImages,
     ServesClassifier,
     SharesWeights,
 )
 from rl.core.models import load_causal_lm
 from rl.core.models.loading import allocate_unread
 from rl.core.models.routing_replay import recording, require_routers
+from rl.core.vision.inputs import ImageInputs
+from rl.core.vision.rope import mrope_positions
 from rl.core.weight_sync.groups import each_tensor
 from rl.core.weight_sync.ties import TieCheck, Ties
 from rl.core.workers.request_batcher import RequestBatcher
 from rl.rollout.hf_routes import row_routes
-from rl.rollout.hf_sampling import sample
+from rl.rollout.hf_sampling import VisionPrefill, sample
 from rl.rollout.narrow_linear import use_narrow_linears
 
 
@@ -49,7 +52,9 @@ def left_pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, 
     return ids, mask
 
 
-class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens, ServesClassifier):
+class HFRolloutEngine(
+    RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens, ServesClassifier, SeesImages
+):
     """Batched sampling from a transformers causal LM (any device, no server)."""
 
     def __init__(
@@ -130,14 +135,31 @@ class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens,
     @torch.inference_mode()  # no autograd bookkeeping at all: cheaper per op than no_grad
     def generate(self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams) -> Rollouts:
         """`sampling.n` responses per prompt, grouped: rows i*n .. i*n+n-1 belong to prompt i."""
+        return self.generate_with_images(prompt_ids, [None] * len(prompt_ids), sampling)
+
+    @torch.inference_mode()
+    def generate_with_images(
+        self,
+        prompt_ids: Sequence[Sequence[int]],
+        images: Sequence[ImageInputs | None],
+        sampling: SamplingParams,
+    ) -> Rollouts:
+        """`generate`, prompt i showing `images[i]` to a vision-language model."""
         self._check_weights()
+        if len(images) != len(prompt_ids):
+            raise ValueError(f"{len(images)} image entries for {len(prompt_ids)} prompts")
         if sampling.seed is None:
-            return self._generate(prompt_ids, sampling)
+            return self._generate(prompt_ids, sampling, images)
         with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
             torch.manual_seed(sampling.seed)
-            return self._generate(prompt_ids, sampling)
+            return self._generate(prompt_ids, sampling, images)
 
-    def _generate(self, prompt_ids: Sequence[Sequence[int]], sampling: SamplingParams) -> Rollouts:
+    def _generate(
+        self,
+        prompt_ids: Sequence[Sequence[int]],
+        sampling: SamplingParams,
+        images: Sequence[ImageInputs | None],
+    ) -> Rollouts:
         rollouts = Rollouts([], [], [], [])
         # whole groups per chunk: a prompt is prefilled once for its n responses
         per_chunk = max(1, self.max_batch_size // sampling.n)
@@ -145,7 +167,9 @@ class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens,
         for start in range(0, len(prompt_ids), per_chunk):
             indices = range(start, min(start + per_chunk, len(prompt_ids)))
             chunk = self._generate_chunk(
-                [list(prompt_ids[i]) for i in indices], sampling.for_prompts(indices)
+                [list(prompt_ids[i]) for i in indices],
+                sampling.for_prompts(indices),
+                [images[i] for i in indices],
             )
             for field in (
                 "prompt_ids",
@@ -153,13 +177,20 @@ class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens,
                 "logprobs",
                 "finish_reasons",
                 "routed_experts",
+                "images",
             ):
                 getattr(rollouts, field).extend(getattr(chunk, field))
         return rollouts
 
-    def _generate_chunk(self, prompts: list[list[int]], sampling: SamplingParams) -> Rollouts:
+    def _generate_chunk(
+        self,
+        prompts: list[list[int]],
+        sampling: SamplingParams,
+        images: list[ImageInputs | None],
+    ) -> Rollouts:
         input_ids, attention_mask = left_pad(prompts, self.pad_id)
         stop_ids = [self.eos_id, *sampling.stop_token_ids]
+        vision = self._vision(input_ids, attention_mask, images)
         with recording(self.model) if self.records_routes else nullcontext() as recorder:
             tokens, logprobs = sample(
                 self.model,
@@ -168,6 +199,7 @@ class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens,
                 sampling,
                 self.pad_id,
                 stop_ids,
+                vision,
             )
         tokens, logprobs = tokens.cpu(), logprobs.cpu()
         expanded = [p for p in prompts for _ in range(sampling.n)]
@@ -175,7 +207,36 @@ class HFRolloutEngine(RolloutEngine, SharesWeights, RecordsRoutes, ScoresTokens,
         if recorder is not None:
             lengths = [len(row) for row in rollouts.response_ids]
             rollouts.routed_experts = row_routes(recorder.calls, prompts, sampling.n, lengths)
+        if vision is not None:
+            rollouts.images = [image for image in images for _ in range(sampling.n)]
         return rollouts
+
+    def _vision(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, images: list[Any]
+    ) -> VisionPrefill | None:
+        """The chunk's images for the prefill (None when no prompt has any)."""
+        present = [image for image in images if image is not None]
+        if not present:
+            return None
+        config = self.model.config
+        if getattr(config, "vision_config", None) is None:
+            raise ValueError("prompts with images, but the rollout model reads text only")
+        empty = torch.zeros(0, 3, dtype=torch.long)
+        grids = [empty if image is None else image.image_grid_thw for image in images]
+        positions = mrope_positions(
+            input_ids,
+            attention_mask,
+            grids,
+            config.image_token_id,
+            config.vision_config.spatial_merge_size,
+        )
+        joined = ImageInputs.concat(present)
+        dtype = next(self.model.parameters()).dtype
+        return VisionPrefill(
+            joined.pixel_values.to(self.device, dtype),
+            joined.image_grid_thw.to(self.device),
+            positions.to(self.device),
+        )
 
     @staticmethod
     def _trim(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -74,6 +75,24 @@ def positions(mask: torch.Tensor) -> torch.Tensor:
     return (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)
 
 
+@dataclass(frozen=True)
+class VisionPrefill:
+    """The images of a chunk of prompts as the prefill shows them: their patches and
+    grids back to back (prompt order) and the prompts' multimodal rotary positions,
+    int64 [3, U, L] (`rl.core.vision.rope`)."""
+
+    pixel_values: torch.Tensor
+    image_grid_thw: torch.Tensor
+    positions: torch.Tensor
+
+    def model_inputs(self) -> dict[str, torch.Tensor]:
+        return {"pixel_values": self.pixel_values, "image_grid_thw": self.image_grid_thw}
+
+    def last_positions(self) -> torch.Tensor:
+        """[U, 1]: each prompt's highest position (the next token's is one more)."""
+        return self.positions.amax(dim=(0, 2))[:, None]
+
+
 def sample(
     model: torch.nn.Module,
     prompt_ids: torch.Tensor,
@@ -81,6 +100,7 @@ def sample(
     sampling: SamplingParams,
     pad_id: int,
     stop_ids: Sequence[int],
+    vision: VisionPrefill | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """`sampling.n` responses to each left-padded prompt row ([U, L] ids and mask): sampled
     tokens [U * n, R] (rows i*n .. i*n+n-1 answer prompt i; `pad_id` after a row stops, R
@@ -89,7 +109,9 @@ def sample(
     T = 1 when greedy). Each step's [rows, V] logits are dropped once its token is drawn:
     keeping them all would hold [U * n, R, V] (622 MB at 32 x 32 tokens and a 152K vocab).
     With `sampling.prompt_seeds` each row draws from its own generator (`RowDraws`), else
-    all rows from torch's global one, as `generate` does."""
+    all rows from torch's global one, as `generate` does. `vision`: the prompts' images,
+    shown in the prefill at their multimodal positions; each new token then takes the
+    next position after its prompt's last (the same in all three rotary sections)."""
     from transformers import DynamicCache
 
     n, device = sampling.n, prompt_ids.device
@@ -99,13 +121,15 @@ def sample(
     cache = DynamicCache(config=getattr(model, "config", None))
     # the last position's logits only, where the model can (as generate does)
     last_only = {"logits_to_keep": 1} if _keeps_logits(model) else {}
+    prefill_positions = positions(prompt_mask) if vision is None else vision.positions
     output = model(
         input_ids=prompt_ids,
         attention_mask=prompt_mask,
-        position_ids=positions(prompt_mask),
+        position_ids=prefill_positions,
         past_key_values=cache,
         use_cache=True,
         **last_only,
+        **({} if vision is None else vision.model_inputs()),
     )
     logits = output.logits[:, -1].float().repeat_interleave(n, 0)
     if n > 1:
@@ -115,7 +139,9 @@ def sample(
         mask = mask.bool()[:, None, None, :]
     sequences = prompt_ids.repeat_interleave(n, 0)  # prompt + sampled so far (processors)
     processors = logits_processors(sampling, prompt_ids.shape[1], list(stop_ids), device)
-    last_position = positions(prompt_mask)[:, -1:].repeat_interleave(n, 0)
+    last_position = (
+        positions(prompt_mask)[:, -1:] if vision is None else vision.last_positions()
+    ).repeat_interleave(n, 0)
     running = torch.ones(sequences.shape[0], dtype=torch.bool, device=device)
     seeds = sampling.sample_seeds(prompt_ids.shape[0])
     draws = RowDraws(seeds) if seeds is not None else None

@@ -159,6 +159,8 @@ class DataConfig(Checked):
     # native: text too, as one user message; none: messages' contents joined by newlines
     chat_template: Literal["auto", "native", "none"] = "auto"
     apply_chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # enable_thinking
+    # a vision-language model's rows: the column of each row's images (verl's data.image_key)
+    image_key: str = setting("images", NOT_EMPTY)
     max_prompt_length: int = setting(32, POSITIVE_INT)
     max_response_length: int = setting(8, POSITIVE_INT)
     truncation: Literal["error", "left", "right"] = "error"

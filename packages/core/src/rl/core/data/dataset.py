@@ -61,6 +61,8 @@ class PromptDataset:
         filter_num_workers: int = 1,
         tools: Sequence[dict[str, Any]] = (),
         apply_chat_template_kwargs: dict[str, Any] | None = None,
+        image_key: str = "images",
+        vision: Any = None,
     ) -> None:
         options = PromptOptions(
             prompt_key,
@@ -71,6 +73,8 @@ class PromptDataset:
             truncation,
             tuple(tools),
             tuple(sorted((apply_chat_template_kwargs or {}).items())),
+            image_key,
+            vision,
         )
         if chat_template == "native" and getattr(tokenizer, "chat_template", None) is None:
             raise ConfigError(

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rl.core.data import roll_layout
 from rl.core.data.reader import SourcedRow
 from rl.core.errors import DataError
+from rl.core.vision.inputs import ImageInputs
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,9 @@ class PromptItem:
     # the chat messages the chat template rendered into prompt_text (None: a plain prompt);
     # a reward model renders them with its own template (verl's reward loop)
     chat: list[dict[str, Any]] | None = None
+    # a vision-language row's images, processed (their `<|image_pad|>` runs are in
+    # prompt_ids); None: a text prompt
+    images: ImageInputs | None = None
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,10 @@ class PromptOptions:
     truncation: str = "error"  # error | left | right
     tools: tuple[dict[str, Any], ...] = ()  # agentic runs: described to the chat template
     template_kwargs: tuple[tuple[str, Any], ...] = ()  # data.apply_chat_template_kwargs
+    image_key: str = "images"  # data.image_key: the column of a row's images
+    # a vision-language model's image processing (`rl.core.vision.processing`); None: the
+    # model reads text only, and a row with images is refused
+    vision: Any = None
 
 
 # verl's data layout keeps the ground truth here (its preprocessing scripts write it)
@@ -137,8 +146,13 @@ def _rendered(row: SourcedRow, options: PromptOptions, tokenizer: Any) -> tuple[
             "one (chat_template in tokenizer_config.json, or model.custom_chat_template), "
             "or set data.chat_template: none to join the messages' contents with newlines"
         )
+    messages = chat_messages(row, options)
+    if options.vision is not None and messages is not None:
+        from rl.core.vision.processing import content_parts
+
+        messages = [{**m, "content": content_parts(str(m["content"]))} for m in messages]
     text = tokenizer.apply_chat_template(
-        chat_messages(row, options),
+        messages,
         tools=list(options.tools) or None,
         add_generation_prompt=True,
         tokenize=False,
@@ -159,11 +173,72 @@ def tokenize_prompt(
     row: SourcedRow, options: PromptOptions, tokenizer: Any
 ) -> tuple[str, list[int]]:
     """(text, ids) of the row's prompt, truncated as `truncation` says."""
+    text, ids, _ = prompt_inputs(row, options, tokenizer)
+    return text, ids
+
+
+def _row_images(row: SourcedRow, options: PromptOptions, by_template: bool) -> ImageInputs | None:
+    """The row's images, processed, after checking them against its placeholders."""
+    from rl.core.vision.images import open_image
+    from rl.core.vision.processing import count_placeholders
+
+    where = f"{row.source}, row {row.index}"
+    cells = row.data.get(options.image_key)
+    cells = [] if cells is None else list(cells)
+    prompt = _messages(row, options)
+    messages = [{"content": prompt}] if isinstance(prompt, str) else prompt
+    if count_placeholders(messages, "<video>"):
+        raise DataError(f"{where}: the prompt has a <video> placeholder; videos are not read yet")
+    if options.vision is None:
+        if cells:
+            raise DataError(
+                f"{where}: the row has {len(cells)} image(s) in column {options.image_key!r}, "
+                "but model.path is a text-only model, which would train without seeing "
+                "them; use a vision-language model (Qwen2-VL, Qwen2.5-VL) or drop the column"
+            )
+        return None
+    placeholders = count_placeholders(messages)
+    if placeholders != len(cells):
+        raise DataError(
+            f"{where}: the prompt has {placeholders} <image> placeholder(s) and column "
+            f"{options.image_key!r} {len(cells)} image(s); give each image one <image> where "
+            "it belongs in the text"
+        )
+    if not cells:
+        return None
+    if not by_template:
+        raise DataError(
+            f"{where}: a prompt with images goes through the chat template (which writes "
+            "the image tokens); set data.chat_template: auto or native"
+        )
+    folder = Path(row.source).parent if Path(row.source).is_file() else None
+    opened = [
+        open_image(cell, f"{where}, image {number}", folder)
+        for number, cell in enumerate(cells, start=1)
+    ]
+    return options.vision.process(opened)
+
+
+def prompt_inputs(
+    row: SourcedRow, options: PromptOptions, tokenizer: Any
+) -> tuple[str, list[int], ImageInputs | None]:
+    """(text, ids, images) of the row's prompt: ids with each image's `<|image_pad|>` run
+    widened to its merged patches (as the processor does), truncated as `truncation` says
+    (a prompt with images is never cut: that would cut an image's tokens)."""
     text, by_template = _rendered(row, options, tokenizer)
+    images = _row_images(row, options, by_template)
+    widened = text if images is None else options.vision.widen(text, images)
     # The chat template already wrote any special tokens into the text.
-    ids = tokenizer(text, add_special_tokens=not by_template).input_ids
+    ids = tokenizer(widened, add_special_tokens=not by_template).input_ids
     limit = options.max_prompt_length
     if len(ids) > limit:
+        if images is not None:
+            raise DataError(
+                f"{row.source}, row {row.index}: the prompt has {len(ids)} tokens with its "
+                f"images', more than data.max_prompt_length = {limit}, and a prompt with "
+                "images is not cut. Raise the limit, lower the processor's max_pixels, or "
+                "set data.filter_overlong_prompts: true"
+            )
         if options.truncation == "error":
             raise DataError(
                 f"{row.source}, row {row.index}: the prompt has {len(ids)} tokens, more than "
@@ -176,7 +251,7 @@ def tokenize_prompt(
             f"{row.source}, row {row.index}: the prompt tokenizes to no tokens; give the row "
             "a prompt the tokenizer of model.path can encode"
         )
-    return text, ids
+    return text, ids, images
 
 
 def answer_of(row: SourcedRow, options: PromptOptions) -> Any:
@@ -199,8 +274,8 @@ def data_source_of(row: SourcedRow, options: PromptOptions) -> str:
 
 
 def make_item(index: int, row: SourcedRow, options: PromptOptions, tokenizer: Any) -> PromptItem:
-    text, ids = tokenize_prompt(row, options, tokenizer)
-    skip = {options.prompt_key, "messages", options.data_source_key}
+    text, ids, images = prompt_inputs(row, options, tokenizer)
+    skip = {options.prompt_key, "messages", options.data_source_key, options.image_key}
     extra = {k: v for k, v in row.data.items() if k not in skip}
     # a custom reward function's extra_info: the row's `extra_info` mapping when it has one
     # (verl's layout: index, split, ...; what verl hands over), else the other columns
@@ -214,4 +289,5 @@ def make_item(index: int, row: SourcedRow, options: PromptOptions, tokenizer: An
         extra=extra,
         extra_info=dict(extra_info) if isinstance(extra_info, dict) else extra,
         chat=chat_messages(row, options),
+        images=images,
     )

@@ -187,24 +187,24 @@ def load_causal_lm(
     for ranks that receive their shards from rank 0.
     """
     _check_path(config)
-    from transformers import AutoModelForCausalLM
+    from rl.core.models.vision_models import model_class
 
     dtype = DTYPES[config.dtype]
+    model_config = _model_config(config, tokenizer)
+    auto = model_class(model_config)  # a vision-language folder: image-text-to-text
     if empty:
         with torch.device("meta"):
-            model = AutoModelForCausalLM.from_config(
-                _model_config(config, tokenizer),
-                dtype=dtype,
-                trust_remote_code=config.trust_remote_code,
+            model = auto.from_config(
+                model_config, dtype=dtype, trust_remote_code=config.trust_remote_code
             )
     elif config.path == BUILTIN_TINY:
         with torch.random.fork_rng():
             torch.manual_seed(seed)
-            model = AutoModelForCausalLM.from_config(_model_config(config, tokenizer), dtype=dtype)
+            model = auto.from_config(model_config, dtype=dtype)
     else:
         model = _pretrained(
             config,
-            lambda source: AutoModelForCausalLM.from_pretrained(
+            lambda source: auto.from_pretrained(
                 source, dtype=dtype, trust_remote_code=config.trust_remote_code
             ),
         )
@@ -240,6 +240,16 @@ def load_value_model(
     from transformers import AutoModelForTokenClassification
 
     model_config = _model_config(config, tokenizer)
+    from rl.core.models.vision_models import is_vision_language
+
+    if is_vision_language(model_config):
+        from rl.core.errors import ConfigError
+
+        raise ConfigError(
+            f"a critic of the vision-language model {config.path}: value models of those "
+            "are not built yet; use a critic-free estimator (algorithm.adv_estimator: grpo, "
+            "rloo, reinforce_plus_plus, ...)"
+        )
     model_config.num_labels = 1
     # HF's token-classification head drops 10 % of the hidden state in training by default:
     # values would be noisy in the update and not in the forward pass (verl sets it to 0)

@@ -1,4 +1,4 @@
-"""Seeded random weights for a Hugging Face causal-LM config, written as safetensors.
+"""Seeded random weights for a Hugging Face causal-LM (or vision-language) config, written as safetensors.
 
 The model is built on the meta device (nothing allocated, no initialisation run) only to
 learn the parameter names and shapes; each tensor is then drawn once from one seeded
@@ -15,8 +15,9 @@ from typing import Any
 
 import torch
 
-# torch module classes whose parameters are drawn around 0 (weight and bias)
-_CENTRED = (torch.nn.Linear, torch.nn.Embedding)
+# torch module classes whose parameters are drawn around 0 (weight and bias); a vision
+# tower's patch embedding is a 3-D convolution
+_CENTRED = (torch.nn.Linear, torch.nn.Embedding, torch.nn.Conv3d)
 
 
 def _is_norm(module: torch.nn.Module) -> bool:
@@ -36,10 +37,10 @@ def random_state_dict(config: Any, seed: int, dtype: torch.dtype) -> dict[str, t
     Linear, embedding, router and expert tensors ~ N(0, initializer_range); norm weights ~ 1 + that. A
     tied LM head is left out (it is the embedding), as `save_pretrained` leaves it out.
     """
-    from transformers import AutoModelForCausalLM
+    from rl.core.models.vision_models import model_class
 
     with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(config, dtype=dtype)
+        model = model_class(config).from_config(config, dtype=dtype)
     std = float(getattr(config, "initializer_range", 0.02))
     tied = bool(getattr(config, "tie_word_embeddings", False))
     generator = torch.Generator().manual_seed(seed)

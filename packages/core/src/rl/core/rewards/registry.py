@@ -19,7 +19,15 @@ from typing import Any
 from rl.core.config.paths import python_file
 from rl.core.errors import ConfigError
 from rl.core.imports import load_user_file
-from rl.core.rewards import code, dapo_rule, gsm8k_rule, math_rule, rule_based, swe_patch
+from rl.core.rewards import (
+    code,
+    dapo_rule,
+    geo3k,
+    gsm8k_rule,
+    math_rule,
+    rule_based,
+    swe_patch,
+)
 from rl.core.rewards.async_score import AsyncScore
 
 ScoreFn = Callable[..., Any]
@@ -49,6 +57,8 @@ SCORERS: dict[str, Scorer] = {
     "calculator": rule_based.calculator,
     "judge_verdict": rule_based.judge_verdict,
     "swe_patch": swe_patch.swe_patch,  # a patch to the row's repository, its tests run
+    "hiyouga/geometry3k": geo3k.geo3k,
+    "rl/squares": rule_based.arithmetic,  # the visual demo: the first integer is the count  # verl's VL example: mathruler's grader + format
 }
 PREFIXED: dict[str, Scorer] = {"aime": dapo_rule.math_dapo}  # any data source starting so
 
@@ -69,7 +79,6 @@ _VERL_ONLY = {
         ),
         "prime_math",
     ),
-    "hiyouga/geometry3k": "geo3k",
     **dict.fromkeys(
         (
             "searchR1_nq",

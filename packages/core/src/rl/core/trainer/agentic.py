@@ -102,6 +102,28 @@ def agent_loop(config: Config, engine: Any, tokenizer: Any) -> Any:
     return AgentLoop(engine, tokenizer, tools, parser, limits)
 
 
+def generate_with_images(
+    ctx: RunContext,
+    prompt_ids: list[list[int]],
+    images: list[Any],
+    sampling: SamplingParams,
+    pieces: Any = None,
+) -> Rollouts:
+    """The rollouts of prompts with images (a vision-language model): one generate call
+    in which each prompt shows its images (the rollout engine is `SeesImages`, checked
+    when it was built). Multi-turn and partial rollouts are refused by name: their turns
+    and pieces would be generated without the images."""
+    config = ctx.config
+    if config.rollout.multi_turn.enable or pieces is not None:
+        key = "rollout.multi_turn.enable" if pieces is None else "trainer.partial_rollout"
+        raise ConfigError(
+            f"{key} = true with prompts that have images: multi-turn and partial rollouts "
+            "of a vision-language model are not built yet (each later request would be "
+            "generated without the images); turn it off"
+        )
+    return ctx.rollout.generate_with_images(prompt_ids, images, sampling)
+
+
 def generate(
     ctx: RunContext, items: list[Any], sampling: SamplingParams, pieces: Any = None
 ) -> tuple[Rollouts, dict[str, float]]:
@@ -110,6 +132,9 @@ def generate(
     given. With an environment each trajectory's `returns` entry is its episode return."""
     prompt_ids = [it.prompt_ids for it in items]
     multi_turn = ctx.config.rollout.multi_turn
+    images = [it.images for it in items]
+    if any(image is not None for image in images):
+        return generate_with_images(ctx, prompt_ids, images, sampling, pieces), {}
     if not multi_turn.enable:
         if pieces is not None:
             from rl.core.trainer.partial import generate_in_pieces

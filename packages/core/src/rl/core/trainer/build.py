@@ -52,7 +52,21 @@ def build_dataset(
         filter_num_workers=data.filter_num_workers,
         tools=tool_schemas(config),
         apply_chat_template_kwargs=dict(data.apply_chat_template_kwargs),
+        image_key=data.image_key,
+        vision=vision_processor(config, tokenizer),
     )
+
+
+def vision_processor(config: Config, tokenizer: Any) -> Any:
+    """The image processing of a vision-language `model.path` (None for a text model)."""
+    from rl.core.models import load_model_config, model_source
+    from rl.core.models.vision_models import is_vision_language
+
+    if not is_vision_language(load_model_config(config.model, tokenizer)):
+        return None
+    from rl.core.vision.processing import VisionProcessor
+
+    return VisionProcessor.from_folder(str(model_source(config.model)), tokenizer)
 
 
 def tool_schemas(config: Config) -> list[dict[str, Any]]:

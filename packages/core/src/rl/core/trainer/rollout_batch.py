@@ -41,7 +41,9 @@ def build_batch(rollouts: Rollouts, pad_token_id: int, response_width: int | Non
     position_ids [B, P + R], response_mask [B, R] (float32, 1 on the response tokens the
     model sampled: all real ones, or the loss mask of an agentic rollout, whose tool
     tokens are attended to but not trained on), rollout_logprobs [B, R] float32; with
-    the rollout engine's MoE routes (routing replay R3) routed_experts int16 [B, P + R, L, K].
+    the rollout engine's MoE routes (routing replay R3) routed_experts int16 [B, P + R, L, K];
+    with images (a vision-language model), pixel_values and image_grid_thw
+    (`rl.core.vision.inputs.image_batch`).
     """
     prompt_width = max(len(p) for p in rollouts.prompt_ids)
     width = response_width or max(max((len(r) for r in rollouts.response_ids), default=1), 1)
@@ -64,6 +66,10 @@ def build_batch(rollouts: Rollouts, pad_token_id: int, response_width: int | Non
     }
     if rollouts.routed_experts:
         batch["routed_experts"] = _routes(rollouts, prompt_width, width)
+    if any(image is not None for image in rollouts.images):
+        from rl.core.vision.inputs import image_batch
+
+        batch.update(image_batch(rollouts.images))
     return batch
 
 

@@ -223,7 +223,11 @@ def greedy_baselines(ctx: RunContext, items: list[Any], n: int) -> torch.Tensor:
     """ReMax's baseline: the reward of each prompt's greedy response, repeated for its n rows."""
     sampling = train_sampling(ctx.config)
     greedy = replace(sampling, n=1, temperature=0.0, top_p=1.0, top_k=-1)
-    rollouts = ctx.rollout.generate([it.prompt_ids for it in items], greedy)
+    prompt_ids, images = [it.prompt_ids for it in items], [it.images for it in items]
+    if any(image is not None for image in images):
+        rollouts = agentic.generate_with_images(ctx, prompt_ids, images, greedy)
+    else:
+        rollouts = ctx.rollout.generate(prompt_ids, greedy)
     scores, _ = score_rollouts(ctx, items, rollouts, 1)
     return torch.tensor(scores, dtype=torch.float32).repeat_interleave(n)
 

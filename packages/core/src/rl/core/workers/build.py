@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from rl.core.config import Config
+from rl.core.config import Config, ConfigError
 from rl.core.engine_contract import declares
 from rl.core.engines import (
     Preflighted,
     RecordsRoutes,
     ReplaysRoutes,
     RolloutEngine,
+    SeesImages,
     TrainEngine,
+    TrainsOnImages,
 )
 from rl.core.micro_batches import MicroBatching, Rows
 from rl.core.models.lora import LoraSettings
@@ -114,8 +116,30 @@ def build_train_engine(config: Config, role: str, tokenizer: Any, total_steps: i
 
         config, role = teacher_config(config, tokenizer), "ref"
     spec = role_spec(config, role, total_steps)
-    engine: TrainEngine = train_engine_class(config, role).from_spec(spec, tokenizer)
+    engine_class = train_engine_class(config, role)
+    key = "critic.strategy" if role == "critic" else "actor.strategy"
+    _check_images(config, spec.model, tokenizer, engine_class, TrainsOnImages, key)
+    engine: TrainEngine = engine_class.from_spec(spec, tokenizer)
     return engine
+
+
+def _check_images(
+    config: Config, model: Any, tokenizer: Any, engine_class: Any, ability: type, key: str
+) -> None:
+    """Refuse, by name, an engine that would drop a vision-language model's images."""
+    from rl.core.models import load_model_config
+    from rl.core.models.vision_models import is_vision_language
+
+    if declares(engine_class, ability) or not is_vision_language(
+        load_model_config(model, tokenizer)
+    ):
+        return
+    value = config.rollout.name if key == "rollout.name" else engine_class.__name__
+    raise ConfigError(
+        f"{key} = {value} with the vision-language model {model.path}: that engine "
+        "does not show the model the prompts' images, so the policy would train blind "
+        "(the hf rollout engine and the fsdp train engine do)"
+    )
 
 
 def preflight_train_engine(config: Config, role: str) -> Any:
@@ -135,6 +159,7 @@ def preflight_train_engine(config: Config, role: str) -> Any:
 def build_rollout_engine(config: Config, tokenizer: Any) -> RolloutEngine:
     """The rollout engine `rollout.name`."""
     engine_class = load_engine_class(config.rollout.name, "rollout", key="rollout.name")
+    _check_images(config, config.model, tokenizer, engine_class, SeesImages, "rollout.name")
     records = config.actor.router_replay.mode == "R3"
     if records and not declares(engine_class, RecordsRoutes):
         raise RoutingReplayError(

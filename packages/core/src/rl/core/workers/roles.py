@@ -11,7 +11,7 @@ import functools
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -19,6 +19,9 @@ from rl.core.batch import batch_size
 from rl.core.engines import LogprobOutput, LossFn, Rollouts, SamplingParams
 from rl.core.workers.dispatch import gather_rows, mean_metrics, scatter_rows, spread_rows
 from rl.core.workers.request_batcher import RequestBatcher
+
+if TYPE_CHECKING:
+    from rl.core.vision.inputs import ImageInputs
 
 
 class TrainRole:
@@ -104,24 +107,48 @@ class RolloutRole:
         """Each replica generates a share: whole prompts with their n samples, or (with
         `data_rerank`) single samples round-robin, so one prompt's n spread out. Per-prompt
         seeds follow their prompts (and samples), so the split changes no sample."""
+        return self._generate(prompt_ids, None, sampling)
+
+    def generate_with_images(
+        self,
+        prompt_ids: Sequence[Sequence[int]],
+        images: Sequence[ImageInputs | None],
+        sampling: SamplingParams,
+    ) -> Rollouts:
+        """`generate`, each prompt's images going with it to its replica (`SeesImages`)."""
+        if len(images) != len(prompt_ids):
+            raise ValueError(f"{len(images)} image entries for {len(prompt_ids)} prompts")
+        return self._generate(prompt_ids, images, sampling)
+
+    def _generate(
+        self,
+        prompt_ids: Sequence[Sequence[int]],
+        images: Sequence[ImageInputs | None] | None,
+        sampling: SamplingParams,
+    ) -> Rollouts:
         world = self.group.world_size
+
+        def share_of(rows: Sequence[Any], share: Sequence[int]) -> tuple[Any, ...]:
+            """The prompts (and their images) of `share`."""
+            prompts = [list(rows[i]) for i in share]
+            return (prompts,) if images is None else (prompts, [row_images[i] for i in share])
+
+        row_images = list(images or [])
         if world == 1:
-            return self._run_each([(list(prompt_ids), sampling)])[0]
+            return self._run_each([(*share_of(prompt_ids, range(len(prompt_ids))), sampling)])[0]
         if self.rerank:
             rows = [list(p) for p in prompt_ids for _ in range(sampling.n)]
+            row_images = [image for image in row_images for _ in range(sampling.n)]
             seeds = sampling.sample_seeds(len(prompt_ids))
             one = replace(sampling, n=1, prompt_seeds=tuple(seeds or ()))
             shares = spread_rows(len(rows), world, rerank=True)
             answers = self._run_each(
-                [([rows[i] for i in share], one.for_prompts(share)) for share in shares]
+                [(*share_of(rows, share), one.for_prompts(share)) for share in shares]
             )
             return _assemble(shares, answers, len(rows))
         shares = spread_rows(len(prompt_ids), world, rerank=False)
         answers = self._run_each(
-            [
-                ([list(prompt_ids[i]) for i in share], sampling.for_prompts(share))
-                for share in shares
-            ]
+            [(*share_of(prompt_ids, share), sampling.for_prompts(share)) for share in shares]
         )
         row_shares = [
             [i * sampling.n + j for i in share for j in range(sampling.n)] for share in shares
@@ -129,8 +156,11 @@ class RolloutRole:
         return _assemble(row_shares, answers, len(prompt_ids) * sampling.n)
 
     def _run_each(self, per_rank: list[tuple[Any, ...]]) -> list[Any]:
+        """`generate` on each replica, or `generate_with_images` where the arguments hold
+        images (prompts, images, sampling)."""
+        method = {2: "generate", 3: "generate_with_images"}
         return self.group.call_each(
-            "rollout", "run", [("rollout", "generate", *a) for a in per_rank]
+            "rollout", "run", [("rollout", method[len(a)], *a) for a in per_rank]
         )
 
     async def generate_one(self, prompt_ids: Sequence[int], sampling: SamplingParams) -> Rollouts:
@@ -191,6 +221,7 @@ def _assemble(shares: Sequence[Sequence[int]], answers: Sequence[Rollouts], tota
     reasons: list[str] = [""] * total
     versions: list[int | None] = [None] * total
     routes: list[Any] = [None] * total
+    images: list[Any] = [None] * total
     for share, answer in zip(shares, answers, strict=True):
         for k, row in enumerate(share):
             prompts[row] = answer.prompt_ids[k]
@@ -202,6 +233,8 @@ def _assemble(shares: Sequence[Sequence[int]], answers: Sequence[Rollouts], tota
                 versions[row] = answer.weight_versions[k]
             if answer.routed_experts:
                 routes[row] = answer.routed_experts[k]
+            if answer.images:
+                images[row] = answer.images[k]
     known = [v for v in versions if v is not None]
     return Rollouts(
         prompts,
@@ -210,4 +243,5 @@ def _assemble(shares: Sequence[Sequence[int]], answers: Sequence[Rollouts], tota
         reasons if all(reasons) else [],
         weight_versions=known if len(known) == total else [],
         routed_experts=routes if all(r is not None for r in routes) else [],
+        images=images if any(image is not None for image in images) else [],
     )
