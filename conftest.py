@@ -145,6 +145,34 @@ def model_folder(tmp_path_factory) -> Callable[..., Path]:
 
 
 @pytest.fixture(scope="session")
+def vl_model_folder(tmp_path_factory) -> Callable[..., Path]:
+    """`vl_model_folder(shape="qwen2.5-vl-3b", **kwargs)` -> a vision-language folder
+    (`rl.core.models.vl_shapes.build_vl_model_folder`), once per session: by default 2
+    language layers 256 wide (2 heads of 128), a 2-block vision tower 160 wide (2 heads of
+    80); the vocabulary, tokenizer, chat template, patch and merge sizes are the release's.
+    Tests must not write into it."""
+    built: dict[tuple[tuple[str, Any], ...], Path] = {}
+    small = {
+        "hidden_size": 256,
+        "intermediate_size": 512,
+        "vision_hidden_size": 160,
+        "vision_intermediate_size": 320,
+    }
+
+    def folder(shape: str = "qwen2.5-vl-3b", **kwargs: Any) -> Path:
+        from rl.core.models.vl_shapes import build_vl_model_folder
+
+        arguments = {**small, **kwargs}
+        key = (("shape", shape), *sorted(arguments.items()))
+        if key not in built:
+            path = tmp_path_factory.mktemp(shape)
+            built[key] = build_vl_model_folder(shape, path, **arguments)
+        return built[key]
+
+    return folder
+
+
+@pytest.fixture(scope="session")
 def judge_folder(model_folder, tmp_path_factory) -> Callable[[str], Path]:
     """`judge_folder(word, then_stop=False)` -> a judge model folder whose verdict is known: a real-shape
         Qwen2.5 folder (its tokenizer and chat template; 64-wide heads, so vLLM's CPU build runs

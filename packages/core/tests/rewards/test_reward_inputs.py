@@ -13,8 +13,9 @@ from rl.core.trainer.build import build_context
 
 KNOWN = (
     "DigitalLearningGmbH/MATH-lighteval, HuggingFaceH4/MATH-500, aime*, apps, arithmetic, "
-    "calculator, code, codecontests, codeforces, gsm8k, gsm8k_lenient, judge_verdict, lighteval/MATH, math, "
-    "math_dapo, math_dapo_reasoning, math_verify, openai/gsm8k, swe_patch, taco"
+    "calculator, code, codecontests, codeforces, gsm8k, gsm8k_lenient, hiyouga/geometry3k, "
+    "judge_verdict, lighteval/MATH, math, math_dapo, math_dapo_reasoning, math_verify, "
+    "openai/gsm8k, rl/squares, swe_patch, taco"
 )
 
 

@@ -80,6 +80,7 @@ class RoleSpec:
     router_replay: str = "disabled"
     lora: Any = None  # rl.core.models.lora.LoraSettings when model.lora_rank > 0
     lora_save_merged: bool = False
+    freeze_vision_tower: bool = False  # a vision-language policy's vision tower kept as loaded
     backends: Mapping[str, Any] = field(default_factory=dict)
 
     @property

@@ -13,7 +13,7 @@ import torch.distributed as dist
 from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 
 from rl.core.config import ConfigError
-from rl.core.models.vision_models import is_vision_language
+from rl.core.models.vision_models import is_vision_language, vision_tower
 from rl.core.role_spec import RoleSpec
 from rl.core.weight_sync.ties import retie, tied_aliases
 from rl.fsdp.config import FSDPConfig
@@ -61,6 +61,13 @@ def build_model(
     mesh = fsdp_mesh(device.type, fsdp.fsdp_size, f"{section}.fsdp_config.fsdp_size")
     sp = sequence_parallel(model, spec, device)
     vision = is_vision_language(model.config)
+    if spec.freeze_vision_tower:
+        if not vision:
+            raise ConfigError(
+                f"{section}.freeze_vision_tower = true, but {spec.model.path} is a text model "
+                "(no vision tower to freeze); set it to false"
+            )
+        vision_tower(model).requires_grad_(False)  # before the optimizer lists parameters
     if vision and sp is not None:
         raise ConfigError(
             f"{section}.ulysses_sequence_parallel_size = {spec.sequence_parallel_size} with a "

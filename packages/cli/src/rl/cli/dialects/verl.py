@@ -337,6 +337,8 @@ RULES: list[Rule] = [
         also=(("data.answer_key", lambda _flat: "reward_model.ground_truth"),),
     ),
     Rule("data.filter_overlong_prompts_workers", "data.filter_num_workers"),
+    Rule("data.image_key", "data.image_key"),
+    Rule("actor_rollout_ref.actor.freeze_vision_tower", "actor.freeze_vision_tower"),
     Rule("data.reward_fn_key", "data.data_source_key"),
     ignore("actor_rollout_ref.rollout.prompt_length", "rl takes it from data.max_prompt_length"),
     ignore(

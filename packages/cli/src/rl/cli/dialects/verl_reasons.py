@@ -36,7 +36,10 @@ _PADDING = (
     "how verl's megatron engine pads or packs rows; padding is masked out, so it changes "
     "memory and speed, not the result (rl packs rows as actor.use_remove_padding says)"
 )
-_MULTI_MODAL = "multi-modal data is not in rl yet (an image/video/audio column is not read)"
+_MULTI_MODAL = (
+    "rl reads a row's images (data.image_key), not videos or audio yet: a prompt with a "
+    "<video> placeholder is refused"
+)
 
 
 REASONS: list[Rule] = [
@@ -182,12 +185,14 @@ REASONS: list[Rule] = [
         "a rollout-engine option rl chooses itself (engine-specific ones go in "
         "rollout.engine_kwargs.vllm / .sglang)",
     ),
-    *ignored_for(
-        _MULTI_MODAL,
-        "data.image_*",
-        "data.video_*",
-        "data.audio_*",
+    *ignored_for(_MULTI_MODAL, "data.video_*", "data.audio_*"),
+    ignore(
         "data.return_multi_modal_inputs",
+        "rl always carries each row's images (pixel values and grids) into every pass",
+    ),
+    ignore(
+        "data.image_patch_size",
+        "rl takes the patch size from the model folder's preprocessor_config.json",
     ),
     Rule(
         "data.*_max_samples",
@@ -226,7 +231,6 @@ REASONS: list[Rule] = [
         "actor_rollout_ref.actor.calculate_sum_pi_squared",
         "actor_rollout_ref.actor.sum_pi_squared_*",
     ),
-    Rule("actor_rollout_ref.actor.freeze_vision_tower", reason="multi-modal models are not in rl"),
     ignore("**.megatron.dist_checkpointing_prefix", "rl's dist checkpoints use mcore names"),
     ignore("**.megatron.forward_only", ENGINE_INTERNAL),
     Rule(

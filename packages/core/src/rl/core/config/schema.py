@@ -214,6 +214,8 @@ class ActorConfig(Checked, HasBackendSections):
     strategy: str = setting("fsdp", NOT_EMPTY)
     optim: OptimConfig = field(default_factory=OptimConfig)
     # prompts per optimizer step (× rollout.n responses)
+    # a vision-language policy's vision tower (and merger) kept as loaded: verl's key
+    freeze_vision_tower: bool = False
     ppo_mini_batch_size: int = setting(8, POSITIVE_INT)
     ppo_micro_batch_size_per_gpu: int = free(16, POSITIVE_INT)  # responses per forward/backward
     ppo_epochs: int = setting(1, POSITIVE_INT)

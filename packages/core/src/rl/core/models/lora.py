@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from rl.core.config import ConfigError
+from rl.core.models.vision_models import is_vision_language
 
 BASE, LORA_A, LORA_B = ".base_layer.", ".lora_A.default.", ".lora_B.default."
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
@@ -63,16 +64,22 @@ class LoraSettings:
     def scaling(self) -> float:
         return self.alpha / self.rank
 
-    def peft_config(self) -> Any:
+    def peft_config(self, language_only: bool = False) -> Any:
+        """PEFT's config; `language_only` (a vision-language model without exclude_modules
+        of its own): the vision tower's linear layers are left out, the adapters go on the
+        language model (verl's VL LoRA examples adapt the language model)."""
         peft = import_peft()
         targets = self.target_modules
+        exclude: Any = list(self.exclude_modules) if self.exclude_modules else None
+        if language_only and exclude is None:
+            exclude = r".*\.visual\..*"
         return peft.LoraConfig(
             r=self.rank,
             lora_alpha=self.alpha,
             lora_dropout=0.0,
             bias="none",
             target_modules=targets if isinstance(targets, str) else list(targets),
-            exclude_modules=list(self.exclude_modules) if self.exclude_modules else None,
+            exclude_modules=exclude,
             base_model_name_or_path=self.base_path,
             task_type="CAUSAL_LM",
         )
@@ -99,7 +106,8 @@ def apply_lora(
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            peft.inject_adapter_in_model(lora.peft_config(), model)
+            config = lora.peft_config(language_only=is_vision_language(model.config))
+            peft.inject_adapter_in_model(config, model)
     except ValueError as error:  # e.g. target modules not found in the model
         raise ConfigError(f"model.target_modules = {lora.target_modules!r}: {error}") from None
     output = model.get_output_embeddings()  # type: ignore[operator]

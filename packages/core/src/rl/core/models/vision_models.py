@@ -3,10 +3,8 @@
 A vision-language folder (Qwen2-VL, Qwen2.5-VL) is an image-text-to-text model in
 transformers: `AutoModelForImageTextToText` loads it (the causal-LM auto class refuses
 its config), with the vision tower, the merger and the language model under one
-`model`. Its images go through the folder's image processor; transformers' own
-`AutoImageProcessor` picks the torchvision-backed one, whose CPU build PyPI does not
-have for this torch, so the PIL-backed class of the same processor is used (the same
-resizing, rescaling and normalisation, in numpy).
+`model`. Its images go through the folder's image processor
+(`rl.core.vision.processing`).
 """
 
 from __future__ import annotations
@@ -38,11 +36,10 @@ def language_model_config(config: Any) -> Any:
     return getattr(config, "text_config", None) or config
 
 
-def load_image_processor(path: str) -> Any:
-    """The image processor of a vision-language folder (its preprocessor_config.json), on
-    PIL and numpy (no torchvision needed)."""
-    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
-        Qwen2VLImageProcessorPil,
-    )
-
-    return Qwen2VLImageProcessorPil.from_pretrained(path)
+def vision_tower(model: Any) -> Any:
+    """The vision tower (with its merger) of a transformers vision-language model."""
+    inner = getattr(model, "model", model)
+    tower = getattr(inner, "visual", None) or getattr(model, "visual", None)
+    if tower is None:
+        raise ValueError(f"{type(model).__name__} has no vision tower (`visual`)")
+    return tower

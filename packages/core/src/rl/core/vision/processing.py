@@ -50,9 +50,16 @@ class VisionProcessor:
 
     @classmethod
     def from_folder(cls, path: str, tokenizer: Any) -> VisionProcessor:
-        from rl.core.models.vision_models import load_image_processor
+        """The processor of a vision-language folder (its preprocessor_config.json).
+        transformers' `AutoImageProcessor` picks the torchvision-backed class, whose CPU
+        build PyPI does not have for this torch; the PIL-backed class of the same
+        processor does the same resizing, rescaling and normalisation in numpy."""
+        from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
+            Qwen2VLImageProcessorPil,
+        )
 
-        return cls(load_image_processor(path), int(tokenizer.convert_tokens_to_ids(IMAGE_PAD)))
+        image_processor = Qwen2VLImageProcessorPil.from_pretrained(path)
+        return cls(image_processor, int(tokenizer.convert_tokens_to_ids(IMAGE_PAD)))
 
     @property
     def merge_size(self) -> int:

@@ -72,6 +72,7 @@ def role_spec(
         router_replay=config.actor.router_replay.mode,
         lora=LoraSettings.of(config.model) if kind.policy else None,
         lora_save_merged=config.model.lora_save_merged,
+        freeze_vision_tower=kind.policy and getattr(settings, "freeze_vision_tower", False),
         backends=dict(section.backends),
     )
 
