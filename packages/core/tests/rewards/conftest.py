@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 HERE = Path(__file__).parent
-SCORER_FILES = ("gsm8k", "math_reward", "math_dapo")
+SCORER_FILES = ("gsm8k", "math_reward", "math_dapo", "geo3k")
 
 
 def _load(path: Path, name: str) -> ModuleType:
@@ -28,8 +28,8 @@ def _load(path: Path, name: str) -> ModuleType:
 
 @pytest.fixture(scope="session")
 def verl_scorers(verl_release):
-    """`verl_scorers(version)` -> a namespace with verl's `gsm8k`, `math_reward` and
-    `math_dapo` modules of that release."""
+    """`verl_scorers(version)` -> a namespace with verl's `gsm8k`, `math_reward`,
+    `math_dapo` and `geo3k` modules of that release (geo3k imports mathruler)."""
     loaded: dict[str, SimpleNamespace] = {}
 
     def get(version: str) -> SimpleNamespace:

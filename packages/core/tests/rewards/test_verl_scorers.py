@@ -22,6 +22,7 @@ from rl.core.rewards import (
     code,
     dapo_rule,
     default_compute_score,
+    geo3k,
     gsm8k_rule,
     known_data_sources,
     math_rule,
@@ -163,6 +164,30 @@ def test_dapo_normal_form_is_verls(version, verl_scorers, answer_cases):
         assert dapo_rule.normalize_final_answer(text) == verl.normalize_final_answer(text), text
 
 
+@pytest.mark.parametrize("version", VERL_RELEASES)
+def test_geo3k_scores_as_verls(version, verl_scorers):
+    """verl's geo3k rule (its file, run with mathruler) is the oracle."""
+    pytest.importorskip("mathruler")
+    verl = verl_scorers(version).geo3k
+    responses = [
+        "<think>base times height over two</think> The area is \\boxed{12}.",
+        "The area is \\boxed{12}.",
+        "<think>hmm</think> \\boxed{\\frac{24}{2}}",
+        "<think>x</think> \\boxed{13}",
+        "<think>unclosed \\boxed{12}",
+        "12",
+        "<think>a</think>\\boxed{12.0}",
+        "<think>a</think>\\boxed{2\\sqrt{3}}",
+    ]
+    for truth in ("12", "2\\sqrt{3}", "12.0"):
+        for response in responses:
+            assert geo3k.geo3k(response, truth) == verl.compute_score(response, truth), (
+                response,
+                truth,
+            )
+    assert default_compute_score("hiyouga/geometry3k", responses[0], "12") == 1.0
+
+
 # ------------------------------------------------------------------ verl's routing
 
 
@@ -176,6 +201,8 @@ def expected_scorer(modules: list[str]):
         return dapo_rule.math_dapo
     if "prime_code" in modules:  # rl runs code in its own sandbox
         return code.code
+    if modules == ["geo3k"]:
+        return geo3k.geo3k
     return None
 
 

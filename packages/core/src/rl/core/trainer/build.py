@@ -53,7 +53,16 @@ def build_dataset(
         tools=tool_schemas(config),
         apply_chat_template_kwargs=dict(data.apply_chat_template_kwargs),
         image_key=data.image_key,
-        vision=vision_processor(config, tokenizer),
+        vision=vision_processor(config, tokenizer) if _shows_images(rows, data) else None,
+    )
+
+
+def _shows_images(rows: list[Any], data: Any) -> bool:
+    """Whether any row has images or an `<image>` placeholder: then the model folder says
+    whether it reads them (rows of a text run never need it to be read here)."""
+    return any(
+        row.data.get(data.image_key) is not None or "<image>" in str(row.data.get(data.prompt_key))
+        for row in rows
     )
 
 

@@ -49,15 +49,23 @@ def sft_batch(
         prompt, ids, mask = list(it.prompt_ids), ids[:width], mask[:width]
         if max_length is not None:
             prompt, ids, mask = fit_length(prompt, ids, mask, max_length, truncation, it.index)
+            if it.images is not None and len(prompt) < len(it.prompt_ids):
+                raise ConfigError(
+                    f"data row {it.index}: its prompt has images, and sft.max_length = "
+                    f"{max_length} with data.truncation = left would cut into their "
+                    "tokens; raise sft.max_length or set data.truncation to right"
+                )
         prompts.append(prompt)
         responses.append(ids)
         masks.append(mask)
     width = max([width, *(len(r) for r in responses)])
+    images = [it.images for it in items]  # a vision-language model's rows show theirs
     rollouts = Rollouts(
         prompts,
         responses,
         [[0.0] * len(r) for r in responses],
         loss_masks=masks,
+        images=images if any(image is not None for image in images) else [],
     )
     return build_batch(rollouts, tokenizer.pad_token_id, width)
 

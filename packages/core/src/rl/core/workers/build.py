@@ -138,8 +138,9 @@ def _check_images(
     value = config.rollout.name if key == "rollout.name" else engine_class.__name__
     raise ConfigError(
         f"{key} = {value} with the vision-language model {model.path}: that engine "
-        "does not show the model the prompts' images, so the policy would train blind "
-        "(the hf rollout engine and the fsdp train engine do)"
+        "does not show the model the prompts' images, so the policy would train blind. "
+        "The hf rollout engine and the fsdp train engine do (rl's vllm engine does not "
+        "pass images yet; vLLM's CPU build cannot load Qwen2-VL models without torchvision)"
     )
 
 
