@@ -221,3 +221,19 @@ def test_a_checkpoint_resumes_the_trained_vision_language_model_exactly(setup, t
     assert torch.equal(
         trained.compute_logprobs(batch).logprobs, resumed.compute_logprobs(batch).logprobs
     )
+
+
+def test_text_and_image_prompts_mix_in_one_call(setup):
+    """Chunks without images and chunks with them: every row keeps its own (or none)."""
+    tokenizer, _, items, rollout, _, _ = setup
+    rendered = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "How many?"}], add_generation_prompt=True, tokenize=False
+    )
+    text = tokenizer(rendered, add_special_tokens=False).input_ids
+    small = HFRolloutEngine(rollout.model, tokenizer, max_batch_size=2)  # a prompt a chunk
+    sampling = SamplingParams(n=2, max_new_tokens=2, prompt_seeds=(1, 2, 3))
+    out = small.generate_with_images(
+        [text, items[0].prompt_ids, text], [None, items[0].images, None], sampling
+    )
+    assert [image is None for image in out.images] == [True, True, False, False, True, True]
+    assert out.images[2] is items[0].images

@@ -177,9 +177,10 @@ class HFRolloutEngine(
                 "logprobs",
                 "finish_reasons",
                 "routed_experts",
-                "images",
             ):
                 getattr(rollouts, field).extend(getattr(chunk, field))
+        if any(image is not None for image in images):  # each row its prompt's (or None)
+            rollouts.images = [image for image in images for _ in range(sampling.n)]
         return rollouts
 
     def _generate_chunk(
@@ -207,8 +208,6 @@ class HFRolloutEngine(
         if recorder is not None:
             lengths = [len(row) for row in rollouts.response_ids]
             rollouts.routed_experts = row_routes(recorder.calls, prompts, sampling.n, lengths)
-        if vision is not None:
-            rollouts.images = [image for image in images for _ in range(sampling.n)]
         return rollouts
 
     def _vision(
