@@ -66,6 +66,25 @@ def test_its_vllm_rollout_is_refused_by_name_for_a_vision_language_model(
         build_rollout_engine(small, load_tokenizer(small.model))
 
 
+def test_its_megatron_variant_is_refused_by_name_for_a_vision_language_model(
+    checkout, vl_model_folder, tmp_path, shrunk
+):
+    """verl runs the example on megatron too (run_qwen2_5_vl-7b-megatron.sh); rl's megatron
+    engine is text-only, so the actor is refused before any weight loads."""
+    pytest.importorskip("megatron.core")
+    from rl.core.config import ConfigError
+    from rl.core.models.loading import load_tokenizer
+    from rl.core.workers.build import build_train_engine
+
+    config, _ = convert_config("verl", checkout / SCRIPT, [])
+    tree = shrunk.tiny_cpu_run(config, tmp_path / "unused.parquet", tmp_path / "out")
+    tree["model"].update(path=str(vl_model_folder()))
+    tree["actor"].update(strategy="megatron")
+    small = shrunk.build(tree)
+    with pytest.raises(ConfigError, match="actor.strategy = megatron with the vision-language"):
+        build_train_engine(small, "actor", load_tokenizer(small.model), 2)
+
+
 @pytest.mark.slow
 def test_verls_vl_example_trains_two_steps_on_geo3k_rows(
     checkout, vl_model_folder, tmp_path, shrunk

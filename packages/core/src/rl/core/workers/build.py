@@ -135,7 +135,8 @@ def _check_images(
         load_model_config(model, tokenizer)
     ):
         return
-    value = config.rollout.name if key == "rollout.name" else engine_class.__name__
+    section = {"rollout.name": config.rollout.name, "critic.strategy": config.critic.strategy}
+    value = section.get(key, config.actor.strategy)
     raise ConfigError(
         f"{key} = {value} with the vision-language model {model.path}: that engine "
         "does not show the model the prompts' images, so the policy would train blind. "
