@@ -176,3 +176,21 @@ def test_the_adam_epsilon_of_roll_s_training_args_is_our_eps():
     )
     assert not any("adam_epsilon" in entry.source for entry in conversion.report.refused())
     assert config_from_mapping(conversion.config, "eps").actor.optim.eps == 1e-6
+
+
+def test_rolls_image_pixel_bounds_map_from_actor_train(tmp_path):
+    raw = yaml.safe_load((HERE / "rlvr_megatron.yaml").read_text())
+    raw["actor_train"]["data_args"].update(image_max_pixels=1048576, image_min_pixels=3136)
+    raw["actor_infer"].setdefault("data_args", {})["image_max_pixels"] = 1048576
+    (tmp_path / "config").mkdir()
+    for fragment in (HERE.parent / "config").glob("*.yaml"):
+        (tmp_path / "config" / fragment.name).write_text(fragment.read_text())
+    (tmp_path / "rlvr").mkdir()
+    path = tmp_path / "rlvr" / "vl.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    conversion = convert("roll", path)
+    config = config_from_mapping(conversion.config, "converted")
+    assert (config.data.image_max_pixels, config.data.image_min_pixels) == (1048576, 3136)
+    by_key = entries(conversion.report)
+    assert by_key["actor_train.data_args.image_max_pixels"].status == "mapped"
+    assert by_key["actor_infer.data_args.image_max_pixels"].status == "ignored"

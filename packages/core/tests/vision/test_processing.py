@@ -196,3 +196,18 @@ def test_images_are_read_from_paths_beside_the_data_file(tmp_path, vl_tokenizer,
     _, sourced = _sourced(tmp_path, missing)
     with pytest.raises(DataError, match=r"row 0, image 1: no image file at 'nowhere.png'"):
         PromptDataset(sourced, vl_tokenizer, max_prompt_length=512, vision=vision)
+
+
+def test_pixel_bounds_resize_the_images_as_the_processor_does(vl_model_folder, vl_tokenizer):
+    from PIL import Image
+
+    from rl.core.vision.processing import VisionProcessor
+
+    folder = str(vl_model_folder())
+    image = Image.new("RGB", (560, 280), (9, 9, 9))
+    default = VisionProcessor.from_folder(folder, vl_tokenizer).process([image])
+    bounded = VisionProcessor.from_folder(folder, vl_tokenizer, max_pixels=28 * 28 * 8)
+    small = bounded.process([image])
+    assert default.image_grid_thw.tolist() == [[1, 20, 40]]  # 280 x 560 in 14-pixel patches
+    frames, h, w = small.image_grid_thw[0].tolist()
+    assert frames == 1 and h * w * 14 * 14 <= 28 * 28 * 8 and w == 2 * h  # bound, aspect kept

@@ -161,6 +161,10 @@ class DataConfig(Checked):
     apply_chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # enable_thinking
     # a vision-language model's rows: the column of each row's images (verl's data.image_key)
     image_key: str = setting("images", NOT_EMPTY)
+    # the pixel bounds images are resized within (ROLL's data_args names); null: those of
+    # the model folder's preprocessor_config.json (verl's: it reads them there)
+    image_min_pixels: int | None = setting(None, optional(POSITIVE_INT))
+    image_max_pixels: int | None = setting(None, optional(POSITIVE_INT))
     max_prompt_length: int = setting(32, POSITIVE_INT)
     max_response_length: int = setting(8, POSITIVE_INT)
     truncation: Literal["error", "left", "right"] = "error"

@@ -75,7 +75,10 @@ def vision_processor(config: Config, tokenizer: Any) -> Any:
         return None
     from rl.core.vision.processing import VisionProcessor
 
-    return VisionProcessor.from_folder(str(model_source(config.model)), tokenizer)
+    data = config.data
+    return VisionProcessor.from_folder(
+        str(model_source(config.model)), tokenizer, data.image_min_pixels, data.image_max_pixels
+    )
 
 
 def tool_schemas(config: Config) -> list[dict[str, Any]]:

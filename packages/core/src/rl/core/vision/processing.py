@@ -49,8 +49,15 @@ class VisionProcessor:
     image_token_id: int
 
     @classmethod
-    def from_folder(cls, path: str, tokenizer: Any) -> VisionProcessor:
-        """The processor of a vision-language folder (its preprocessor_config.json).
+    def from_folder(
+        cls,
+        path: str,
+        tokenizer: Any,
+        min_pixels: int | None = None,
+        max_pixels: int | None = None,
+    ) -> VisionProcessor:
+        """The processor of a vision-language folder (its preprocessor_config.json), its
+        pixel bounds replaced by `min_pixels` / `max_pixels` where given.
         transformers' `AutoImageProcessor` picks the torchvision-backed class, whose CPU
         build PyPI does not have for this torch; the PIL-backed class of the same
         processor does the same resizing, rescaling and normalisation in numpy."""
@@ -58,7 +65,10 @@ class VisionProcessor:
             Qwen2VLImageProcessorPil,
         )
 
-        image_processor = Qwen2VLImageProcessorPil.from_pretrained(path)
+        bounds: dict[str, Any] = {"min_pixels": min_pixels, "max_pixels": max_pixels}
+        image_processor = Qwen2VLImageProcessorPil.from_pretrained(
+            path, **{key: value for key, value in bounds.items() if value is not None}
+        )
         return cls(image_processor, int(tokenizer.convert_tokens_to_ids(IMAGE_PAD)))
 
     @property

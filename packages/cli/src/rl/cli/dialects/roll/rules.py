@@ -169,6 +169,13 @@ RULES: list[Rule] = [
         "not a field of ROLL's WorkerConfig: ROLL drops it (it validates every top-level "
         "eval_steps)",
     ),
+    Rule("actor_train.data_args.image_max_pixels", "data.image_max_pixels"),
+    Rule("actor_train.data_args.image_min_pixels", "data.image_min_pixels"),
+    ignore(
+        "*.data_args.image_*_pixels",
+        "rl processes every role's images within actor_train's bounds "
+        "(data.image_min_pixels / image_max_pixels)",
+    ),
     Rule("*.data_args.prompt", "data.prompt_key"),
     Rule("*.data_args.messages", "data.prompt_key"),
     Rule("*.data_args.preprocessing_num_workers", "data.filter_num_workers"),
