@@ -74,10 +74,14 @@ def _reference(model, rollouts):
     return out
 
 
-@pytest.mark.parametrize("packed", [True, False], ids=["packed", "padded"])
-def test_trainer_logprobs_equal_the_rollouts_and_a_reference_forward(setup, packed):
+@pytest.mark.parametrize(
+    ("packed", "fused"),
+    [(True, True), (False, True), (True, False)],
+    ids=["packed-fused", "padded-fused", "packed-logits"],
+)
+def test_trainer_logprobs_equal_the_rollouts_and_a_reference_forward(setup, packed, fused):
     tokenizer, model_config, _, rollout, rollouts, batch = setup
-    engine = _engine(model_config, tokenizer, use_remove_padding=packed)
+    engine = _engine(model_config, tokenizer, use_remove_padding=packed, use_fused_kernels=fused)
     output = engine.compute_logprobs(batch)
     mask = batch["response_mask"].bool()
     rollout_logprobs = batch["rollout_logprobs"][mask]
@@ -237,3 +241,41 @@ def test_text_and_image_prompts_mix_in_one_call(setup):
     )
     assert [image is None for image in out.images] == [True, True, False, False, True, True]
     assert out.images[2] is items[0].images
+
+
+def test_gradient_checkpointing_trains_as_without_it(setup):
+    tokenizer, model_config, _, _, _, batch = setup
+    spec = {"optim": OptimConfig(lr=1e-3), "mini_batch_size": len(batch["responses"])}
+    plain = _engine(model_config, tokenizer, role="actor", **spec)
+    checkpointed_config = replace(model_config, gradient_checkpointing=True)
+    checkpointed = _engine(checkpointed_config, tokenizer, role="actor", **spec)
+    assert checkpointed.model.is_gradient_checkpointing
+    first, second = plain.train_step(batch, _nll), checkpointed.train_step(batch, _nll)
+    assert second["actor/grad_norm"] == pytest.approx(first["actor/grad_norm"], rel=1e-4)
+    mask = batch["response_mask"].bool()
+    after = plain.compute_logprobs(batch).logprobs[mask]
+    assert torch.allclose(checkpointed.compute_logprobs(batch).logprobs[mask], after, atol=1e-5)
+
+
+def test_a_qwen2_vl_policy_agrees_with_its_rollout(vl_model_folder):
+    """The other family's layout (Qwen2-VL: LayerNorm vision blocks, a ratio-sized MLP)."""
+    from transformers import AutoTokenizer
+
+    from rl.core.vision.processing import VisionProcessor
+
+    folder = vl_model_folder("qwen2-vl-2b")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    vision = VisionProcessor.from_folder(str(folder), tokenizer)
+    items = PromptDataset(
+        geometry_rows(2, "train"), tokenizer, max_prompt_length=512, vision=vision
+    ).items
+    model_config = ModelConfig(path=str(folder))
+    rollout = HFRolloutEngine(load_causal_lm(model_config, tokenizer), tokenizer)
+    sampling = SamplingParams(n=2, max_new_tokens=4, prompt_seeds=(5, 6))
+    rollouts = rollout.generate_with_images(
+        [it.prompt_ids for it in items], [it.images for it in items], sampling
+    )
+    batch = build_batch(rollouts, tokenizer.pad_token_id)
+    output = _engine(model_config, tokenizer).compute_logprobs(batch)
+    mask = batch["response_mask"].bool()
+    assert (output.logprobs[mask] - batch["rollout_logprobs"][mask]).abs().max() < 1e-4
