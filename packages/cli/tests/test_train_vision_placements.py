@@ -58,7 +58,7 @@ def _run(rl_executable, files, output_dir, *overrides):
 @pytest.mark.ray
 @pytest.mark.slow
 def test_a_vision_language_run_on_ray_trains_what_one_process_trains(tmp_path, rl_executable):
-    from rl.core.demo.visual import prepare
+    from rl.cli.visual_demo import prepare
 
     files = prepare(tmp_path / "visual")
     local = _run(rl_executable, files, tmp_path / "local")

@@ -1,4 +1,4 @@
-"""The visual demo, as a user runs it: `python -m rl.core.demo.visual` writes a tiny
+"""The visual demo, as a user runs it: `python -m rl.cli.visual_demo` writes a tiny
 Qwen2.5-VL-shaped model and the square-counting task in verl's image layout, then
 `rl train examples/visual_squares.yaml` warm-starts it by SFT (the answer format) and
 trains it by GRPO on the exact count. Its greedy validation accuracy must rise: by at
@@ -26,7 +26,7 @@ def _accuracies(output_dir):
 def test_the_policy_learns_to_count_what_it_sees(train_example, tmp_path):
     pytest.importorskip("PIL")
     files = tmp_path / "visual"
-    subprocess.run([sys.executable, "-m", "rl.core.demo.visual", str(files)], check=True)
+    subprocess.run([sys.executable, "-m", "rl.cli.visual_demo", str(files)], check=True)
     gains = []
     for seed in SEEDS:
         output = tmp_path / f"seed{seed}"

@@ -1,6 +1,7 @@
 """Vocab-parallel fused_logprob_entropy with 2 real gloo processes equals the unsharded op."""
 
 import json
+import os
 import socket
 
 import torch
@@ -52,8 +53,13 @@ def worker(rank, world, port, out_file):
         # leave together: a rank that tears gloo down while its peer still works can
         # abort ("terminate called without an active exception")
         dist.barrier()
-    finally:
+    except BaseException:
         dist.destroy_process_group()
+        raise
+    # Under load, gloo's teardown still aborted a rank after that barrier (CI, 2026-11-29):
+    # the results are written and checked by the parent, so each rank leaves without
+    # running gloo's C++ destructors. What is tested is the numbers, not the teardown.
+    os._exit(0)
 
 
 def test_two_gloo_ranks_equal_the_unsharded_result(tmp_path):

@@ -183,6 +183,7 @@ def test_merged_draws_keep_every_rollouts_field():
 
     from rl.core.engines import Rollouts
     from rl.core.trainer.dynamic_sampling import _select_rollouts
+    from rl.core.vision.inputs import ImageInputs
 
     def draw(tag):
         return Rollouts(
@@ -197,6 +198,7 @@ def test_merged_draws_keep_every_rollouts_field():
             routed_experts=[torch.full((3, 1, 2), tag), torch.full((3, 1, 2), tag + 1)],
             answers=[str(tag), None],
             answer_rewards=[None, float(tag)],
+            images=[ImageInputs(torch.full((4, 6), float(tag)), torch.tensor([[1, 2, 2]])), None],
         )
 
     first, second = SimpleNamespace(rollouts=draw(1)), SimpleNamespace(rollouts=draw(2))
@@ -206,3 +208,19 @@ def test_merged_draws_keep_every_rollouts_field():
         assert len(picked) == 2, field.name
         assert picked[0] is getattr(first.rollouts, field.name)[1], field.name
         assert picked[1] is getattr(second.rollouts, field.name)[0], field.name
+
+
+def test_a_draw_without_images_keeps_the_other_draws_images():
+    from types import SimpleNamespace
+
+    from rl.core.engines import Rollouts
+    from rl.core.trainer.dynamic_sampling import _select_rollouts
+    from rl.core.vision.inputs import ImageInputs
+
+    image = ImageInputs(torch.zeros(4, 6), torch.tensor([[1, 2, 2]]))
+    seen = Rollouts([[1]], [[2]], [[-1.0]], images=[image])
+    text = Rollouts([[3]], [[4]], [[-1.0]])
+    merged = _select_rollouts(
+        [(SimpleNamespace(rollouts=text), 0), (SimpleNamespace(rollouts=seen), 0)]
+    )
+    assert merged.images == [None, image]

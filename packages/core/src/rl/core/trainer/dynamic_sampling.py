@@ -133,6 +133,10 @@ def _select_rollouts(sources: Sequence[tuple[Collected, int]]) -> Rollouts:
 
     def column(name: str) -> list[Any]:
         values = [getattr(part.rollouts, name) for part, _ in sources]
+        if name == "images" and any(values):  # a draw of text prompts only: rows without
+            return [  # images, beside the other draws' rows that keep theirs
+                part.rollouts.images[row] if part.rollouts.images else None for part, row in sources
+            ]
         if not all(values):
             return []
         return [getattr(part.rollouts, name)[row] for part, row in sources]

@@ -127,13 +127,14 @@ def build_train_engine(config: Config, role: str, tokenizer: Any, total_steps: i
 def _check_images(
     config: Config, model: Any, tokenizer: Any, engine_class: Any, ability: type, key: str
 ) -> None:
-    """Refuse, by name, an engine that would drop a vision-language model's images."""
+    """Refuse, by name, an engine that would drop a vision-language model's images (the
+    built-in models read text only)."""
     from rl.core.models import load_model_config
     from rl.core.models.vision_models import is_vision_language
 
-    if declares(engine_class, ability) or not is_vision_language(
-        load_model_config(model, tokenizer)
-    ):
+    if declares(engine_class, ability) or str(model.path).startswith("builtin:"):
+        return
+    if not is_vision_language(load_model_config(model, tokenizer)):
         return
     section = {"rollout.name": config.rollout.name, "critic.strategy": config.critic.strategy}
     value = section.get(key, config.actor.strategy)

@@ -1,7 +1,7 @@
 """The visual demo's files: a tiny Qwen2.5-VL-shaped model and the square-counting task in
 verl's image layout (`rl.core.data.visual_tasks`).
 
-`python -m rl.core.demo.visual outputs/visual` writes `model/` (2 language layers 128
+`python -m rl.cli.visual_demo outputs/visual` writes `model/` (2 language layers 128
 wide, one vision block 80 wide; the real Qwen2.5 tokenizer, VL chat template and image
 processor), `train.parquet` (2,048 rows) and `test.parquet` (128 rows); then
 `rl train examples/visual_squares.yaml` warm-starts the model by SFT and trains it by
