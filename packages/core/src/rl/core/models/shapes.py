@@ -17,7 +17,8 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -400,7 +401,7 @@ def _expert_keys(
     return keys
 
 
-def _write_json(path: Path, content: Mapping[str, Any]) -> None:
+def write_json(path: Path, content: Mapping[str, Any]) -> None:
     path.write_text(json.dumps(dict(content), indent=2) + "\n", encoding="utf-8")
 
 
@@ -435,16 +436,26 @@ def build_model_folder(
         experts_per_token=experts_per_token,
         moe_intermediate_size=moe_intermediate_size,
     )
+    with staged_folder(path) as staging:
+        write_json(staging / "config.json", config)
+        write_json(staging / "generation_config.json", spec.generation_config)
+        write_tokenizer_files(spec.tokenizer_family, staging, cache_dir)
+        write_random_weights(staging, seed, dtype)
+    return Path(path)
+
+
+@contextmanager
+def staged_folder(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A private folder to write a model folder into, renamed to `path` (which must not
+    exist or be empty) when the block ends without an error: the folder appears whole or
+    not at all, readable by all."""
     target = Path(path)
     if target.exists() and any(target.iterdir()):
         raise FileExistsError(f"{target} exists and is not empty")
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        _write_json(staging / "config.json", config)
-        _write_json(staging / "generation_config.json", spec.generation_config)
-        write_tokenizer_files(spec.tokenizer_family, staging, cache_dir)
-        write_random_weights(staging, seed, dtype)
+        yield staging
         staging.chmod(0o755)  # mkdtemp made it private; a model folder is not
         for file in staging.iterdir():
             file.chmod(0o644)
@@ -453,4 +464,3 @@ def build_model_folder(
         staging.rename(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return target

@@ -18,14 +18,13 @@ from __future__ import annotations
 import copy
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rl.core.models.random_weights import write_random_weights
+from rl.core.models.shapes import staged_folder, write_json
 from rl.core.models.tokenizer_files import write_tokenizer_files
 
 # The Qwen2-VL / Qwen2.5-VL instruct template (their documented prompt format: ChatML, a
@@ -246,17 +245,13 @@ def vl_config(
     }
 
 
-def _write_json(path: Path, content: Mapping[str, Any]) -> None:
-    path.write_text(json.dumps(dict(content), indent=2) + "\n", encoding="utf-8")
-
-
 def _write_chat_template(folder: Path) -> None:
     """The VL template in tokenizer_config.json and chat_template.json (both, as released)."""
     config_file = folder / "tokenizer_config.json"
     tokenizer_config = json.loads(config_file.read_text(encoding="utf-8"))
     tokenizer_config["chat_template"] = QWEN_VL_CHAT_TEMPLATE
-    _write_json(config_file, tokenizer_config)
-    _write_json(folder / "chat_template.json", {"chat_template": QWEN_VL_CHAT_TEMPLATE})
+    write_json(config_file, tokenizer_config)
+    write_json(folder / "chat_template.json", {"chat_template": QWEN_VL_CHAT_TEMPLATE})
 
 
 def build_vl_model_folder(
@@ -287,14 +282,9 @@ def build_vl_model_folder(
         vision_hidden_size=vision_hidden_size,
         vision_intermediate_size=vision_intermediate_size,
     )
-    target = Path(path)
-    if target.exists() and any(target.iterdir()):
-        raise FileExistsError(f"{target} exists and is not empty")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
-        _write_json(staging / "config.json", config)
-        _write_json(
+    with staged_folder(path) as staging:
+        write_json(staging / "config.json", config)
+        write_json(
             staging / "generation_config.json",
             {
                 "bos_token_id": 151643,
@@ -307,19 +297,11 @@ def build_vl_model_folder(
                 "top_k": 1,
             },
         )
-        _write_json(
+        write_json(
             staging / "preprocessor_config.json",
             {**IMAGE_PROCESSOR, "processor_class": spec.processor_class},
         )
         write_tokenizer_files("qwen2.5", staging, cache_dir)
         _write_chat_template(staging)
         write_random_weights(staging, seed, dtype)
-        staging.chmod(0o755)
-        for file in staging.iterdir():
-            file.chmod(0o644)
-        if target.exists():
-            target.rmdir()
-        staging.rename(target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+    return Path(path)
