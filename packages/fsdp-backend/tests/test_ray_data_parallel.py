@@ -219,7 +219,7 @@ def kill_rank_one(output, micro, mini):
     ("loss_fn", "message"),
     [
         (raise_on_rank_one, r"actor.run failed on rank 1: .*reward shaping exploded"),
-        (kill_rank_one, r"actor.run: the worker of rank 1 died"),
+        (kill_rank_one, r"actor.run: the worker of rank 1 on node [0-9a-f]+ died"),
     ],
 )
 def test_a_failing_or_killed_rank_ends_the_call_with_one_clear_error(loss_fn, message):

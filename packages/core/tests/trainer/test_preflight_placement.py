@@ -264,3 +264,20 @@ def test_overrides_apply_to_a_loaded_config_and_render_as_typed():
     assert typed == changed
     with pytest.raises(ConfigError, match="cluster.nnodes = 0 is not allowed"):
         apply_overrides(config, {"cluster.nnodes": 0})
+
+
+@pytest.mark.parametrize(
+    ("overrides", "where"),
+    [
+        ([], "in this one process (trainer.launcher=local)"),
+        (["trainer.launcher=ray", "cluster.n_gpus_per_node=2"], "on the actor's devices"),
+    ],
+)
+def test_rollout_restarts_need_replicas_on_devices_of_their_own(machine, overrides, where):
+    with pytest.raises(ConfigError) as refused:
+        preflight(load_config(overrides=[*overrides, "trainer.rollout_restarts=2"]))
+    message = str(refused.value)
+    assert message.startswith("trainer.rollout_restarts = 2 replaces lost rollout replicas")
+    assert where in message and "set trainer.rollout_restarts=0" in message
+    split = ["cluster.n_gpus_per_node=2", "cluster.placement={actor: [0], rollout: [1]}"]
+    preflight(load_config(overrides=["trainer.launcher=ray", *split, "trainer.rollout_restarts=2"]))

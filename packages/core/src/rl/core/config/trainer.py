@@ -108,6 +108,15 @@ class LauncherSettings:
     ray_address: str | None = free(None)  # join this Ray cluster (multi-node); none: start one
     # a call to the workers that takes longer fails
     worker_timeout_s: float = free(1800.0, POSITIVE)
+    # rollout replicas on devices of their own: replace up to this many lost replicas in
+    # the run (died, hung, node lost); their rows are generated again by the others, which
+    # carry the load until a replacement joins at a weight push. 0: a lost replica ends the
+    # run (rl.core.workers.replicas)
+    rollout_restarts: int = free(0, NON_NEGATIVE)
+    # with rollout_restarts: before each weight push every replica is pinged; one that does
+    # not answer within this many seconds is hung, and replaced (slime's
+    # --rollout-health-check-timeout)
+    rollout_health_check_timeout_s: float = free(60.0, POSITIVE)
     # SIGTERM/SIGINT: finish the step and checkpoint within this many seconds, else
     # abandon the step (rl.core.trainer.stop)
     stop_grace_s: float = free(300.0, POSITIVE)

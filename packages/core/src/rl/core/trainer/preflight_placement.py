@@ -36,6 +36,7 @@ from rl.core.workers.launch import (
     cluster_placement,
     fit_world,
     needed_roles,
+    ray_layout,
     ray_ranks,
     ray_world,
 )
@@ -63,6 +64,8 @@ def check_placement(config: Config, *, with_rl_roles: bool = True) -> None:
     than `config` asks for, or more than this machine has. `with_rl_roles=False` is
     `rl sft` (the actor alone, in this process)."""
     placement = cluster_placement(config)  # a bad placement is refused whatever the launcher
+    if with_rl_roles:
+        _check_restarts(config)
     if not with_rl_roles or config.trainer.launcher == "local":
         _one_process(config, placement, with_rl_roles)
         return
@@ -73,6 +76,28 @@ def check_placement(config: Config, *, with_rl_roles: bool = True) -> None:
         _cpu_shares_fit(config, placement, cpus_each)
     else:
         _workers_fit(config, placement, world, cpus_each)
+
+
+def _check_restarts(config: Config) -> None:
+    """`trainer.rollout_restarts` replaces rollout replicas on devices of their own: where
+    the rollout shares the actor's process, a lost replica is a lost train rank."""
+    restarts = config.trainer.rollout_restarts
+    if not restarts:
+        return
+    layout = ray_layout(config) if config.trainer.launcher == "ray" else None
+    if layout is None or not layout.disaggregated:
+        where = (
+            "in this one process (trainer.launcher=local)"
+            if config.trainer.launcher == "local"
+            else "on the actor's devices"
+        )
+        raise ConfigError(
+            f"trainer.rollout_restarts = {restarts} replaces lost rollout replicas that run "
+            f"on devices of their own, but here the rollout runs {where}, so a lost replica "
+            "is a lost train rank (the run ends and resumes from its last checkpoint): place "
+            "the rollout on devices of its own (trainer.launcher=ray, cluster.placement) or "
+            "set trainer.rollout_restarts=0"
+        )
 
 
 def used_devices(placement: Placement, roles: Sequence[str]) -> tuple[int, ...]:

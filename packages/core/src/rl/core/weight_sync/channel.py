@@ -45,3 +45,9 @@ def open_weight_group(
     # torch warns that a backend is used as a process group: that is the point here
     warnings.filterwarnings("ignore", message=".*as a ProcessGroup.*")
     return group
+
+
+def close_weight_group(group: Any) -> None:
+    """Let go of a weight group this process opened (the membership changed: a new one
+    is formed); its store and connections close with the last reference."""
+    OPENED.pop(id(group), None)

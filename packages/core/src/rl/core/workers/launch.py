@@ -216,6 +216,7 @@ def _launch_split(
     """Disaggregated: the train roles on the actor's devices, the rollout replicas on
     their own (`split_group`), both built at once, then joined by the weight group."""
     from rl.core.workers.ray_group import RayWorkerGroup, start_ray
+    from rl.core.workers.replicas import RolloutReplicas
     from rl.core.workers.split_group import SplitGroup
     from rl.core.workers.worker import RolloutWorker
 
@@ -245,7 +246,15 @@ def _launch_split(
     except BaseException:
         train.shutdown()
         raise
-    group = SplitGroup(train, rollout_group)
+    replicas: Any = rollout_group
+    if trainer.rollout_restarts > 0:  # lost replicas are replaced, the rest go on meanwhile
+        replicas = RolloutReplicas(
+            rollout_group,
+            trainer.rollout_restarts,
+            (config, ("rollout",), total_steps),
+            trainer.rollout_health_check_timeout_s,
+        )
+    group = SplitGroup(train, replicas)
     try:
         built = (
             train.start("build", config, train_roles, total_steps),
@@ -258,5 +267,5 @@ def _launch_split(
     except BaseException:
         group.shutdown()
         raise
-    rollout = RolloutRole(rollout_group, rerank=config.rollout.data_rerank)
+    rollout = RolloutRole(replicas, rerank=config.rollout.data_rerank)
     return _launched(config, roles, train, group, rollout, group.push_weights)

@@ -82,6 +82,7 @@ class RayWorkerGroup:
                 "cluster.cpus_per_worker)"
             )
         self.actors: list[Any] = []
+        self.nodes: list[str] = []
         try:
             self._start_workers(cpus_per_worker, gpus)
         except BaseException:
@@ -90,27 +91,32 @@ class RayWorkerGroup:
             raise
 
     def _start_workers(self, cpus_per_worker: float, gpus: int) -> None:
-        import ray
-        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-
-        threads = str(max(1, int(cpus_per_worker)))
-        remote: Any = ray.remote(self.worker_class)
-        for rank in range(self.world_size):
-            self.actors.append(
-                remote.options(
-                    num_cpus=cpus_per_worker,
-                    num_gpus=gpus,
-                    scheduling_strategy=PlacementGroupSchedulingStrategy(
-                        self.placement_group, placement_group_bundle_index=rank
-                    ),
-                    runtime_env={"env_vars": {**WORKER_ENV, "OMP_NUM_THREADS": threads}},
-                ).remote(rank, self.world_size)
-            )
+        self.cpus_per_worker, self.gpus = cpus_per_worker, gpus
+        self.actors = [self.new_actor(rank) for rank in range(self.world_size)]
+        # each worker's node, which a death names (`waits.node_of`)
+        self.nodes = self._wait([a.node.remote() for a in self.actors], "workers", "start")
         if not self.distributed:
-            self._wait([a.pid.remote() for a in self.actors], "workers", "start")
             return
         address_, port = self._wait([self.actors[0].rendezvous.remote()], "workers", "start")[0]
         self.call("workers", "connect", address_, port)
+
+    def new_actor(self, rank: int) -> Any:
+        """A worker for rank `rank` in its bundle of the placement group (started, not
+        waited for): at start, and in place of a lost rollout replica (`replicas`)."""
+        import ray
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        threads = str(max(1, int(self.cpus_per_worker)))
+        remote: Any = ray.remote(self.worker_class)
+        return remote.options(
+            num_cpus=self.cpus_per_worker,
+            num_gpus=self.gpus,
+            max_restarts=0,
+            scheduling_strategy=PlacementGroupSchedulingStrategy(
+                self.placement_group, placement_group_bundle_index=rank
+            ),
+            runtime_env={"env_vars": {**WORKER_ENV, "OMP_NUM_THREADS": threads}},
+        ).remote(rank, self.world_size)
 
     # --- calls on every rank --------------------------------------------------------
 
@@ -149,15 +155,18 @@ class RayWorkerGroup:
         """All answers, or a WorkerError at the first failure or after `timeout_s`."""
         return wait_together([(self, refs, role, method)])[0]
 
-    def shutdown(self) -> None:
-        """Stop the workers (best effort: a dead one is already gone) and free the devices."""
+    def shutdown(self, live: Sequence[int] | None = None) -> None:
+        """Stop the workers (best effort: a dead one is already gone; `live`: the ranks
+        still in service, the only ones asked to close their engines) and free the
+        devices."""
         import ray
         from ray.util.placement_group import remove_placement_group
 
         if not self.broken:
             self.timeout_s = min(self.timeout_s, 60.0)
+            ranks = range(self.world_size) if live is None else live
             with contextlib.suppress(WorkerError):
-                self._wait([a.shutdown.remote() for a in self.actors], "workers", "shutdown")
+                self._wait([self.actors[r].shutdown.remote() for r in ranks], "workers", "shutdown")
         for actor in self.actors:
             ray.kill(actor)
         remove_placement_group(self.placement_group)

@@ -18,6 +18,7 @@ import torch
 from rl.core.batch import batch_size
 from rl.core.engines import LogprobOutput, LossFn, Rollouts, SamplingParams
 from rl.core.workers.dispatch import gather_rows, mean_metrics, scatter_rows, spread_rows
+from rl.core.workers.replicas import RolloutReplicas
 from rl.core.workers.request_batcher import RequestBatcher
 
 if TYPE_CHECKING:
@@ -135,7 +136,11 @@ class RolloutRole:
 
         row_images = list(images or [])
         if world == 1:
-            return self._run_each([(*share_of(prompt_ids, range(len(prompt_ids))), sampling)])[0]
+            whole = range(len(prompt_ids))
+            answer = self._run_each([(*share_of(prompt_ids, whole), sampling)])[0]
+            if answer is None:
+                answer = self._again(prompt_ids, row_images, sampling)
+            return answer
         if self.rerank:
             rows = [list(p) for p in prompt_ids for _ in range(sampling.n)]
             row_images = [image for image in row_images for _ in range(sampling.n)]
@@ -145,23 +150,48 @@ class RolloutRole:
             answers = self._run_each(
                 [(*share_of(rows, share), one.for_prompts(share)) for share in shares]
             )
+            answers = [
+                self._again(*_subset(rows, row_images, share), one.for_prompts(share))
+                if answer is None
+                else answer
+                for share, answer in zip(shares, answers, strict=True)
+            ]
             return _assemble(shares, answers, len(rows))
         shares = spread_rows(len(prompt_ids), world, rerank=False)
         answers = self._run_each(
             [(*share_of(prompt_ids, share), sampling.for_prompts(share)) for share in shares]
         )
+        answers = [
+            self._again(*_subset(prompt_ids, row_images, share), sampling.for_prompts(share))
+            if answer is None
+            else answer
+            for share, answer in zip(shares, answers, strict=True)
+        ]
         row_shares = [
             [i * sampling.n + j for i in share for j in range(sampling.n)] for share in shares
         ]
         return _assemble(row_shares, answers, len(prompt_ids) * sampling.n)
 
+    def _again(
+        self,
+        prompt_ids: Sequence[Sequence[int]],
+        images: Sequence[ImageInputs | None],
+        sampling: SamplingParams,
+    ) -> Rollouts:
+        """The share of a replica lost while generating, on the replicas left (its seeds
+        go with it: the same samples; `RolloutReplicas`)."""
+        self.group.regenerated(len(prompt_ids) * sampling.n)
+        return self._generate(prompt_ids, images or None, sampling)
+
     def _run_each(self, per_rank: list[tuple[Any, ...]]) -> list[Any]:
         """`generate` on each replica, or `generate_with_images` where the arguments hold
-        images (prompts, images, sampling)."""
+        images (prompts, images, sampling); with replicas that survive a loss
+        (`RolloutReplicas`), a lost replica's answer is None."""
         method = {2: "generate", 3: "generate_with_images"}
-        return self.group.call_each(
-            "rollout", "run", [("rollout", method[len(a)], *a) for a in per_rank]
-        )
+        calls = [("rollout", method[len(a)], *a) for a in per_rank]
+        if isinstance(self.group, RolloutReplicas):
+            return self.group.call_each_surviving("rollout", "run", calls)
+        return self.group.call_each("rollout", "run", calls)
 
     async def generate_one(self, prompt_ids: Sequence[int], sampling: SamplingParams) -> Rollouts:
         """One prompt on the next replica in turn; the requests waiting for a replica run
@@ -211,6 +241,13 @@ class RolloutRole:
 
     def wake(self) -> None:
         self.group.call("rollout", "run", "rollout", "wake")
+
+
+def _subset(
+    prompts: Sequence[Sequence[int]], images: Sequence[Any], share: Sequence[int]
+) -> tuple[list[list[int]], list[Any]]:
+    """The prompts (and images, where there are) of `share`."""
+    return [list(prompts[i]) for i in share], [images[i] for i in share] if images else []
 
 
 def _assemble(shares: Sequence[Sequence[int]], answers: Sequence[Rollouts], total: int) -> Rollouts:

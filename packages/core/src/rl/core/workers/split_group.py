@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rl.core.workers.dispatch import mean_metrics
+from rl.core.workers.replicas import RolloutReplicas
 from rl.core.workers.waits import wait_together
 
 
@@ -31,6 +32,9 @@ class SplitGroup:
         """`method(*args)` on every worker of both groups at once; train ranks first."""
         train = self.train.start(method, *args)
         rollout = self.rollout.start(method, *args)
+        if isinstance(self.rollout, RolloutReplicas):  # a lost replica has no answer
+            replicas = self.rollout.wait(rollout, role, method)
+            return self.train.wait(train, role, method) + replicas
         answers = wait_together(
             [(self.train, train, role, method), (self.rollout, rollout, role, method)]
         )
@@ -66,7 +70,13 @@ class SplitGroup:
         )
 
     def push_weights(self, version: int) -> dict[str, float]:
-        """The actor's weights (`version`: the updates they hold) into every replica."""
+        """The actor's weights (`version`: the updates they hold) into every replica. With
+        replicas that survive a loss (`RolloutReplicas`), a health check and the
+        replacements ready to serve come first, and the weight group is formed again
+        when the membership changed: every member then gets these weights."""
+        renewed: dict[str, float] = {}
+        if isinstance(self.rollout, RolloutReplicas):
+            renewed = self._renew_membership()
         sent = self.train.start("push_weights", version)
         received = self.rollout.start("pull_weights", version)
         pushed, pulled = wait_together(
@@ -75,7 +85,16 @@ class SplitGroup:
                 (self.rollout, received, "rollout", "pull_weights"),
             ]
         )
-        return {**pushed[0], **mean_metrics(pulled)}
+        return {**pushed[0], **mean_metrics(pulled), **renewed}
+
+    def _renew_membership(self) -> dict[str, float]:
+        replicas = self.rollout
+        replicas.check_health()
+        replicas.admit()
+        if replicas.changed:
+            self.open_weight_group()
+            replicas.changed = False
+        return dict(replicas.metrics())
 
     def shutdown(self) -> None:
         """Both groups; when a call of either failed, neither waits on its workers (a

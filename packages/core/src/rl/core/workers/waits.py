@@ -24,7 +24,12 @@ DEATH_GRACE_S = 5.0
 
 
 class WorkerDied(WorkerError):
-    """A worker process died (killed, crashed, its node lost)."""
+    """A worker process died (killed, crashed, its node lost); `rank` is its rank in its
+    group (-1 where unknown)."""
+
+    def __init__(self, message: str, rank: int = -1) -> None:
+        super().__init__(message)
+        self.rank = rank
 
 
 def last_line(error: BaseException) -> str:
@@ -33,11 +38,22 @@ def last_line(error: BaseException) -> str:
     return lines[-1].strip() if lines else type(error).__name__
 
 
+def death_reason(error: BaseException) -> str:
+    """Ray's account of a death, without its list of common causes."""
+    reason = last_line(error)
+    return reason.split(" Some common causes include")[0].strip()
+
+
 @dataclass(frozen=True)
 class _Call:
     role: str
     method: str
     rank: int
+    node: str = ""  # the Ray node the worker ran on, where its group knows it
+
+    @property
+    def where(self) -> str:
+        return f" on node {self.node}" if self.node else ""
 
 
 def wait_together(waits: Sequence[tuple[Any, list[Any], str, str]]) -> list[list[Any]]:
@@ -52,13 +68,16 @@ def wait_together(waits: Sequence[tuple[Any, list[Any], str, str]]) -> list[list
         raise
 
 
-def _wait_all(waits: Sequence[tuple[Any, list[Any], str, str]]) -> list[list[Any]]:
+def _wait_all(
+    waits: Sequence[tuple[Any, list[Any], str, str]], ranks: Sequence[int] | None = None
+) -> list[list[Any]]:
+    """`wait_together`'s answers; `ranks`: the ranks of a single wait's refs (default 0..)."""
     import ray
 
     calls = {
-        ref: _Call(role, method, rank)
-        for _, refs, role, method in waits
-        for rank, ref in enumerate(refs)
+        ref: _Call(role, method, rank, node_of(group, rank))
+        for group, refs, role, method in waits
+        for rank, ref in zip(ranks or range(len(refs)), refs, strict=True)
     }
     deadlines = {
         ref: time.monotonic() + group.timeout_s for group, refs, *_ in waits for ref in refs
@@ -78,6 +97,37 @@ def _wait_all(waits: Sequence[tuple[Any, list[Any], str, str]]) -> list[list[Any
     return [ray.get(refs) for _, refs, *_ in waits]
 
 
+def node_of(group: Any, rank: int) -> str:
+    """The Ray node id of `group`'s rank `rank` (its `nodes`, recorded at start), or ""."""
+    nodes = getattr(group, "nodes", None) or ()
+    return str(nodes[rank]) if rank < len(nodes) else ""
+
+
+def wait_surviving(
+    group: Any, refs: list[Any], role: str, method: str
+) -> tuple[dict[int, Any], list[int]]:
+    """The answers of calls started on `group`'s ranks, surviving deaths: (rank -> answer of
+    each rank that answered, the ranks whose worker died). Any other failure, or a rank not
+    answering within the group's `timeout_s`, is a `WorkerError` as in `wait_together`."""
+    answers: dict[int, Any] = {}
+    dead: list[int] = []
+    pending = dict(enumerate(refs))
+    while pending:
+        ranks = list(pending)
+        try:
+            got = _wait_all([(group, [pending[r] for r in ranks], role, method)], ranks)[0]
+        except WorkerDied as died:
+            dead.append(died.rank)
+            del pending[died.rank]
+            continue
+        except WorkerError:
+            group.broken = True
+            raise
+        answers.update(zip(ranks, got, strict=True))
+        break
+    return answers, sorted(dead)
+
+
 def _error_of(ref: Any, call: _Call) -> WorkerError | None:
     """The error of a finished call, None when it answered."""
     import ray
@@ -86,8 +136,9 @@ def _error_of(ref: Any, call: _Call) -> WorkerError | None:
         ray.get(ref)
     except ray.exceptions.RayActorError as error:
         return WorkerDied(
-            f"{call.role}.{call.method}: the worker of rank {call.rank} died "
-            f"({last_line(error)}); see the Ray worker logs"
+            f"{call.role}.{call.method}: the worker of rank {call.rank}{call.where} died "
+            f"({death_reason(error)}); see the Ray worker logs",
+            call.rank,
         )
     except ray.exceptions.RayTaskError as error:
         return WorkerError(

@@ -21,7 +21,7 @@ import torch
 from rl.core.engines import RolloutEngine
 from rl.core.errors import TrainingError
 from rl.core.weight_sync import BroadcastReceiver, BroadcastSender, WeightSender
-from rl.core.weight_sync.channel import open_weight_group
+from rl.core.weight_sync.channel import close_weight_group, open_weight_group
 from rl.core.weight_sync.groups import fused_module
 
 
@@ -29,7 +29,7 @@ class WeightEnds:
     """`member` 0 sends, 1.. receive, None (a trainer rank past 0) gathers only."""
 
     def __init__(self, group: Any, member: int | None, bucket_bytes: int, delta: bool) -> None:
-        self.member = member
+        self.member, self.group = member, group
         self.sender: WeightSender | None = None
         self.receiver: BroadcastReceiver | None = None
         if member == 0:
@@ -59,6 +59,13 @@ class WeightEnds:
         if member is not None:
             group = open_weight_group(address, port, member, size, backend, timeout_s)
         return cls(group, member, bucket_bytes, delta)
+
+    def close(self) -> None:
+        """Leave this weight group (a new one is formed when the replicas change; the new
+        sender starts afresh, so its first push sends every weight)."""
+        if self.group is not None:
+            close_weight_group(self.group)
+            self.group = None
 
     def send(self, weights: Iterable[tuple[str, torch.Tensor]], version: int) -> dict[str, float]:
         """Rank 0 sends `weights` with their version; the other trainer ranks consume

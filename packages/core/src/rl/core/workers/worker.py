@@ -186,6 +186,8 @@ class RoleWorker:
 
         assert self.config is not None, "build() first"
         config = self.config
+        if self.weight_ends is not None:  # the membership changed: a new group
+            self.weight_ends.close()
         self.weight_ends = WeightEnds.open(
             address,
             port,
@@ -225,6 +227,16 @@ class RoleWorker:
 
     def pid(self) -> int:
         return os.getpid()
+
+    def node(self) -> str:
+        """The id of the Ray node this worker runs on (a death names it)."""
+        import ray
+
+        return str(ray.get_runtime_context().get_node_id())
+
+    def ping(self) -> bool:
+        """A health check: answers at once when the worker is idle and alive."""
+        return True
 
     def close_engines(self) -> None:
         """Close the rollout engine (if it can be closed) and drop every engine."""
