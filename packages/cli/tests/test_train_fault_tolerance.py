@@ -46,16 +46,20 @@ RUN = [
 STATISTICS = ("timing/", "perf/", "memory/", "weight_sync/", "rollout/replica", "rollout/regen")
 
 
-@pytest.fixture
-def cluster(monkeypatch):
-    """Node 1 (the head: the actor and replica 0) with 2 CPUs, node 2 with 1 (replica 1)."""
+@pytest.fixture(scope="module")
+def cluster():
+    """Node 1 (the head: the actor and replica 0) with 2 CPUs, node 2 with 1 (replica 1);
+    a test that removes node 2 adds another in its place."""
     from ray.cluster_utils import Cluster
 
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
-    made = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})
-    made.add_node(num_cpus=1)
-    yield made
-    made.shutdown()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAY_AUTH_MODE", "disabled")
+        made = Cluster(
+            initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False}
+        )
+        made.add_node(num_cpus=1)
+        yield made
+        made.shutdown()
 
 
 @pytest.fixture
@@ -94,6 +98,20 @@ def after_step(process, output_dir, step, metrics_rows, deadline_s=600):
         assert process.poll() is None, process.stderr.read()[-3000:]
         assert time.time() < deadline, "the run made no step"
         time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def driver_paused(process, settle_s=1.0):
+    """The driver stopped (SIGSTOP) while the fault is made, so that it falls between two
+    calls to the workers: the calls in flight (a weight push among them) finish first. A
+    replica lost in the middle of a push ends the run (docs/fault-tolerance.md)."""
+    os.kill(process.pid, signal.SIGSTOP)
+    try:
+        time.sleep(settle_s)
+        yield
+        time.sleep(settle_s)
+    finally:
+        os.kill(process.pid, signal.SIGCONT)
 
 
 def finish(process, timeout=600):
@@ -153,7 +171,8 @@ def test_a_killed_rollout_worker_is_replaced_and_the_run_is_the_unbroken_one(
     assert len(workers_on(head, "RoleWorker")) == 1
     assert len(workers_on(head, "RolloutWorker")) == 1
     (replica,) = workers_on(node2, "RolloutWorker")
-    os.kill(replica, signal.SIGKILL)
+    with driver_paused(run):
+        os.kill(replica, signal.SIGKILL)
     code, stderr = finish(run)
     assert code == 0, stderr[-3000:]
     assert "rollout replica 1 lost" in stderr
@@ -180,7 +199,8 @@ def test_a_lost_node_leaves_its_replica_out_and_the_other_takes_the_batch(
     run = start(rl_executable, out, cluster, "trainer.rollout_restarts=1")
     after_step(run, out, 1, metrics_rows)
     assert len(workers_on(node2, "RolloutWorker")) == 1
-    cluster.remove_node(node2)  # its raylet and every worker on it
+    with driver_paused(run):
+        cluster.remove_node(node2)  # its raylet and every worker on it
     code, stderr = finish(run)
     cluster.add_node(num_cpus=1)  # for the next test
     assert code == 0, stderr[-3000:]
