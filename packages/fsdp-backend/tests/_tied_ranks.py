@@ -2,7 +2,8 @@
 
 Run by `test_tied.run_ranks` in separate processes (gloo on CPU); the test process
 imports it for the same model, batch and engine at one rank. OPTIONS is a JSON
-object: `family` (qwen2 | qwen3 | llama), `meta_init`, `fused`, `tie` (default true). Each rank writes what the
+object: `family` (qwen2 | qwen3 | llama), `meta_init`, `fused`, `tie` (default true),
+`fsdp_size` (default -1: every rank). Each rank writes what the
 test compares to OUT/<rank>.pt; rank 0 also writes OUT/hf (`save_hf`).
 """
 
@@ -91,7 +92,11 @@ def make_engine(family: str, world_rank: int, options: dict, seed: int = 0):
             mini_batch_size=8,
             micro_batch_size=2,
             use_fused_kernels=options.get("fused"),
-            backends={"fsdp_config": FSDPConfig(meta_init=meta_init)},
+            backends={
+                "fsdp_config": FSDPConfig(
+                    meta_init=meta_init, fsdp_size=options.get("fsdp_size", -1)
+                )
+            },
         ),
     )
 

@@ -203,6 +203,39 @@ def scenario_resume(layout: dict, model_type: str = "qwen2") -> dict:
     }
 
 
+def scenario_save_for_layouts(layout: dict, model_type: str = "qwen2") -> dict:
+    """Two steps (Adam's moments and step exist), a save into the layout's `checkpoint`,
+    the training state (`_training_state`), a third step. The layout's `optimizer_format`
+    writes the optimizer state in another of megatron-core's formats (an earlier rl's)."""
+    from _training_state import training_state
+
+    from rl.megatron import checkpoint
+
+    folder = layout.pop("checkpoint")
+    checkpoint.OPTIMIZER_FORMAT = layout.pop("optimizer_format", checkpoint.OPTIMIZER_FORMAT)
+    mcore, _, _ = engine(model_type, layout, role="actor")
+    mcore.train_step(ragged_batch(), token_mean_loss)
+    mcore.train_step(ragged_batch(seed=1), token_mean_loss)
+    mcore.save(folder)
+    state = training_state(mcore)
+    third = mcore.train_step(ragged_batch(seed=2), token_mean_loss)
+    return {"state": state, "next": (third, dict(mcore.export_weights()))}
+
+
+def scenario_load_at_layout(layout: dict, model_type: str = "qwen2") -> dict:
+    """A fresh engine (its sampling generator moved on) loads the layout's `checkpoint`:
+    the training state, then the third step."""
+    from _training_state import training_state
+
+    folder = layout.pop("checkpoint")
+    mcore, _, _ = engine(model_type, layout, role="actor")
+    torch.rand(3, generator=mcore.generator)
+    mcore.load(folder)
+    state = training_state(mcore)
+    third = mcore.train_step(ragged_batch(seed=2), token_mean_loss)
+    return {"state": state, "next": (third, dict(mcore.export_weights()))}
+
+
 def scenario_offload(layout: dict, model_type: str = "qwen2") -> dict:
     """Step, offload everything, onload, step; against two uninterrupted steps. Also what
     was left allocated while offloaded (the parameters', gradients' and optimizer

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from rl.core.config.errors import FieldError
-from rl.core.config.rules import Rule, check_fields, setting
+from rl.core.config.resume_rules import free
+from rl.core.config.rules import Rule, check_fields
 
 DType = Literal["float32", "bfloat16", "float16"]
 
@@ -64,8 +65,9 @@ class GradScalerConfig:
 
 @dataclass(frozen=True)
 class FSDPConfig:
-    # ranks one model is sharded over; the world is fsdp_size × replicas (HSDP) when smaller
-    fsdp_size: int = setting(-1, FSDP_SIZE)
+    # ranks one model is sharded over; the world is fsdp_size × replicas (HSDP) when smaller.
+    # Free on resume: checkpoints reshard to any world and shard size (rl.fsdp.checkpoint)
+    fsdp_size: int = free(-1, FSDP_SIZE)
     # between phases (colocated roles take turns): parameters / optimizer state to CPU
     param_offload: bool = False
     optimizer_offload: bool = False

@@ -66,6 +66,39 @@ def _add_steps(optimizer: object) -> None:
                     state.setdefault("exp_avg_sq", torch.zeros_like(param))
 
 
+@contextmanager
+def per_parameter_state_loads(optimizer: object) -> Iterator[None]:
+    """Within: megatron-core loads a per-parameter (`fully_reshardable`) distributed
+    optimizer state without TransformerEngine or Apex.
+
+    megatron-core 0.16 gives each torch Adam state a `step` before it copies the loaded
+    tensors in, then copies every key the live state has from the loaded per-parameter
+    tensors, which never hold a step (it is handled apart): a KeyError on the first
+    parameter. Within this block the live step is handed back with the loaded tensors
+    (copied onto itself); the step saved beside the checkpoint is set afterwards
+    (`set_adam_steps`)."""
+    patched = []
+    for chained in getattr(optimizer, "chained_optimizers", [optimizer]):
+        if not hasattr(chained, "_set_main_param_and_optimizer_states"):
+            continue  # not a distributed optimizer: its state is per parameter already
+        set_states = chained._set_main_param_and_optimizer_states
+        get_states = chained._get_main_param_and_optimizer_states
+
+        def with_live_step(model_param, tensors, set_states=set_states, get_states=get_states):
+            live = get_states(model_param)
+            if "step" in live and "step" not in tensors:
+                tensors = {**tensors, "step": live["step"]}
+            set_states(model_param, tensors)
+
+        chained._set_main_param_and_optimizer_states = with_live_step
+        patched.append(chained)
+    try:
+        yield
+    finally:
+        for chained in patched:
+            del chained._set_main_param_and_optimizer_states  # the class's method again
+
+
 def adam_step(optimizer: object) -> float | None:
     """The torch Adam step count (every parameter steps together under megatron: its
     gradient buffers hold zeros for parameters without a gradient); None under TE/Apex's

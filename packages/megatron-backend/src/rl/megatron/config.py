@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rl.core.config.errors import FieldError
+from rl.core.config.resume_rules import free
 from rl.core.config.rules import POSITIVE_INT, SEED, Rule, check_fields, optional, setting
 
 DType = Literal["float32", "bfloat16", "float16"]
@@ -22,13 +23,15 @@ VPP = Rule(lambda value: value >= 2, ">= 2 (or null: no interleaving)")
 
 @dataclass(frozen=True)
 class MegatronConfig:
-    tensor_model_parallel_size: int = setting(1, POSITIVE_INT)
-    pipeline_model_parallel_size: int = setting(1, POSITIVE_INT)
+    # free on resume: checkpoints reshard to another TP / PP size on load, weights and Adam
+    # state bit for bit (rl.megatron.checkpoint; tested TP 2 -> 1, 1 -> 2, PP 2 -> TP 2)
+    tensor_model_parallel_size: int = free(1, POSITIVE_INT)
+    pipeline_model_parallel_size: int = free(1, POSITIVE_INT)
     virtual_pipeline_model_parallel_size: int | None = setting(None, optional(VPP))
     context_parallel_size: int = setting(1, POSITIVE_INT)
     # activations split over the TP ranks along the sequence outside attention/MLP
-    # (verl's default; ignored at TP = 1, where there is nothing to split)
-    sequence_parallel: bool = True
+    # (verl's default; ignored at TP = 1, where there is nothing to split); no state: free
+    sequence_parallel: bool = free(True)
     expert_model_parallel_size: int = setting(1, POSITIVE_INT)
     # null: the TP size
     expert_tensor_parallel_size: int | None = setting(None, optional(POSITIVE_INT))

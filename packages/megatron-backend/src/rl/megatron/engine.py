@@ -239,7 +239,7 @@ class MegatronTrainEngine(TrainEngine, Offloading, ExportsHF, Preflighted, Repli
 
     def save(self, path: str) -> None:
         """megatron-core dist-checkpointing into `path`/dist (every rank writes its shards;
-        the model loads at another TP/PP layout, the optimizer state at another DP size),
+        model and optimizer state load at another TP/PP/DP layout, `rl.megatron.checkpoint`),
         the rest (LR schedule, Adam step, sampling generator) by rank 0 into
         `path`/state.pt, and the HF config.json (so `rl convert-ckpt --to hf` and
         `use_dist_checkpointing` read the folder). A failed write is an OSError."""
