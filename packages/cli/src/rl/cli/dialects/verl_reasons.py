@@ -117,8 +117,9 @@ REASONS: list[Rule] = [
         "rl's fused log-prob/entropy kernel never materialises the full softmax",
     ),
     *ignored_for(
-        "a layout option of megatron's distributed optimizer checkpoint; rl writes its "
-        "own checkpoint format",
+        "a layout option of megatron's distributed optimizer checkpoint; rl always writes "
+        "it per parameter (megatron-core's fully_reshardable), so it resumes at other TP, "
+        "PP and DP sizes",
         "**.megatron.dist_ckpt_optim_fully_reshardable",
         "**.megatron.distrib_optim_fully_reshardable_mem_efficient",
     ),
