@@ -42,8 +42,10 @@ RUN = [
     "cluster.placement={actor: [0], rollout: [1, 2]}",
     "cluster.cpus_per_worker=1",
 ]
-# what a lost replica may change: times, memory, how weights moved, the membership itself
+# what a lost replica or another layout may change: times, memory, how weights moved, the
+# membership itself, how much prompt prefix a rank's micro-batches happened to share
 STATISTICS = ("timing/", "perf/", "memory/", "weight_sync/", "rollout/replica", "rollout/regen")
+STATISTICS += ("actor/prompt_tokens_shared",)
 
 
 @pytest.fixture(scope="module")
@@ -256,3 +258,45 @@ def test_the_train_ranks_node_lost_is_one_line_and_the_same_command_resumes(
     finally:
         with contextlib.suppress(Exception):
             made.shutdown()
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_two_rank_checkpoint_resumes_in_one_process_as_the_same_run(
+    rl_executable, tmp_path, metrics_rows
+):
+    """2 FSDP ranks on Ray write the checkpoints; the step-2 one, resumed by one local
+    process (the same config but the layout: free on resume), trains step 3 as the 2
+    ranks did (the same prompts, samples and weights, summed in another order)."""
+    # RUN's rows and the demo's warm start (rewards then differ within a group: it trains)
+    common = [*RUN[:6], "trainer.total_training_steps=3", "trainer.save_freq=1"]
+    common += ["trainer.test_freq=-1", "trainer.progress_bar=false"]
+    common += ["actor.ppo_micro_batch_size_per_gpu=2"]
+
+    def train(*overrides):
+        result = subprocess.run(
+            [rl_executable, "train", *common, *overrides],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env=ENV,
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        return result
+
+    two, one = tmp_path / "two_ranks", tmp_path / "one_process"
+    train("trainer.launcher=ray", "cluster.n_gpus_per_node=2", f"trainer.output_dir={two}")
+    checkpoint = two / "checkpoints" / "global_step_2"
+    result = train(
+        f"trainer.output_dir={one}",
+        "trainer.resume_mode=path",
+        f"trainer.resume_from_path={checkpoint}",
+    )
+    assert "cluster.n_gpus_per_node" in result.stderr  # the layout change, said and recorded
+    (resumed,) = [r for r in metrics_rows(one) if r.get("step") == 3]
+    (straight,) = [r for r in metrics_rows(two) if r.get("step") == 3]
+    resumed, straight = comparable(resumed), comparable(straight)
+    assert resumed.keys() == straight.keys()
+    assert resumed["actor/grad_norm"] > 0  # the update trained
+    for key in straight:
+        assert resumed[key] == pytest.approx(straight[key], rel=1e-4, abs=1e-6), key
