@@ -1,7 +1,7 @@
 """Runs that survive: a multi-node Ray cluster on this machine (Ray's own
-`ray.cluster_utils.Cluster`, one raylet per node, each with CPUs of its own), the actor on
-node 1 and one rollout replica per node (`trainer.rollout_restarts`), real workers killed
-and real nodes removed mid-run.
+`ray.cluster_utils.Cluster`, one raylet per node, each with CPUs of its own), the actor's
+2 FSDP ranks on node 1 and one rollout replica per node (`trainer.rollout_restarts`), real
+workers killed and real nodes removed mid-run.
 
 - a rollout worker SIGKILLed: the run finishes, a replacement rejoins, and every metric
   but the wall-clock ones equals the unbroken run's (the lost rows are generated again
@@ -11,11 +11,14 @@ and real nodes removed mid-run.
   replica ends the run: test_train_placements.py);
 - the node of the train rank removed: one error line naming the node, the last checkpoint
   intact, and the same command resumes once a node is back;
-- after each, no worker of the run is left on any node.
+- after each, no worker of the run is left on any node;
+- the unbroken run's checkpoint of its 2 ranks, resumed by one local process, trains the
+  next steps as the 2 ranks did.
 """
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import time
@@ -26,7 +29,7 @@ pytest.importorskip("ray")
 
 ENV = {**os.environ, "RAY_AUTH_MODE": "disabled"}
 STEPS = 4
-RUN = [
+ROWS = [  # the demo's task and warm start: rewards differ within a group, the updates train
     "data.builtin_train_size=64",
     "data.builtin_val_size=8",
     "data.train_batch_size=8",
@@ -35,11 +38,15 @@ RUN = [
     "rollout.n=2",
     f"trainer.total_training_steps={STEPS}",
     f"trainer.test_freq={STEPS}",
+    "trainer.save_freq=2",
     "trainer.progress_bar=false",
+]
+RUN = [
+    *ROWS,
     "trainer.worker_timeout_s=180",
     "trainer.launcher=ray",
-    "cluster.n_gpus_per_node=3",
-    "cluster.placement={actor: [0], rollout: [1, 2]}",
+    "cluster.n_gpus_per_node=4",
+    "cluster.placement={actor: [0, 1], rollout: [2, 3]}",
     "cluster.cpus_per_worker=1",
 ]
 # what a lost replica or another layout may change: times, memory, how weights moved, the
@@ -50,14 +57,14 @@ STATISTICS += ("actor/prompt_tokens_shared",)
 
 @pytest.fixture(scope="module")
 def cluster():
-    """Node 1 (the head: the actor and replica 0) with 2 CPUs, node 2 with 1 (replica 1);
-    a test that removes node 2 adds another in its place."""
+    """Node 1 (the head: the actor's 2 ranks and replica 0) with 3 CPUs, node 2 with 1
+    (replica 1); a test that removes node 2 adds another in its place."""
     from ray.cluster_utils import Cluster
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("RAY_AUTH_MODE", "disabled")
         made = Cluster(
-            initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False}
+            initialize_head=True, head_node_args={"num_cpus": 3, "include_dashboard": False}
         )
         made.add_node(num_cpus=1)
         yield made
@@ -147,7 +154,7 @@ def unbroken(cluster, rl_executable, tmp_path_factory, metrics_rows):
     out = tmp_path_factory.mktemp("unbroken")
     code, stderr = finish(start(rl_executable, out, cluster, "trainer.rollout_restarts=1"))
     assert code == 0, stderr[-3000:]
-    return metrics_rows(out)
+    return out
 
 
 def assert_same_run(rows, expected):
@@ -170,14 +177,14 @@ def test_a_killed_rollout_worker_is_replaced_and_the_run_is_the_unbroken_one(
     run = start(rl_executable, out, cluster, "trainer.rollout_restarts=1")
     after_step(run, out, 1, metrics_rows)
     # the layout the scenario asks for: the actor on node 1, one replica per node
-    assert len(workers_on(head, "RoleWorker")) == 1
+    assert len(workers_on(head, "RoleWorker")) == 2
     assert len(workers_on(head, "RolloutWorker")) == 1
     (replica,) = workers_on(node2, "RolloutWorker")
     with driver_paused(run):
         os.kill(replica, signal.SIGKILL)
     code, stderr = finish(run)
     assert code == 0, stderr[-3000:]
-    assert "rollout replica 1 lost" in stderr
+    assert re.search(r"rollout replica \d lost \(rollout\.\w+: it died\)", stderr), stderr[-3000:]
     rows = metrics_rows(out)
     last = rows[-1]
     assert last["rollout/replica_restarts"] == 1 and last["rollout/replicas_lost"] == 1
@@ -187,7 +194,7 @@ def test_a_killed_rollout_worker_is_replaced_and_the_run_is_the_unbroken_one(
     rejoined = last["rollout/replicas_rejoined"]
     assert last["rollout/replicas"] == 1 + rejoined
     assert last["rollout/replicas_joining"] == 1 - rejoined
-    assert_same_run(rows, unbroken)
+    assert_same_run(rows, metrics_rows(unbroken))
     assert no_workers_left(cluster, workers_on)
 
 
@@ -211,7 +218,7 @@ def test_a_lost_node_leaves_its_replica_out_and_the_other_takes_the_batch(
     # no node has room for the replacement: it waits (and is stopped with the run)
     assert last["rollout/replicas"] == 1 and last["rollout/replicas_lost"] == 1
     assert last["rollout/replica_restarts"] == 1 and last["rollout/replicas_joining"] == 1
-    assert_same_run(rows, unbroken)
+    assert_same_run(rows, metrics_rows(unbroken))
     assert no_workers_left(cluster, workers_on)
 
 
@@ -263,40 +270,30 @@ def test_the_train_ranks_node_lost_is_one_line_and_the_same_command_resumes(
 @pytest.mark.ray
 @pytest.mark.slow
 def test_a_two_rank_checkpoint_resumes_in_one_process_as_the_same_run(
-    rl_executable, tmp_path, metrics_rows
+    unbroken, rl_executable, tmp_path, metrics_rows
 ):
-    """2 FSDP ranks on Ray write the checkpoints; the step-2 one, resumed by one local
-    process (the same config but the layout: free on resume), trains step 3 as the 2
-    ranks did (the same prompts, samples and weights, summed in another order)."""
-    # RUN's rows and the demo's warm start (rewards then differ within a group: it trains)
-    common = [*RUN[:6], "trainer.total_training_steps=3", "trainer.save_freq=1"]
-    common += ["trainer.test_freq=-1", "trainer.progress_bar=false"]
-    common += ["actor.ppo_micro_batch_size_per_gpu=2"]
-
-    def train(*overrides):
-        result = subprocess.run(
-            [rl_executable, "train", *common, *overrides],
-            capture_output=True,
-            text=True,
-            timeout=900,
-            env=ENV,
-        )
-        assert result.returncode == 0, result.stderr[-3000:]
-        return result
-
-    two, one = tmp_path / "two_ranks", tmp_path / "one_process"
-    train("trainer.launcher=ray", "cluster.n_gpus_per_node=2", f"trainer.output_dir={two}")
-    checkpoint = two / "checkpoints" / "global_step_2"
-    result = train(
-        f"trainer.output_dir={one}",
-        "trainer.resume_mode=path",
-        f"trainer.resume_from_path={checkpoint}",
+    """The unbroken run's step-2 checkpoint, written by the actor's 2 FSDP ranks, resumed by
+    one local process (the same config but the layout: free on resume) trains steps 3 and
+    4 as the 2 ranks did (the same prompts, samples and weights, summed in another order)."""
+    one = tmp_path / "one_process"
+    result = subprocess.run(
+        [
+            rl_executable,
+            "train",
+            *ROWS,
+            f"trainer.output_dir={one}",
+            "trainer.resume_mode=path",
+            f"trainer.resume_from_path={unbroken / 'checkpoints' / 'global_step_2'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=ENV,
     )
+    assert result.returncode == 0, result.stderr[-3000:]
     assert "cluster.n_gpus_per_node" in result.stderr  # the layout change, said and recorded
-    (resumed,) = [r for r in metrics_rows(one) if r.get("step") == 3]
-    (straight,) = [r for r in metrics_rows(two) if r.get("step") == 3]
-    resumed, straight = comparable(resumed), comparable(straight)
-    assert resumed.keys() == straight.keys()
-    assert resumed["actor/grad_norm"] > 0  # the update trained
-    for key in straight:
-        assert resumed[key] == pytest.approx(straight[key], rel=1e-4, abs=1e-6), key
+    resumed = [r for r in metrics_rows(one) if r["step"] > 2]
+    straight = [r for r in metrics_rows(unbroken) if r["step"] > 2]
+    assert [r["step"] for r in resumed] == [3, 4]
+    assert all(r["actor/grad_norm"] > 0 for r in resumed)  # the updates trained
+    assert_same_run(resumed, straight)
