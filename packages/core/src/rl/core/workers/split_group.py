@@ -78,7 +78,9 @@ class SplitGroup:
         if isinstance(self.rollout, RolloutReplicas):
             renewed = self._renew_membership()
         sent = self.train.start("push_weights", version)
-        received = self.rollout.start("pull_weights", version)
+        # a replica lost in the middle of a push ends the run (its peers in the broadcast
+        # cannot tell it from a slow one): the answers are waited for together
+        received = [actor.pull_weights.remote(version) for actor in self.rollout.actors]
         pushed, pulled = wait_together(
             [
                 (self.train, sent, "actor", "push_weights"),
