@@ -55,6 +55,18 @@ def _run(rl_executable, files, output_dir, *overrides):
     return [json.loads(line) for line in (output_dir / "metrics.jsonl").read_text().splitlines()]
 
 
+def tolerance(step, key):
+    """1e-4, but for the update's statistics after the first update: 2 ranks and 1 sum the
+    first update's gradients in another order, and Adam's normalised step carries that
+    rounding into the second update's loss and gradient norm (measured: 0 on one Intel
+    Xeon, 8e-4 relative in the gradient norm on an AMD EPYC); the rollout-vs-trainer
+    mismatch below stays at 1e-4 (a batch without its images is off by more than 1e-2:
+    packages/fsdp-backend/tests/test_vision.py)."""
+    if step >= 2 and key.startswith("actor/"):
+        return {"rel": 5e-3, "abs": 1e-4}
+    return {"rel": 1e-4, "abs": 1e-4}
+
+
 @pytest.mark.ray
 @pytest.mark.slow
 def test_a_vision_language_run_on_ray_trains_what_one_process_trains(tmp_path, rl_executable):
@@ -76,7 +88,7 @@ def test_a_vision_language_run_on_ray_trains_what_one_process_trains(tmp_path, r
         compared = [k for k in mine if not k.startswith(PLACEMENT_STATISTICS) and k != "time"]
         assert set(compared) <= set(theirs)
         for key in compared:
-            assert theirs[key] == pytest.approx(mine[key], rel=1e-4, abs=1e-4), key
+            assert theirs[key] == pytest.approx(mine[key], **tolerance(mine["step"], key)), key
     trained = [r for r in placed if "actor/pg_loss" in r]
     assert all(r["actor/grad_norm"] > 1e-4 for r in trained)  # the updates moved the model
     assert all(r["mismatch/abs_logprob_diff"] < 1e-4 for r in trained)  # images on both sides
