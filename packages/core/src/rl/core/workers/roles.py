@@ -128,60 +128,56 @@ class RolloutRole:
         sampling: SamplingParams,
     ) -> Rollouts:
         world = self.group.world_size
-
-        def share_of(rows: Sequence[Any], share: Sequence[int]) -> tuple[Any, ...]:
-            """The prompts (and their images) of `share`."""
-            prompts = [list(rows[i]) for i in share]
-            return (prompts,) if images is None else (prompts, [row_images[i] for i in share])
-
-        row_images = list(images or [])
+        row_images = None if images is None else list(images)
         if world == 1:
-            whole = range(len(prompt_ids))
-            answer = self._run_each([(*share_of(prompt_ids, whole), sampling)])[0]
-            if answer is None:
-                answer = self._again(prompt_ids, row_images, sampling)
-            return answer
+            whole = [range(len(prompt_ids))]
+            return self._generate_shares(prompt_ids, row_images, whole, sampling)[0]
         if self.rerank:
             rows = [list(p) for p in prompt_ids for _ in range(sampling.n)]
-            row_images = [image for image in row_images for _ in range(sampling.n)]
+            if row_images is not None:
+                row_images = [image for image in row_images for _ in range(sampling.n)]
             seeds = sampling.sample_seeds(len(prompt_ids))
             one = replace(sampling, n=1, prompt_seeds=tuple(seeds or ()))
             shares = spread_rows(len(rows), world, rerank=True)
-            answers = self._run_each(
-                [(*share_of(rows, share), one.for_prompts(share)) for share in shares]
-            )
-            answers = [
-                self._again(*_subset(rows, row_images, share), one.for_prompts(share))
-                if answer is None
-                else answer
-                for share, answer in zip(shares, answers, strict=True)
-            ]
+            answers = self._generate_shares(rows, row_images, shares, one)
             return _assemble(shares, answers, len(rows))
         shares = spread_rows(len(prompt_ids), world, rerank=False)
-        answers = self._run_each(
-            [(*share_of(prompt_ids, share), sampling.for_prompts(share)) for share in shares]
-        )
-        answers = [
-            self._again(*_subset(prompt_ids, row_images, share), sampling.for_prompts(share))
-            if answer is None
-            else answer
-            for share, answer in zip(shares, answers, strict=True)
-        ]
+        answers = self._generate_shares(prompt_ids, row_images, shares, sampling)
         row_shares = [
             [i * sampling.n + j for i in share for j in range(sampling.n)] for share in shares
         ]
         return _assemble(row_shares, answers, len(prompt_ids) * sampling.n)
 
-    def _again(
+    def _generate_shares(
         self,
         prompt_ids: Sequence[Sequence[int]],
-        images: Sequence[ImageInputs | None],
+        images: Sequence[ImageInputs | None] | None,
+        shares: Sequence[Sequence[int]],
         sampling: SamplingParams,
-    ) -> Rollouts:
-        """The share of a replica lost while generating, on the replicas left (its seeds
-        go with it: the same samples; `RolloutReplicas`)."""
-        self.group.regenerated(len(prompt_ids) * sampling.n)
-        return self._generate(prompt_ids, images or None, sampling)
+    ) -> list[Rollouts]:
+        """Share k of the prompts (with their images, where the call has them) on replica
+        k, with its prompts' seeds. The share of a replica lost meanwhile is generated again
+        on the replicas left (`RolloutReplicas`): its seeds go with it, so its samples are
+        the same."""
+
+        def share_of(share: Sequence[int]) -> tuple[list[list[int]], list[Any] | None]:
+            prompts = [list(prompt_ids[i]) for i in share]
+            return prompts, None if images is None else [images[i] for i in share]
+
+        parts = [share_of(share) for share in shares]
+        answers = self._run_each(
+            [
+                (prompts, sampling.for_prompts(share))
+                if share_images is None
+                else (prompts, share_images, sampling.for_prompts(share))
+                for (prompts, share_images), share in zip(parts, shares, strict=True)
+            ]
+        )
+        for k, share in enumerate(shares):
+            if answers[k] is None:
+                self.group.regenerated(len(share) * sampling.n)
+                answers[k] = self._generate(*parts[k], sampling.for_prompts(share))
+        return answers
 
     def _run_each(self, per_rank: list[tuple[Any, ...]]) -> list[Any]:
         """`generate` on each replica, or `generate_with_images` where the arguments hold
@@ -241,13 +237,6 @@ class RolloutRole:
 
     def wake(self) -> None:
         self.group.call("rollout", "run", "rollout", "wake")
-
-
-def _subset(
-    prompts: Sequence[Sequence[int]], images: Sequence[Any], share: Sequence[int]
-) -> tuple[list[list[int]], list[Any]]:
-    """The prompts (and images, where there are) of `share`."""
-    return [list(prompts[i]) for i in share], [images[i] for i in share] if images else []
 
 
 def _assemble(shares: Sequence[Sequence[int]], answers: Sequence[Rollouts], total: int) -> Rollouts:
