@@ -259,6 +259,28 @@ def ray_stopped_after():
         sys.modules["ray"].shutdown()
 
 
+@pytest.fixture(scope="session")
+def process_gone() -> Callable[..., bool]:
+    """`process_gone(pid, timeout=60.0)`: whether `pid` ends within `timeout` (a liveness
+    bound; a zombie counts as gone)."""
+    return _process_gone
+
+
+def _process_gone(pid: int, timeout: float = 60.0) -> bool:
+    import time
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().split(") ")[-1].startswith("Z"):
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
 def _ids(value: Any) -> list[int]:
     if value is None:
         return []

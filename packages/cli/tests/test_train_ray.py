@@ -91,7 +91,7 @@ def final_weights(output_dir):
 @pytest.mark.ray
 @pytest.mark.slow
 def test_sigterm_to_the_driver_checkpoints_through_the_workers_and_resumes_bit_identical(
-    tmp_path, rl_executable, tiny_run, descendants
+    tmp_path, rl_executable, tiny_run, descendants, process_gone
 ):
     """SIGTERM to the driver of a 2-rank Ray run (as a scheduler sends it) after its first
     checkpoint: the driver finishes the step, has its workers write their shards of a
@@ -131,24 +131,10 @@ def test_sigterm_to_the_driver_checkpoints_through_the_workers_and_resumes_bit_i
     for pid in ray_processes:  # the driver shut its Ray cluster down before it exited
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, 0)
-            assert _gone(pid), f"{pid} outlived the stopped driver"
+            assert process_gone(pid), f"{pid} outlived the stopped driver"
     resumed = start(killed_dir)
     assert resumed.wait(timeout=600) == 0, resumed.stderr.read()[-3000:]
     expected, got = final_weights(tmp_path / "straight"), final_weights(killed_dir)
     assert expected.keys() == got.keys()
     for name in expected:
         assert torch.equal(expected[name], got[name]), name
-
-
-def _gone(pid, timeout=60.0):
-    """Whether `pid` ends within `timeout` (a liveness bound; a zombie counts as gone)."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                if stat.read().split(") ")[-1].startswith("Z"):
-                    return True
-        except FileNotFoundError:
-            return True
-        time.sleep(0.2)
-    return False

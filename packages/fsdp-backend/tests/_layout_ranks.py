@@ -19,10 +19,9 @@ import json
 import os
 import sys
 import warnings
-from pathlib import Path
 
 import torch
-from _tied_ranks import make_batch, make_engine, nll
+from _tied_ranks import as_rank, make_batch, make_engine, nll
 
 
 def full(tensor: torch.Tensor) -> torch.Tensor:
@@ -76,20 +75,8 @@ def load_stage(checkpoint: str, options: dict) -> dict:
 def main() -> None:
     warnings.simplefilter("ignore")
     rank, world, port, out, stage, checkpoint, options = sys.argv[1:8]
-    os.environ.update(
-        RANK=rank,
-        WORLD_SIZE=world,
-        LOCAL_RANK=rank,
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=port,
-    )
-    result = {"save": save_stage, "load": load_stage}[stage](checkpoint, json.loads(options))
-    torch.save(result, Path(out) / f"{rank}.pt")
-    import torch.distributed as dist
-
-    if dist.is_initialized():
-        dist.barrier()
-        dist.destroy_process_group()
+    produce = {"save": save_stage, "load": load_stage}[stage]
+    as_rank(rank, world, port, out, lambda: produce(checkpoint, json.loads(options)))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@ import json
 import os
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 import transformers
@@ -134,24 +136,29 @@ def scenario(options: dict) -> dict:
     return out
 
 
-def main() -> None:
-    warnings.simplefilter("ignore")
-    rank, world, port, out, options = sys.argv[1:6]
+def as_rank(rank: str, world: str, port: str, out: str, produce: Callable[[], Any]) -> None:
+    """Run `produce()` as rank `rank` of `world` (the environment torch.distributed starts
+    from) and write its result to OUT/<rank>.pt; then leave the process group together."""
     os.environ.update(
-        RL_TEST_OUT=out,
         RANK=rank,
         WORLD_SIZE=world,
         LOCAL_RANK=rank,
         MASTER_ADDR="127.0.0.1",
         MASTER_PORT=port,
     )
-    result = scenario(json.loads(options))
-    torch.save(result, Path(out) / f"{rank}.pt")
+    torch.save(produce(), Path(out) / f"{rank}.pt")
     import torch.distributed as dist
 
     if dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()
+
+
+def main() -> None:
+    warnings.simplefilter("ignore")
+    rank, world, port, out, options = sys.argv[1:6]
+    os.environ["RL_TEST_OUT"] = out
+    as_rank(rank, world, port, out, lambda: scenario(json.loads(options)))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ removed node's replica comes back when a node is added."""
 import contextlib
 import os
 import signal
-import time
 
 import pytest
 import torch
@@ -60,7 +59,7 @@ def assert_same_samples(got, want):
         torch.testing.assert_close(torch.as_tensor(a), torch.as_tensor(b), rtol=1e-5, atol=1e-5)
 
 
-def test_a_lost_replica_s_rows_are_generated_again_and_its_replacement_rejoins(roles):
+def test_a_lost_replica_s_rows_are_generated_again_and_its_replacement_rejoins(roles, process_gone):
     """Then a hung replica fails its health check and is replaced too, and with no
     restart left, losing both is one error."""
     from rl.core.workers.replicas import RolloutReplicas
@@ -109,26 +108,13 @@ def test_a_lost_replica_s_rows_are_generated_again_and_its_replacement_rejoins(r
             os.kill(hung_pid, signal.SIGCONT)
     assert metrics["rollout/replicas"] == 1 and metrics["rollout/replica_restarts"] == 2
     assert set(roles.rollout.generate(prompts(), sampling()).weight_versions) == {2}
-    assert _gone(hung_pid)  # killed, not left stopped
+    assert process_gone(hung_pid)  # killed, not left stopped
 
     # no restart left: the replicas lost, the run's generation is one error
     for actor in [replicas.group.actors[slot] for slot in replicas.slots]:
         os.kill(ray.get(actor.pid.remote()), signal.SIGKILL)
     with pytest.raises(WorkerError, match="every rollout replica is lost"):
         roles.rollout.generate(prompts(), sampling())
-
-
-def _gone(pid, timeout=60.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                if stat.read().split(") ")[-1].startswith("Z"):
-                    return True
-        except FileNotFoundError:
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def test_replicas_follow_the_cluster_lost_with_a_node_and_back_when_one_is_added(
