@@ -48,7 +48,6 @@ class RolloutReplicas:
         self.health_check_s = health_check_s
         self.slots: list[int] = list(range(group.world_size))  # in service, in order
         self.joining: dict[int, tuple[Any, Any]] = {}  # slot -> (actor, its build's ref)
-        self.lost: set[int] = set()  # slots whose worker is gone and not yet replaced
         self.changed = False  # the membership changed since the weight group formed
         self.slot_of: dict[Any, int] = {}  # a started call -> the replica running it
         self.counts = {"restarts": 0, "lost": 0, "regenerated_rows": 0, "joined": 0}
@@ -138,7 +137,6 @@ class RolloutReplicas:
             if slot not in self.slots:
                 return
             self.slots.remove(slot)
-            self.lost.add(slot)
             self.changed = True
             self.counts["lost"] += 1
             log.warning("rollout replica %d lost (%s)", slot, why)
@@ -207,7 +205,6 @@ class RolloutReplicas:
                         self._replace(slot)
                     continue
                 self.group.actors[slot] = actor
-                self.lost.discard(slot)
                 self.slots = sorted([*self.slots, slot])
                 self.changed = True
                 self.counts["joined"] += 1
