@@ -5,11 +5,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import rl.rollout.narrow_linear as narrow
 from rl.rollout.narrow_linear import BLOCK_ROWS, NARROW_ROWS, narrow_linear, use_narrow_linears
 
 
 @pytest.mark.parametrize("bias", [False, True])
-@pytest.mark.parametrize("shape", [(32, 96), (4, 1, 96), (1, 96), (NARROW_ROWS, 96)])
+@pytest.mark.parametrize("shape", [(32, 96), (4, 4, 96), (1, 96), (NARROW_ROWS, 96)])
 def test_equals_f_linear_in_float64_to_float32_rounding(shape, bias):
     torch.manual_seed(0)
     layer = torch.nn.Linear(96, 2 * BLOCK_ROWS + 37, bias=bias)  # a partial last block
@@ -34,7 +35,7 @@ def test_many_rows_and_autograd_keep_f_linear():
     assert torch.equal(out, F.linear(few, layer.weight, layer.bias)) and few.grad is not None
 
 
-def test_a_model_keeps_its_parameters_names_and_ties():
+def test_a_model_keeps_its_parameters_names_and_ties(monkeypatch):
     from rl.core.config import load_config
     from rl.core.models import load_causal_lm, load_tokenizer
 
@@ -42,11 +43,13 @@ def test_a_model_keeps_its_parameters_names_and_ties():
     tokenizer = load_tokenizer(config.model)
     model = load_causal_lm(config.model, tokenizer, seed=0).eval()
     before = {name: p for name, p in model.named_parameters(remove_duplicate=False)}
-    ids = torch.tensor([tokenizer("12+7=").input_ids] * 3)
+    ids = torch.tensor([tokenizer("12+7=").input_ids] * 6)
     with torch.inference_mode():
         want = model(input_ids=ids).logits[:, -1]
+        assert use_narrow_linears(model) == 0  # the demo's layers are small: all kept
+        monkeypatch.setattr(narrow, "NARROW_MIN_WEIGHTS", 0)
         assert use_narrow_linears(model) == sum(type(m) is torch.nn.Linear for m in model.modules())
-        full = model(input_ids=ids).logits[:, -1]  # 3 x 5 rows: the narrow path
+        full = model(input_ids=ids).logits[:, -1]  # 6 x 5 rows: the narrow path
     after = {name: p for name, p in model.named_parameters(remove_duplicate=False)}
     assert before.keys() == after.keys() and all(before[k] is after[k] for k in before)
     assert torch.allclose(full, want, atol=1e-5)

@@ -144,7 +144,7 @@ def sample(
     ).repeat_interleave(n, 0)
     running = torch.ones(sequences.shape[0], dtype=torch.bool, device=device)
     seeds = sampling.sample_seeds(prompt_ids.shape[0])
-    draws = RowDraws(seeds) if seeds is not None else None
+    draws = RowDraws(seeds, sampling.max_new_tokens) if seeds is not None else None
     scale = sampling.temperature if sampling.temperature != 0 else 1.0
     tokens, logprobs = [], []
     for step in range(sampling.max_new_tokens):
@@ -189,14 +189,23 @@ class RowDraws:
     beside it (placement-independent sampling). Inverse-CDF sampling: the first token whose
     cumulative probability exceeds u × the total (a token of probability 0 never is)."""
 
-    def __init__(self, seeds: Sequence[int]) -> None:
-        self.generators = [torch.Generator().manual_seed(seed) for seed in seeds]
+    def __init__(self, seeds: Sequence[int], steps: int) -> None:
+        # each row's first `steps` uniforms in one call per row: the same numbers as one
+        # call a step (torch's CPU generator fills in order), without 32 calls a step
+        self.uniforms = torch.stack(
+            [
+                torch.rand(
+                    steps, generator=torch.Generator().manual_seed(seed), dtype=torch.float64
+                )
+                for seed in seeds
+            ]
+        )
+        self.step = 0
 
     def sample(self, probs: torch.Tensor) -> torch.Tensor:
-        """One token per row of `probs` [rows, V]."""
-        uniform = torch.cat(
-            [torch.rand(1, generator=g, dtype=torch.float64) for g in self.generators]
-        )
+        """One token per row of `probs` [rows, V], with each row's next uniform."""
+        uniform = self.uniforms[:, self.step]
+        self.step += 1
         return inverse_cdf(probs, uniform.to(probs.device))
 
 
@@ -214,6 +223,13 @@ def inverse_cdf(probs: torch.Tensor, uniform: torch.Tensor, block: int = CDF_BLO
     block holds no crossing, its last token of non-zero probability is taken.
     """
     rows, vocab = probs.shape
+    if vocab <= block:  # one block: the same numbers as below, without the first level
+        threshold = uniform.to(torch.float64) * probs.sum(-1).double()
+        values = probs.double()
+        offset = torch.searchsorted(values.cumsum(-1), threshold[:, None], right=True)
+        tokens = torch.arange(vocab, device=probs.device)
+        last_positive = torch.where(values > 0, tokens, -1).amax(-1, keepdim=True)
+        return torch.minimum(offset, last_positive).squeeze(1)
     whole = vocab // block * block
     # float32 within a block (converting [rows, V] to float64 alone took ~18 ms), float64
     # across blocks and tokens

@@ -7,9 +7,12 @@ once; for a wide layer (the LM head) blocks of `BLOCK_ROWS` weight rows keep the
 block in cache, where it is transposed into the [rows, out] result. At the Qwen2.5-0.5B
 shape, 32 rows, 2 threads: the LM head (W [151936, 896]) 358 -> 133 ms and an MLP projection 8.2 -> 4.5 ms (`python -m
 rl.rollout.bench.narrow_linear`; benchmarks/rollout/README.md). The product is the same
-in another summation order (the last bits of rounding differ). Only inference with at
-most `NARROW_ROWS` rows on CPU takes this path; prefill and anything under autograd keep
-`F.linear`.
+in another summation order (the last bits of rounding differ). Only inference with
+`NARROW_MIN_ROWS` to `NARROW_ROWS` rows on CPU takes this path; prefill and anything under
+autograd keep `F.linear`. Small layers keep it too: below `NARROW_MIN_WEIGHTS` weights
+(and below 16 rows) the blocks' Python and copies cost more than the orientation saves
+(a 2-core AMD EPYC, 32 rows: [896, 896] 552 vs 557 us; [64, 64] 11 vs 51 us, which made
+the tiny demo model's decode steps 2x slower; 8 rows at [4864, 896]: 2.6 vs 4.2 ms).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import torch
 import torch.nn.functional as F
 
 NARROW_ROWS = 64
+NARROW_MIN_ROWS = 16
+NARROW_MIN_WEIGHTS = 1 << 22  # 4M weights (16 MiB in fp32): an MLP projection at 0.5B
 BLOCK_ROWS = 2048
 
 
@@ -27,7 +32,8 @@ def narrow_linear(module: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
     """`module(x)`, as weight @ x^T when x has few rows, on CPU and without autograd."""
     rows = x.numel() // x.shape[-1] if x.shape[-1] else 0
     weight = module.weight
-    narrow = 0 < rows <= NARROW_ROWS and x.device.type == "cpu" and x.dtype == weight.dtype
+    narrow = NARROW_MIN_ROWS <= rows <= NARROW_ROWS
+    narrow = narrow and x.device.type == "cpu" and x.dtype == weight.dtype
     if not narrow or torch.is_grad_enabled():
         return F.linear(x, weight, module.bias)
     inputs = x.reshape(rows, x.shape[-1]).t().contiguous()
@@ -47,11 +53,12 @@ def narrow_linear(module: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
 
 
 def use_narrow_linears(model: torch.nn.Module) -> int:
-    """Route every `nn.Linear` of `model` through `narrow_linear` (parameters, names and
-    ties untouched: only the instances' `forward`); returns how many."""
+    """Route every `nn.Linear` of `model` with at least `NARROW_MIN_WEIGHTS` weights through
+    `narrow_linear` (parameters, names and ties untouched: only the instances' `forward`);
+    returns how many."""
     count = 0
     for module in model.modules():
-        if type(module) is torch.nn.Linear:
+        if type(module) is torch.nn.Linear and module.weight.numel() >= NARROW_MIN_WEIGHTS:
             module.forward = functools.partial(narrow_linear, module)  # type: ignore[method-assign]
             count += 1
     return count
