@@ -21,6 +21,7 @@ import torch.distributed as dist
 from rl.core.batch import select, to_device
 from rl.core.engines import LossFn
 from rl.core.micro_batches import micro_batch_rows, mini_batches
+from rl.core.norms import square_sum
 from rl.core.role_spec import RoleSpec
 from rl.core.updates import TOKENS, mini_batch_updates
 from rl.core.updates import step_metrics as step_metrics_of
@@ -79,14 +80,27 @@ class Updates:
 
     @torch.no_grad()
     def weight_norm(self) -> float:
-        """The parameters' L2 norm, each accumulated in float64: a float32 sum over a real
-        vocabulary's embedding (19 M values at 128 wide) is off in the fourth digit on CPU,
-        and by a different amount for each sharding (1 rank vs 2 disagreed by 5e-4)."""
-        norms = [
-            torch.linalg.vector_norm(p, dtype=torch.float64) for p in self.training.parameters()
-        ]
-        norm = torch.linalg.vector_norm(torch.stack(norms))
-        return float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
+        """The parameters' L2 norm, accumulated in float64 a block at a time
+        (`rl.core.norms.square_sum`): a float32 sum over a real vocabulary's embedding
+        (19 M values at 128 wide) is off in the fourth digit on CPU, and by a different
+        amount for each sharding (1 rank vs 2 disagreed by 5e-4). A sharded parameter's
+        shards are summed on each rank, then over the shards' mesh dimensions."""
+        from torch.distributed.tensor import DTensor, Partial, Replicate
+
+        plain = torch.zeros((), dtype=torch.float64)
+        sharded, layout = torch.zeros((), dtype=torch.float64), None
+        for p in self.training.parameters():
+            if isinstance(p, DTensor):
+                sharded += square_sum(p.to_local()).cpu()
+                layout = layout or (p.device_mesh, p.placements)
+            else:
+                plain += square_sum(p).cpu()
+        if layout is not None:
+            mesh, placements = layout
+            over = [Partial() if pl.is_shard() else Replicate() for pl in placements]
+            on_mesh = DTensor.from_local(sharded.to(mesh.device_type), mesh, over)
+            sharded = on_mesh.full_tensor().cpu()
+        return float((plain + sharded).sqrt())
 
     def optimizer_step(self, mini: Mapping[str, torch.Tensor], loss_fn: LossFn) -> dict[str, float]:
         optimizer, scaler, built = self.training.optimizer, self.training.grad_scaler, self.built

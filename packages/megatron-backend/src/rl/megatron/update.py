@@ -21,6 +21,7 @@ import torch.distributed as dist
 from rl.core.batch import select, to_device
 from rl.core.engines import LogprobOutput, LossFn
 from rl.core.micro_batches import MicroBatching
+from rl.core.norms import square_sum
 from rl.core.updates import TOKENS, mini_batch_updates, step_metrics
 from rl.core.workers.dispatch import data_parallel_rows
 from rl.megatron.schedule import PipelineSchedule
@@ -125,7 +126,7 @@ def weight_norm(chunks: list[torch.nn.Module], device: torch.device) -> float:
         for param in chunk.parameters():
             if param_is_not_shared(param) and param_is_not_tensor_parallel_duplicate(param):
                 total = experts if not getattr(param, "allreduce", True) else dense
-                total += param.detach().double().pow(2).sum()
+                total += square_sum(param)  # float64, no float64 copy of the whole
     dist.all_reduce(dense, group=ps.get_model_parallel_group())
     dist.all_reduce(experts, group=ps.get_expert_tensor_model_pipeline_parallel_group())
     return float((dense + experts).sqrt())
