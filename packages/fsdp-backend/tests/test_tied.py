@@ -225,16 +225,19 @@ def test_at_a_real_vocabulary_the_lookup_adds_its_rows_in_place_and_the_step_is_
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class WholeTensorSums(TorchDispatchMode):
-        """Out-of-place additions of two [V, H] tensors (autograd's input buffer)."""
+        """Out-of-place additions of two [V, H] tensors (autograd's input buffer), and the
+        zeroed [V, H] tensors made."""
 
         def __init__(self):
             super().__init__()
-            self.seen = 0
+            self.seen = self.zeroed = 0
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             shapes = [tuple(a.shape) for a in args if isinstance(a, torch.Tensor)]
             if func is torch.ops.aten.add.Tensor and shapes.count((20000, 64)) == 2:
                 self.seen += 1
+            if func is torch.ops.aten.zeros_like.default and shapes == [(20000, 64)]:
+                self.zeroed += 1
             return func(*args, **(kwargs or {}))
 
     monkeypatch.setitem(ranks.SHAPE, "vocab_size", 20000)
@@ -246,6 +249,9 @@ def test_at_a_real_vocabulary_the_lookup_adds_its_rows_in_place_and_the_step_is_
     with WholeTensorSums() as sums:
         engine.train_step(batch, ranks.nll)
     assert sums.seen == 0
+    # AdamW's two moments alone: the lookup's rows wait for the head's gradient to be in
+    # `.grad` instead of starting a zeroed [V, H] gradient beside it
+    assert sums.zeroed == 2
     grad = embedding.weight.grad
     assert grad is not None and not grad.is_sparse and grad.shape == (20000, 64)
     reference = ranks.tied_model("qwen2")

@@ -40,6 +40,7 @@ from rl.fsdp import checkpoint, export
 from rl.fsdp.build import build_model
 from rl.fsdp.config import FSDPConfig
 from rl.fsdp.distributed import ensure_process_group
+from rl.fsdp.gated_mlp import use_gated_mlps
 from rl.fsdp.offload import move
 from rl.fsdp.optimizer import make_training
 from rl.fsdp.passes import Passes
@@ -79,6 +80,8 @@ class FSDPTrainEngine(
         self.passes = Passes(
             self.built, spec, self.device, self.autocast_dtype, vocab_size, self.exports_views
         )
+        if spec.kind.trains and self.passes.fused() and self.autocast_dtype is None:
+            use_gated_mlps(self.model)  # with the fused kernels: half the MLP activations
         self.training = make_training(self.model, spec, self.fsdp, self.device)
         self.updates = (
             None
