@@ -66,6 +66,14 @@ def test_engine_args_use_the_rollout_keys_and_refuse_collisions():
     # 2 (K, V) x layers x kv heads x head_dim x 4 bytes per token
     assert need == 2 * 2 * 1 * 64 * 4 * 8 * args["max_model_len"]
     assert args["kv_cache_memory_bytes"] == max(need, 64 << 20)
+    # max_num_seqs past a step's rows: room for the step's rows (prompts x n) alone
+    step = load_config(
+        overrides=["data.train_batch_size=8", "rollout.n=4", "data.max_prompt_length=4096"]
+    )
+    args = engine_args(step, "/m", "float32", on_cpu=True, hf_config=hf_config)
+    assert step.rollout.max_num_seqs > 32 and args["max_num_seqs"] == step.rollout.max_num_seqs
+    rows = kv_cache_bytes(hf_config, 32 * args["max_model_len"], 4)
+    assert rows > 64 << 20 and args["kv_cache_memory_bytes"] == rows
     wide = load_config(overrides=["rollout.tensor_parallel_size=2"])
     with pytest.raises(ConfigError, match="rollout.tensor_parallel_size = 2: a vLLM replica"):
         engine_args(wide, "/m", "float32", on_cpu=True, hf_config=hf_config)

@@ -34,6 +34,13 @@ def max_model_len(config: Config) -> int:
     return rollout.max_model_len or data.max_prompt_length + data.max_response_length
 
 
+def generation_rows(config: Config) -> int:
+    """The rows one training generation samples: its prompts (`data.gen_batch_size`,
+    else `data.train_batch_size`) x `rollout.n`."""
+    prompts = config.data.gen_batch_size or config.data.train_batch_size
+    return prompts * config.rollout.n
+
+
 def kv_cache_bytes(hf_config: Any, tokens: int, dtype_bytes: int) -> int:
     """Bytes of K and V for `tokens` tokens of this model (all layers)."""
     heads = getattr(hf_config, "num_key_value_heads", None) or hf_config.num_attention_heads
@@ -99,9 +106,13 @@ def engine_args(
     )
     if on_cpu:
         # The CPU build sizes its KV cache from free RAM (GiBs) unless told: give it
-        # room for max_num_seqs full-length rows, at least 64 MiB.
+        # room for the full-length rows one generation runs at once (a step's prompts x
+        # rollout.n, at most max_num_seqs), at least 64 MiB. A larger batch (validation)
+        # runs in waves. (max_num_seqs rows alone: 2.2 GiB at the 0.5B shape's 4 layers
+        # for a step of 32 rows, which need 71 MiB.)
         size = 2 if dtype in ("bfloat16", "float16") else 4
-        need = kv_cache_bytes(hf_config, rollout.max_num_seqs * length, size)
+        rows = min(rollout.max_num_seqs, generation_rows(config))
+        need = kv_cache_bytes(hf_config, rows * length, size)
         args["kv_cache_memory_bytes"] = max(need, 64 << 20)
         if rollout.tensor_parallel_size > 1:
             args["distributed_executor_backend"] = "mp"  # one worker process per TP rank
