@@ -1,5 +1,5 @@
 """`python -m rl.bench <benchmark> [options]`; benchmarks: grpo-step, modes, reward-overlap,
-verl-journey."""
+verl-journey, weight-sync."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ BENCHMARKS = {
     "modes": "rl.bench.modes",
     "reward-overlap": "rl.bench.reward_overlap",
     "verl-journey": "rl.bench.verl_journey",
+    "weight-sync": "rl.bench.weight_sync",
 }
 
 

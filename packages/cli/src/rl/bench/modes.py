@@ -3,6 +3,7 @@
     python -m rl.bench modes                    # 8 steps, 3 interleaved rounds
     python -m rl.bench modes --steps 6 --rounds 2 -- data.max_response_length=32
     python -m rl.bench modes --placement disaggregated   # actor and rollout on Ray workers apart
+    python -m rl.bench modes --placement disaggregated --shape qwen2.5-0.5b --layers 4
 
 The workload is the tiny demo model *without* its SFT warm-start: its random weights end a
 response at EOS with a small, constant chance per token, so response lengths are long-tailed
@@ -18,6 +19,13 @@ CPU each): generation and learning then overlap in different processes, and the 
 adds the measured overlap — from sync's medians, generate g and the rest of the step r, a
 mode's step t hides (g + r - t) / min(g, r) of the shorter phase (1: the step takes
 max(g, r); 0: their sum).
+
+`--shape NAME --layers N` runs the real-shape workload of `rl.bench grpo-step` instead (a
+released model's shape, tokenizer and chat template, random weights, chat-templated GSM8K,
+8 prompts x 4 samples; the folder is built once under `--out`). Random weights at a 152K
+vocabulary almost never draw EOS, so there every `STOP_EVERY`-th token id ends a response
+(`rollout.stop_token_ids`): each token ends it with a chance of about 1 / STOP_EVERY, and
+lengths are geometric up to `SHAPE_RESPONSE_TOKENS`.
 Raw rows go to `<out>/modes.jsonl`; `benchmarks/modes/` keeps committed output.
 """
 
@@ -60,6 +68,29 @@ WORKLOAD = [
 ]
 
 
+STOP_EVERY = 32
+SHAPE_RESPONSE_TOKENS = 64
+
+
+def shape_workload(shape: str, layers: int, steps: int, out: Path) -> list[str]:
+    """The real-shape workload's keys (its folder built under `out` once)."""
+    from rl.bench import shape_workload as sw
+    from rl.bench import workload as w
+
+    folder = out / f"{shape}-{layers}l"
+    sw.prepare(folder, shape, layers, steps)
+    vocab = json.loads((folder / "model" / "config.json").read_text())["vocab_size"]
+    stops = ",".join(str(t) for t in range(STOP_EVERY - 1, vocab, STOP_EVERY))
+    return [
+        *sw.our_overrides(sw.ShapeRun(shape, layers, folder)),
+        f"data.train_batch_size={w.PROMPTS}",
+        f"actor.ppo_mini_batch_size={w.PROMPTS}",
+        f"rollout.n={w.RESPONSES_PER_PROMPT}",
+        f"data.max_response_length={SHAPE_RESPONSE_TOKENS}",
+        f"rollout.stop_token_ids=[{stops}]",
+    ]
+
+
 def run(mode: str, steps: int, out: Path, overrides: list[str]) -> list[dict]:
     return train_steps([*WORKLOAD, *MODES[mode], *overrides], steps, out / mode)
 
@@ -89,12 +120,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path("outputs/bench_modes"))
     parser.add_argument("--placement", choices=list(PLACEMENTS), default="colocated")
+    parser.add_argument("--shape", help="a real model shape (rl.bench grpo-step's workload)")
+    parser.add_argument("--layers", type=int, default=4, help="decoder layers of --shape")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args(argv)
-    args.overrides = [*PLACEMENTS[args.placement], *args.overrides]
     if args.steps < 2:
         parser.error("--steps must be at least 2 (the first step of each run is warm-up)")
     args.out.mkdir(parents=True, exist_ok=True)
+    shape = []
+    if args.shape:
+        shape = shape_workload(args.shape, args.layers, args.steps * args.rounds, args.out)
+    args.overrides = [*PLACEMENTS[args.placement], *shape, *args.overrides]
     times: dict[str, list[float]] = {mode: [] for mode in MODES}
     generate: list[float] = []  # sync's generation, and the rest of its step
     waits: list[float] = []
@@ -118,9 +154,15 @@ def main(argv: list[str] | None = None) -> None:
     medians = {mode: statistics.median(values) for mode, values in times.items()}
     where = header("cpu", ["transformers", "rl-core", "rl-cli"])
     print(f"# trainer.mode benchmark, {', '.join(f'{k} {v}' for k, v in where.items() if v)}")
-    print(
-        f"# workload: {' '.join(WORKLOAD + args.overrides)}; {args.steps} steps x {args.rounds} rounds"
-    )
+    shown = [
+        k
+        if not k.startswith("rollout.stop_token_ids=")
+        else f"rollout.stop_token_ids=[every {STOP_EVERY}th id]"
+        for k in WORKLOAD + args.overrides
+    ]
+    if args.shape:
+        shown.insert(0, f"{args.shape} shape, {args.layers} layers (random weights);")
+    print(f"# workload: {' '.join(shown)}; {args.steps} steps x {args.rounds} rounds")
     print(f"# response length: mean of step means {statistics.mean(lengths):.1f} tokens")
     for mode in MODES:
         print(

@@ -94,6 +94,7 @@ class RoleWorker:
         from rl.core.models import load_tokenizer
         from rl.core.rng import seed_everything
         from rl.core.weight_sync import WeightSender
+        from rl.core.weight_sync.transports import InProcessTransport
         from rl.core.workers.build import build_rollout_engine, build_train_engine
 
         self.config = config
@@ -116,8 +117,11 @@ class RoleWorker:
             if self.world_size > 1:
                 config = replace(config, rollout=replace(rollout, seed=rollout.seed + self.rank))
             self.engines["rollout"] = build_rollout_engine(config, tokenizer)
+            # the engine in this process copies the actor's tensors in: no buckets between
             self.sender = WeightSender(
-                rollout.update_weights_bucket_megabytes << 20, delta=rollout.update_weights_delta
+                rollout.update_weights_bucket_megabytes << 20,
+                delta=rollout.update_weights_delta,
+                transport=InProcessTransport(pack=False),
             )
             # in sync mode the rollout never generates while the actor updates
             self.may_share_weights = config.trainer.mode == "sync"
