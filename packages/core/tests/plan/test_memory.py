@@ -243,9 +243,10 @@ def test_cpu_workers_share_the_machine_memory():
         check_plan(config)
 
 
-def test_vllm_on_cpu_reserves_max_num_seqs_rows_or_the_env_space(qwen_folder, monkeypatch):
-    """rl.rollout's vLLM on CPU asks for max_num_seqs full-length rows of KV cache (64 ×
-    1536 × 12 KiB in bf16), VLLM_CPU_KVCACHE_SPACE GiB when that is set."""
+def test_vllm_on_cpu_reserves_one_generations_rows_or_the_env_space(qwen_folder, monkeypatch):
+    """rl.rollout's vLLM on CPU asks for one generation's full-length rows of KV cache, at
+    most max_num_seqs (64 × 1536 × 12 KiB in bf16), VLLM_CPU_KVCACHE_SPACE GiB when that
+    is set."""
     overrides = [
         f"model.path={qwen_folder}",
         "model.dtype=bfloat16",
@@ -257,6 +258,10 @@ def test_vllm_on_cpu_reserves_max_num_seqs_rows_or_the_env_space(qwen_folder, mo
     monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
     (group,) = make_plan(load_config(None, overrides)).devices
     assert group.phases["rollout"].kv_cache == 64 * 1536 * 12_288
+    # a step of fewer rows than max_num_seqs: room for the step's rows (prompts x n) alone
+    step = [*overrides, "rollout.max_num_seqs=1024", "data.train_batch_size=8", "rollout.n=2"]
+    (group,) = make_plan(load_config(None, step)).devices
+    assert group.phases["rollout"].kv_cache == 16 * 1536 * 12_288
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "3")
     (group,) = make_plan(load_config(None, overrides)).devices
     assert group.phases["rollout"].kv_cache == 3 * 1024**3

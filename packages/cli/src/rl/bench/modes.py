@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> None:
     shown = [
         k
         if not k.startswith("rollout.stop_token_ids=")
-        else f"rollout.stop_token_ids=[every {STOP_EVERY}th id]"
+        else f"rollout.stop_token_ids=[every {STOP_EVERY}-th id]"
         for k in WORKLOAD + args.overrides
     ]
     if args.shape:

@@ -80,6 +80,16 @@ def fused_log_probs(setting: bool | None, device_type: str, vocab_size: int) -> 
     return device_type == "cuda" or vocab_size >= FUSED_VOCAB_ON_CPU
 
 
+def cpu_vllm_kv_rows(config: Any) -> int:
+    """The full-length rows of KV cache rl.rollout's vLLM reserves on CPU (and `rl plan`
+    counts): one generation's, its prompts (`data.gen_batch_size`, else
+    `data.train_batch_size`) x `rollout.n`, at most `rollout.max_num_seqs`; a larger
+    batch (validation) runs in waves."""
+    data, rollout = config.data, config.rollout
+    prompts = data.gen_batch_size or data.train_batch_size
+    return int(min(rollout.max_num_seqs, prompts * rollout.n))
+
+
 @dataclass(frozen=True)
 class TinyModelConfig:
     """A small Qwen2-architecture model built from a config with random weights."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rl.core.config import Config
-from rl.core.config.schema import fused_log_probs
+from rl.core.config.schema import cpu_vllm_kv_rows, fused_log_probs
 from rl.core.micro_batches import Rows
 from rl.core.plan.batches import (
     RolloutBatches,
@@ -279,8 +279,8 @@ def _rollout_memory(
     elif space is not None:
         kv = space
     elif rollout.name == "vllm" and config.trainer.device == "cpu":
-        # rl.rollout's vLLM on CPU reserves room for max_num_seqs full-length rows, >= 64 MiB
-        kv = max(kv_cache_bytes(layer, rollout.max_num_seqs * seq, b, tp), VLLM_CPU_MIN_KV)
+        # rl.rollout's vLLM on CPU reserves room for one generation's full-length rows
+        kv = max(kv_cache_bytes(layer, cpu_vllm_kv_rows(config) * seq, b, tp), VLLM_CPU_MIN_KV)
     else:
         kv = kv_cache_bytes(layer, in_flight, b, tp)
     peak = RoleMemory("rollout", weights, kv_cache=kv)

@@ -32,7 +32,8 @@ micro-batch on the device; L layers, h hidden, i intermediate, kv = kv_heads × 
     rollout      weights b × P ÷ TP plus the KV cache of the tokens in flight:
                  2 × L × kv ÷ TP × b × tokens (vLLM / SGLang preallocate instead:
                  gpu_memory_utilization × the device; on CPU VLLM_CPU_KVCACHE_SPACE GiB,
-                 else room for rollout.max_num_seqs full-length rows, as rl.rollout asks)
+                 else room for one generation's full-length rows, prompts × rollout.n up
+                 to rollout.max_num_seqs, as rl.rollout asks)
 
 Not counted: the CUDA context and allocator fragmentation (leave ~10 %), temporary
 buffers of collectives, and the HF rollout's own activations (a forward of one step).

@@ -11,6 +11,7 @@ from typing import Any
 
 from rl.core.config import Config
 from rl.core.config.errors import ConfigError
+from rl.core.config.schema import cpu_vllm_kv_rows
 
 # rollout.<key> -> EngineArgs field, copied as they are
 DIRECT = {
@@ -32,13 +33,6 @@ LOGPROBS_MODE = "processed_logprobs"
 def max_model_len(config: Config) -> int:
     rollout, data = config.rollout, config.data
     return rollout.max_model_len or data.max_prompt_length + data.max_response_length
-
-
-def generation_rows(config: Config) -> int:
-    """The rows one training generation samples: its prompts (`data.gen_batch_size`,
-    else `data.train_batch_size`) x `rollout.n`."""
-    prompts = config.data.gen_batch_size or config.data.train_batch_size
-    return prompts * config.rollout.n
 
 
 def kv_cache_bytes(hf_config: Any, tokens: int, dtype_bytes: int) -> int:
@@ -111,7 +105,7 @@ def engine_args(
         # runs in waves. (max_num_seqs rows alone: 2.2 GiB at the 0.5B shape's 4 layers
         # for a step of 32 rows, which need 71 MiB.)
         size = 2 if dtype in ("bfloat16", "float16") else 4
-        rows = min(rollout.max_num_seqs, generation_rows(config))
+        rows = cpu_vllm_kv_rows(config)
         need = kv_cache_bytes(hf_config, rows * length, size)
         args["kv_cache_memory_bytes"] = max(need, 64 << 20)
         if rollout.tensor_parallel_size > 1:
