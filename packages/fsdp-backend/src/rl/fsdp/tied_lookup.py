@@ -62,8 +62,8 @@ def _lookup(embedding: torch.nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
 
 def rows_into_gradient(model: torch.nn.Module) -> bool:
     """Make `model`'s input embedding add its gradient rows into its weight's `.grad` in
-    place; False (nothing changed) where it cannot: not an `nn.Embedding`, or one with
-    max_norm, frequency scaling or sparse gradients of its own."""
+    place; False (nothing changed) where it cannot: not an `nn.Embedding`, one with
+    max_norm, frequency scaling or sparse gradients of its own, or a frozen one."""
     embedding = model.get_input_embeddings()
     if type(embedding) is not torch.nn.Embedding:
         return False
@@ -72,6 +72,7 @@ def rows_into_gradient(model: torch.nn.Module) -> bool:
         or embedding.scale_grad_by_freq
         or embedding.sparse
         or type(embedding.weight) is not torch.nn.Parameter
+        or not embedding.weight.requires_grad  # frozen (LoRA): no gradient to place
     ):
         return False
     weight = embedding.weight
