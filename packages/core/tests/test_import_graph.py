@@ -49,6 +49,7 @@ CORE_LAYERS = [
         "rng",
         "atomic_files",
         "file_modes",
+        "norms",
         "parent_death",
     },
     # the RL domain: config, data, algorithms, rewards, models, weight-sync planning
