@@ -58,15 +58,15 @@ def test_row_draws_sample_the_distribution():
     probs = torch.tensor([0.5, 0.0, 0.2, 0.3, 0.0])
     rows = 20_000
     draws = RowDraws(list(range(rows)), 1)
-    tokens = draws.sample(probs.expand(rows, -1))
+    tokens = draws.sample(probs.expand(rows, -1), 0)
     counts = torch.bincount(tokens, minlength=5).double() / rows
     assert counts[1] == 0 and counts[4] == 0
     # 4 standard errors of a binomial share
     assert torch.allclose(counts, probs.double(), atol=4 * (0.25 / rows) ** 0.5)
     # the same seeds draw the same tokens; a row's draw ignores the other rows
-    again = RowDraws(list(range(rows)), 1).sample(probs.expand(rows, -1))
+    again = RowDraws(list(range(rows)), 1).sample(probs.expand(rows, -1), 0)
     assert torch.equal(tokens, again)
-    assert RowDraws([7], 1).sample(probs[None]).item() == tokens[7].item()
+    assert RowDraws([7], 1).sample(probs[None], 0).item() == tokens[7].item()
 
 
 def test_row_draws_take_a_rows_stream_one_uniform_a_step():
@@ -75,9 +75,9 @@ def test_row_draws_take_a_rows_stream_one_uniform_a_step():
     probs = torch.softmax(torch.randn(3, 50, generator=torch.Generator().manual_seed(0)), -1)
     draws = RowDraws([3, 4, 5], 4)
     generators = [torch.Generator().manual_seed(seed) for seed in (3, 4, 5)]
-    for _ in range(4):
+    for step in range(4):
         uniform = torch.cat([torch.rand(1, generator=g, dtype=torch.float64) for g in generators])
-        assert torch.equal(draws.sample(probs), inverse_cdf(probs, uniform))
+        assert torch.equal(draws.sample(probs, step), inverse_cdf(probs, uniform))
 
 
 def _inverse_cdf_float64(probs, uniform):

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
-import socket
 import statistics
 import sys
 import time
@@ -35,6 +34,8 @@ from typing import Any
 import torch
 
 from rl.bench import shape_workload as sw
+from rl.core.distributed import free_port
+from rl.kernels.bench.harness import elapsed
 
 
 def load_engine(model_dir: Path) -> Any:
@@ -79,19 +80,8 @@ def checksum(named: Any) -> float:
     return float(sum(square_sum(t) for _, t in named))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def median_s(run: Any, repeats: int) -> float:
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+    return statistics.median(elapsed(run) for _ in range(repeats))
 
 
 def across_processes(model_dir: Path, weights: list, repeats: int, threads: int) -> float:
@@ -100,10 +90,9 @@ def across_processes(model_dir: Path, weights: list, repeats: int, threads: int)
     from rl.core.weight_sync.sender import WeightSender
 
     port = free_port()
-    ours, theirs = mp.get_context("spawn").Pipe()
-    child = mp.get_context("spawn").Process(
-        target=receiver, args=(str(model_dir), port, repeats, theirs, threads)
-    )
+    spawn = mp.get_context("spawn")
+    ours, theirs = spawn.Pipe()
+    child = spawn.Process(target=receiver, args=(str(model_dir), port, repeats, theirs, threads))
     child.start()
     try:
         group = open_weight_group("127.0.0.1", port, 0, 2)

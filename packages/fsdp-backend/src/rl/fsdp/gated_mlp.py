@@ -45,12 +45,12 @@ class GatedDown(torch.autograd.Function):
         gate, up, weight = ctx.saved_tensors
         activation = F.silu(gate)
         grad_product = grad_out @ weight  # [..., intermediate]
+        rows = grad_out.reshape(-1, grad_out.shape[-1])
         grad_weight = grad_bias = None
         if ctx.needs_input_grad[2]:
-            rows = grad_out.reshape(-1, grad_out.shape[-1])
             grad_weight = rows.t() @ (activation * up).reshape(-1, up.shape[-1])
         if ctx.has_bias and ctx.needs_input_grad[3]:
-            grad_bias = grad_out.reshape(-1, grad_out.shape[-1]).sum(0)
+            grad_bias = rows.sum(0)
         grad_up = grad_product * activation
         grad_gate = torch.ops.aten.silu_backward(grad_product * up, gate)
         return grad_gate, grad_up, grad_weight, grad_bias

@@ -87,20 +87,20 @@ class Updates:
         shards are summed on each rank, then over the shards' mesh dimensions."""
         from torch.distributed.tensor import DTensor, Partial, Replicate
 
-        plain = torch.zeros((), dtype=torch.float64)
-        sharded, layout = torch.zeros((), dtype=torch.float64), None
-        for p in self.training.parameters():
+        plain, sharded, layout = [], [], None
+        for p in self.training.parameters():  # summed on the device: one copy to the host
             if isinstance(p, DTensor):
-                sharded += square_sum(p.to_local()).cpu()
+                sharded.append(square_sum(p.to_local()))
                 layout = layout or (p.device_mesh, p.placements)
             else:
-                plain += square_sum(p).cpu()
+                plain.append(square_sum(p))
+        total = torch.stack(plain).sum().cpu() if plain else torch.zeros((), dtype=torch.float64)
         if layout is not None:
             mesh, placements = layout
             over = [Partial() if pl.is_shard() else Replicate() for pl in placements]
-            on_mesh = DTensor.from_local(sharded.to(mesh.device_type), mesh, over)
-            sharded = on_mesh.full_tensor().cpu()
-        return float((plain + sharded).sqrt())
+            on_mesh = DTensor.from_local(torch.stack(sharded).sum(), mesh, over)
+            total = total + on_mesh.full_tensor().cpu()
+        return float(total.sqrt())
 
     def optimizer_step(self, mini: Mapping[str, torch.Tensor], loss_fn: LossFn) -> dict[str, float]:
         optimizer, scaler, built = self.training.optimizer, self.training.grad_scaler, self.built

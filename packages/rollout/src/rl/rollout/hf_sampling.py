@@ -154,7 +154,7 @@ def sample(
         if sampling.temperature == 0:
             token = scores.argmax(-1)
         elif draws is not None:
-            token = draws.sample(torch.softmax(scores, -1))
+            token = draws.sample(torch.softmax(scores, -1), step)
         else:
             token = torch.multinomial(torch.softmax(scores, -1), 1).squeeze(1)
         token = token.masked_fill(~running, pad_id)
@@ -200,13 +200,11 @@ class RowDraws:
                 for seed in seeds
             ]
         )
-        self.step = 0
 
-    def sample(self, probs: torch.Tensor) -> torch.Tensor:
-        """One token per row of `probs` [rows, V], with each row's next uniform."""
-        uniform = self.uniforms[:, self.step]
-        self.step += 1
-        return inverse_cdf(probs, uniform.to(probs.device))
+    def sample(self, probs: torch.Tensor, step: int) -> torch.Tensor:
+        """One token per row of `probs` [rows, V] at decode step `step`: each row's
+        `step`-th uniform."""
+        return inverse_cdf(probs, self.uniforms[:, step].to(probs.device))
 
 
 CDF_BLOCK = 1024
