@@ -117,3 +117,29 @@ def test_a_copying_receiver_lets_the_sender_recycle_two_buckets():
     metrics = WeightSender(bucket_bytes=2048).sync(weights, engine)
     assert metrics["weight_sync/buckets"] == 6
     assert len(engine.addresses) == 2  # double buffering: bucket k+1 packs while k is yielded
+
+
+def test_unpacked_in_process_hands_the_offered_tensors_without_a_copy():
+    """`InProcessTransport(pack=False)` (the workers' colocated sync): the engine gets each
+    offered tensor itself, detached (the same memory, no autograd record; a transposed view
+    made contiguous, as for every transport), in one call; no bucket is packed, and the
+    bytes are counted as sent."""
+    from rl.core.weight_sync.transports import InProcessTransport
+
+    weights = [*mixed_weights(), ("trained", torch.ones(3, requires_grad=True))]
+    seen = []
+
+    class Recording:
+        def update_weights(self, named_tensors):
+            seen.extend(named_tensors)
+
+    sender = WeightSender(bucket_bytes=300, transport=InProcessTransport(pack=False))
+    metrics = sender.sync(weights, Recording())
+    assert [name for name, _ in seen] == [name for name, _ in weights]
+    for (_, got), (name, offered) in zip(seen, weights, strict=True):
+        assert torch.equal(got, offered) and not got.requires_grad, name
+        same_memory = got.data_ptr() == offered.data_ptr()
+        assert same_memory == offered.is_contiguous(), name
+    total = sum(t.numel() * t.element_size() for _, t in weights)
+    assert metrics["weight_sync/buckets"] == 0
+    assert metrics["weight_sync/sent_bytes"] == total == metrics["weight_sync/bytes"]

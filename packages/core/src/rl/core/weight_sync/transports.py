@@ -32,7 +32,8 @@ class Transport(Protocol):
 
 class InProcessTransport:
     """Same process: `rollout.update_weights` is called once with views of fresh buckets,
-    or (`pack=False`) with the offered tensors themselves: the engine copies them into its
+    or (`pack=False`) with the offered tensors themselves (detached; a non-contiguous one
+    made contiguous, as every transport gets them): the engine copies them into its
     own weights, so a bucket would be one more copy of every byte and its memory (at the
     Qwen2.5-0.5B shape's 747 MiB: 0.30 s a sync with buckets, the floor's one copy 0.06 s;
     `python -m rl.bench weight-sync`). The workers' colocated syncs use `pack=False`."""
@@ -62,7 +63,7 @@ def _as_offered(entries: Iterator[NamedTensor], stats: SyncStats) -> Iterator[Na
     for name, tensor in entries:
         stats.raw_tensors += 1
         stats.sent_bytes += nbytes(tensor)
-        yield name, tensor.detach()  # a view: the engine never records the copy
+        yield name, tensor  # `checked_entries` detached it (and made it contiguous)
 
 
 def check_drained(stream: Iterator[NamedTensor], receiver: str) -> None:
