@@ -2,7 +2,9 @@
 gives them, with two of its four [tokens, intermediate] activations no longer saved."""
 
 import copy
+import functools
 
+import pytest
 import torch
 from transformers import Qwen2Config
 from transformers.models.qwen2.modeling_qwen2 import Qwen2MLP
@@ -62,3 +64,20 @@ def test_other_activations_and_wrapped_projections_keep_their_forward():
     holder.config, holder.mlp = config, Qwen2MLP(config)
     holder.mlp.up_proj = torch.nn.Sequential(holder.mlp.up_proj)  # as a LoRA wrapper is
     assert use_gated_mlps(holder) == 0
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_the_trained_engine_takes_it_with_the_fused_kernels_only(fused):
+    """`actor.use_fused_kernels` flips it: the actor's MLPs keep gate and up alone with the
+    fused kernels, and run transformers' own forward without them."""
+    from rl.core.config import OptimConfig, load_config
+    from rl.core.models import load_causal_lm, load_tokenizer
+    from rl.core.role_spec import RoleSpec
+    from rl.fsdp.engine import FSDPTrainEngine
+
+    config = load_config()
+    tokenizer = load_tokenizer(config.model)
+    spec = RoleSpec("actor", optim=OptimConfig(lr=1e-3), mini_batch_size=2, use_fused_kernels=fused)
+    engine = FSDPTrainEngine(load_causal_lm(config.model, tokenizer, seed=0), spec)
+    mlps = [layer.mlp for layer in engine.model.model.layers]
+    assert mlps and all(isinstance(m.forward, functools.partial) == fused for m in mlps)
