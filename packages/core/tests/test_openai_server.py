@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import urllib.request
 
 import openai
@@ -164,3 +165,23 @@ def test_models_and_health(served):
         urllib.request.urlopen(request)
     assert refused.value.code == 400
     assert "not JSON" in json.loads(refused.value.read())["error"]["message"]
+
+
+def test_closing_at_once_after_start_ends_the_thread_without_an_error(monkeypatch):
+    """`close` right after `start` (a run refused after its endpoint came up) may clear
+    the loop before the serving thread reaches `run_forever`: the thread must still end
+    cleanly, not raise on the cleared attribute."""
+    raised = []
+    monkeypatch.setattr(threading, "excepthook", raised.append)
+
+    async def generate(prompts, sampling):
+        raise AssertionError("not called")
+
+    for _ in range(30):
+        server = OpenAIServer(generate, None, ["m"], max_model_len=8)
+        server.start()
+        thread = server.thread
+        server.close()
+        thread.join(timeout=15)
+        assert not thread.is_alive()
+    assert raised == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import logging
 import sys
 
@@ -74,4 +75,7 @@ app.add_typer(config_app, name="config")
 
 
 def main() -> None:
+    # a crash in native code (SIGSEGV, SIGABRT) prints every thread's Python stack on
+    # stderr, so the run's log names where it died instead of only an exit code
+    faulthandler.enable()
     app()

@@ -81,10 +81,13 @@ class OpenAIServer:
         return f"http://{self.address}/v1"
 
     def _serve(self, started: concurrent.futures.Future[str]) -> None:
-        assert self.loop is not None
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_until_complete(self._listen(started))
-        self.loop.run_forever()
+        # the loop is held here: `close` may clear `self.loop` as soon as the address is
+        # out, before this thread reaches `run_forever` (its stop is then already queued)
+        loop = self.loop
+        assert loop is not None
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(self._listen(started))
+        loop.run_forever()
 
     async def _listen(self, started: concurrent.futures.Future[str]) -> None:
         from aiohttp import web
