@@ -77,7 +77,7 @@ def nll(output, micro, mini):
     return -(output.logprobs * mask).sum() / mini["response_mask"].sum(), {"nll": 1.0}
 
 
-def train_once(tokenizer, micro_batch_size):
+def train_once(tokenizer, micro_batch_size, step_gradients):
     engine = FSDPTrainEngine(
         make_model(tokenizer),
         RoleSpec(
@@ -87,15 +87,14 @@ def train_once(tokenizer, micro_batch_size):
             micro_batch_size=micro_batch_size,
         ),
     )
-    metrics = engine.train_step(make_batch(tokenizer), nll)
-    # Gradients of the (single) mini-batch stay on the parameters after the step.
-    grads = {name: full(p.grad) for name, p in engine.model.named_parameters()}
+    with step_gradients(engine) as grads:  # of the (single) mini-batch
+        metrics = engine.train_step(make_batch(tokenizer), nll)
     return grads, dict(engine.export_weights()), metrics
 
 
-def test_micro_batch_size_does_not_change_the_gradient(tokenizer):
-    grads_one, weights, metrics = train_once(tokenizer, 6)
-    grads_split, _, metrics_split = train_once(tokenizer, 2)
+def test_micro_batch_size_does_not_change_the_gradient(tokenizer, step_gradients):
+    grads_one, weights, metrics = train_once(tokenizer, 6, step_gradients)
+    grads_split, _, metrics_split = train_once(tokenizer, 2, step_gradients)
     start = make_model(tokenizer).state_dict()
     assert sum(not torch.equal(weights[n], start[n]) for n in weights) > 10  # it did update
     for name, grad in grads_one.items():
@@ -139,7 +138,7 @@ def test_hf_export_loads_with_from_pretrained(tokenizer, tmp_path):
         assert torch.equal(tensor, exported[name]), name
 
 
-def test_fused_kernel_path_matches_the_logits_path(tokenizer):
+def test_fused_kernel_path_matches_the_logits_path(tokenizer, step_gradients):
     batch = make_batch(tokenizer)
     plain = FSDPTrainEngine(
         make_model(tokenizer),
@@ -166,12 +165,12 @@ def test_fused_kernel_path_matches_the_logits_path(tokenizer):
     assert torch.allclose(a.logprobs[mask], b.logprobs[mask], atol=1e-5)
     assert torch.allclose(a.entropy[mask], b.entropy[mask], atol=1e-5)
     assert (b.logprobs[~mask] == 0).all()
-    plain.train_step(batch, nll)
-    fused.train_step(batch, nll)
-    for (name, p), (_, q) in zip(
-        plain.model.named_parameters(), fused.model.named_parameters(), strict=True
-    ):
-        assert torch.allclose(full(p.grad), full(q.grad), rtol=1e-4, atol=1e-6), name
+    with step_gradients(plain) as ours, step_gradients(fused) as theirs:
+        plain.train_step(batch, nll)
+        fused.train_step(batch, nll)
+    assert list(ours) == list(theirs) == [n for n, _ in plain.model.named_parameters()]
+    for name, grad in ours.items():
+        assert torch.allclose(grad, theirs[name], rtol=1e-4, atol=1e-6), name
 
 
 def test_a_skipped_update_leaves_weights_and_lr_schedule_alone(tokenizer):
@@ -385,3 +384,15 @@ def test_adams_eps_and_betas_come_from_the_config_and_change_the_update(tokenize
     settings, large = after_one_step(eps=1.0, betas=(0.8, 0.99), weight_decay=0.1)
     assert settings == (1.0, (0.8, 0.99), 0.1)
     assert any(not torch.equal(default[name], large[name]) for name in default)
+
+
+def test_the_gradients_are_released_when_the_step_ends(tokenizer, step_gradients):
+    """No `.grad` outlives `train_step` (as verl's actor and HF's Trainer): colocated, it
+    would sit beside the rollout engine while it generates; the step still applied them."""
+    engine = FSDPTrainEngine(
+        make_model(tokenizer), RoleSpec("actor", optim=OptimConfig(lr=1e-2), mini_batch_size=3)
+    )
+    with step_gradients(engine) as grads:
+        engine.train_step(make_batch(tokenizer), nll)  # two mini-batches: two optimizer steps
+    assert len(grads) == len(list(engine.model.parameters()))  # the last step applied them
+    assert all(p.grad is None for p in engine.model.parameters())

@@ -129,20 +129,20 @@ def nll(output, micro, mini):
     return -(output.logprobs * mask).sum() / mini["response_mask"].sum(), {}
 
 
-def gradients(tokenizer, name, packed, rows=8, max_tokens=None):
-    """The gradient of one mini-batch update (it stays on the parameters after the step;
-    compared instead of the weights, which AdamW's normalisation makes sign-sensitive)."""
+def gradients(step_gradients, tokenizer, name, packed, rows=8, max_tokens=None):
+    """The gradient of one mini-batch update (compared instead of the weights, which
+    AdamW's normalisation makes sign-sensitive)."""
     trained = engine(MODELS[name](tokenizer), packed=packed, rows=rows, max_tokens=max_tokens)
-    metrics = trained.train_step(ragged_batch(tokenizer), nll)
-    grads = {key: full(p.grad) for key, p in trained.model.named_parameters()}
+    with step_gradients(trained) as grads:
+        metrics = trained.train_step(ragged_batch(tokenizer), nll)
     return grads, metrics
 
 
 @pytest.mark.parametrize("name", list(MODELS))
-def test_one_update_is_the_same_packed_or_padded_for_any_budget(tokenizer, name):
+def test_one_update_is_the_same_packed_or_padded_for_any_budget(tokenizer, name, step_gradients):
     """The token-mean loss is normalised by the whole mini-batch, so neither packing nor how
     the rows are cut into micro-batches (by rows or by token budget) changes the update."""
-    reference, ref_metrics = gradients(tokenizer, name, packed=False, rows=7)
+    reference, ref_metrics = gradients(step_gradients, tokenizer, name, packed=False, rows=7)
     longest = int(ragged_batch(tokenizer)["attention_mask"].sum(1).max())
     for packed, rows, budget in [
         (True, 7, None),
@@ -152,7 +152,7 @@ def test_one_update_is_the_same_packed_or_padded_for_any_budget(tokenizer, name)
         (True, 8, 2 * longest),
         (False, 8, longest + 3),
     ]:
-        grads, metrics = gradients(tokenizer, name, packed, rows, budget)
+        grads, metrics = gradients(step_gradients, tokenizer, name, packed, rows, budget)
         assert metrics["actor/grad_norm"] == pytest.approx(ref_metrics["actor/grad_norm"], 1e-4)
         for key, value in reference.items():
             assert torch.allclose(value, grads[key], rtol=1e-4, atol=1e-7), (packed, rows, key)
@@ -308,13 +308,13 @@ def test_values_equal_the_unshared_ones(tokenizer):
 
 @pytest.mark.parametrize("name", list(MODELS))
 @pytest.mark.parametrize("rows", [16, 4])  # one micro-batch; groups cut across micro-batches
-def test_one_update_has_the_unshared_gradients(tokenizer, name, rows):
+def test_one_update_has_the_unshared_gradients(tokenizer, name, rows, step_gradients):
     """A repeated prompt's tokens get the gradients of all its rows' responses at once."""
     results = []
     for share in (False, True):
         trained = grouping_engine(MODELS[name](tokenizer), share=share, rows=rows)
-        metrics = trained.train_step(grouped_batch(tokenizer), nll)
-        grads = {key: full(p.grad) for key, p in trained.model.named_parameters()}
+        with step_gradients(trained) as grads:
+            metrics = trained.train_step(grouped_batch(tokenizer), nll)
         results.append((grads, metrics))
     (reference, ref_metrics), (grads, metrics) = results
     assert metrics["actor/grad_norm"] == pytest.approx(ref_metrics["actor/grad_norm"], 1e-4)

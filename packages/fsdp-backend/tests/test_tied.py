@@ -40,23 +40,30 @@ def plain_step(model, batch):
     loss, _ = ranks.nll(LogprobOutput(logprobs, None), batch, batch)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(params, optim.grad_clip)
+    gradients = {name: p.grad.clone() for name, p in model.named_parameters()}
     optimizer.step()
-    return {name: t.detach() for name, t in model.state_dict().items()}
+    return {name: t.detach() for name, t in model.state_dict().items()}, gradients
 
 
-def close(ours, theirs, names):
+def close(ours, theirs, names, gradients=None):
     """Equal to fp32 rounding, as Adam's first step sees it: each element moves by
     lr * g / (|g| + eps), so one whose gradient is itself at rounding level moves by a
     rounding-dependent part of lr. Allowed: at most 1 in 1,000 elements off by more than
     1e-6, none by more than 5 % of lr (a missing or doubled gradient term flips whole
-    rows by 2 lr). Qwen2's k_proj.bias, whose gradient is zero in exact arithmetic
-    (softmax ignores a shift shared by all keys), is left out."""
+    rows by 2 lr) among those whose reference gradient (`gradients`, where known) is
+    above a millionth of its tensor's largest: below that, the summation order alone
+    decides the step (a layer-1 gate_proj element moved 6e-5 apart at a gradient of
+    1e-9 when the suite ran in another order). Qwen2's k_proj.bias, whose gradient is
+    zero in exact arithmetic (softmax ignores a shift shared by all keys), is left out."""
     for name in names:
         if name.endswith("k_proj.bias"):
             continue
         diff = (ours[name] - theirs[name]).abs()
-        assert diff.max() <= 0.05 * ranks.LR, (name, float(diff.max()))
         assert (diff > 1e-6).float().mean() <= 1e-3, (name, int((diff > 1e-6).sum()))
+        gradient = (gradients or {}).get(name)
+        if gradient is not None:
+            diff = diff[gradient.abs() > 1e-6 * gradient.abs().max()]
+        assert diff.max() <= 0.05 * ranks.LR, (name, float(diff.max()))
 
 
 def test_the_gradient_of_the_tied_tensor_is_the_sum_of_its_two_uses():
@@ -90,9 +97,9 @@ def test_a_step_at_one_rank_keeps_the_tie_and_equals_a_plain_torch_step(family):
     assert model.lm_head.weight is model.model.embed_tokens.weight is embedding
     exported = dict(engine.export_weights())
     assert HEAD not in exported and EMBED in exported
-    expected = plain_step(reference, batch)
+    expected, gradients = plain_step(reference, batch)
     assert not torch.equal(expected[EMBED], ranks.tied_model(family).model.embed_tokens.weight)
-    close(exported, expected, exported)
+    close(exported, expected, exported, gradients)
     assert torch.equal(expected[HEAD], expected[EMBED])
 
 
@@ -217,7 +224,7 @@ def test_two_gloo_ranks_keep_the_tie_through_steps_checkpoints_and_hf_export(
 
 
 def test_at_a_real_vocabulary_the_lookup_adds_its_rows_in_place_and_the_step_is_the_same(
-    monkeypatch,
+    monkeypatch, step_gradients
 ):
     """From 16,384 tokens the tied lookup adds its gradient rows into the shared weight's
     `.grad` in place (`rl.fsdp.tied_lookup`): no [V, H] tensor is added to another out of
@@ -246,18 +253,20 @@ def test_at_a_real_vocabulary_the_lookup_adds_its_rows_in_place_and_the_step_is_
     embedding = model.model.embed_tokens
     assert isinstance(embedding.forward, functools.partial) and engine.passes.fused()
     batch = ranks.make_batch()
-    with WholeTensorSums() as sums:
+    with WholeTensorSums() as sums, step_gradients(engine) as gradients:
         engine.train_step(batch, ranks.nll)
     assert sums.seen == 0
     # AdamW's two moments alone: the lookup's rows wait for the head's gradient to be in
     # `.grad` instead of starting a zeroed [V, H] gradient beside it
     assert sums.zeroed == 2
-    grad = embedding.weight.grad
-    assert grad is not None and not grad.is_sparse and grad.shape == (20000, 64)
+    grad = gradients["model.embed_tokens.weight"]
+    assert not grad.is_sparse and grad.shape == (20000, 64)
+    assert embedding.weight.grad is None  # released when the step ended
     reference = ranks.tied_model("qwen2")
     assert not isinstance(reference.model.embed_tokens.forward, functools.partial)
     exported = dict(engine.export_weights())
-    close(exported, plain_step(reference, batch), exported)
+    expected, gradients = plain_step(reference, batch)
+    close(exported, expected, exported, gradients)
     monkeypatch.setitem(ranks.SHAPE, "vocab_size", 96)
     small = ranks.make_engine("qwen2", 0, {}).model.model.embed_tokens
     assert not isinstance(small.forward, functools.partial)
