@@ -171,3 +171,26 @@ def test_no_tokens_give_zero_gradients():
     (logprob.sum() + entropy.sum()).backward()
     assert torch.equal(weight.grad, torch.zeros_like(weight))
     assert hidden.grad.shape == (0, 8)
+
+
+@pytest.mark.parametrize("amp_dtype", [torch.float16, torch.bfloat16])
+def test_autocast_around_the_op_changes_nothing(cpu_impl, amp_dtype):
+    """A model's forward under torch.autocast (RLinf's fsdp_config.amp_autocast) calls the op
+    inside it: the tiles' GEMMs must stay float32, which the epilogues read as such (a
+    16-bit tile read as float32 ran past its end and crashed the process)."""
+    hidden, weight, labels, g_lp, g_h = make(40, 16, 3000, torch.float32, seed=7)
+    want = run_op(hidden, weight, labels, 1.0, g_lp, g_h, token_chunk=16, vocab_chunk=512)
+    with torch.autocast("cpu", dtype=amp_dtype):
+        got = run_op(hidden, weight, labels, 1.0, g_lp, g_h, token_chunk=16, vocab_chunk=512)
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype and torch.equal(a, b)
+
+
+def test_a_tile_that_is_not_float32_is_refused_by_the_compiled_epilogues():
+    from rl.kernels.ops.logprob_epilogue import EPILOGUES
+
+    tile = torch.zeros(4, 8, dtype=torch.float16)
+    labels = torch.zeros(4, dtype=torch.int64)
+    stats = torch.zeros(4, 4)
+    with pytest.raises(TypeError, match="float32"):
+        EPILOGUES["cpp"][0](tile, labels, 0, 1.0, stats)

@@ -110,7 +110,15 @@ def logprob_stats(
 
         return logprob_triton.stats(hidden, weight, labels, scale, vocab_start, vocab_chunk)
     tiling = tiles.Tiling(scale, vocab_start, token_chunk, vocab_chunk)
-    return tiles.tiled_stats(hidden, weight, labels, tiling, EPILOGUES[impl][0])
+    with _no_autocast(hidden):
+        return tiles.tiled_stats(hidden, weight, labels, tiling, EPILOGUES[impl][0])
+
+
+def _no_autocast(hidden: torch.Tensor) -> torch.autocast:
+    """The tiles' GEMMs in the dtypes `mm_fp32` chooses, whatever autocast the caller runs
+    under (a model's forward with RLinf's `amp_autocast`): autocast would turn them into
+    16-bit GEMMs whose tiles the float32 epilogues cannot read."""
+    return torch.autocast(hidden.device.type, enabled=False)
 
 
 @logprob_stats.register_fake
@@ -146,9 +154,10 @@ def logprob_grads(
         dtype = weight.dtype if weight.is_cuda else torch.float32
     tiling = tiles.Tiling(scale, vocab_start, token_chunk, vocab_chunk)
     per_row = (t.float().contiguous() for t in (lse, mean_x, grad_logprob, grad_entropy))
-    return tiles.chunked_grads(
-        hidden, weight, labels.contiguous(), tiling, tiles.RowGrads(*per_row), dlogits, dtype
-    )
+    with _no_autocast(hidden):
+        return tiles.chunked_grads(
+            hidden, weight, labels.contiguous(), tiling, tiles.RowGrads(*per_row), dlogits, dtype
+        )
 
 
 @logprob_grads.register_fake

@@ -73,7 +73,15 @@ def _module(name: str) -> ModuleType:
 
 def _tile_args(tile: torch.Tensor, labels: torch.Tensor, col_start: int, scale: float) -> tuple:
     """The leading arguments of every compiled epilogue (logprob.h): the tile, its rows,
-    columns and row stride, the labels, the tile's first vocabulary id and the scale."""
+    columns and row stride, the labels, the tile's first vocabulary id and the scale. The
+    compiled code reads raw pointers: a tile of another dtype or layout is refused here."""
+    if tile.dtype != torch.float32 or tile.stride(1) != 1:
+        raise TypeError(
+            f"the compiled epilogues read a float32 tile with contiguous rows, got "
+            f"{tile.dtype} with strides {tuple(tile.stride())}"
+        )
+    if labels.dtype != torch.int64 or not labels.is_contiguous():
+        raise TypeError(f"the compiled epilogues read contiguous int64 labels, got {labels.dtype}")
     rows, cols = tile.shape
     return (tile.data_ptr(), rows, cols, tile.stride(0), labels.data_ptr(), col_start, scale)
 
