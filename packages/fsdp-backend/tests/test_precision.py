@@ -37,13 +37,14 @@ def nll(output, micro, mini):
     return -(output.logprobs * mask).sum() / mini["response_mask"].sum(), {}
 
 
-def engine(tokenizer, **fsdp):
+def engine(tokenizer, use_fused_kernels=False, **fsdp):
     return FSDPTrainEngine(
         load_causal_lm(load_config().model, tokenizer, seed=0),
         RoleSpec(
             "actor",
             optim=OptimConfig(lr=1e-2),
             mini_batch_size=6,
+            use_fused_kernels=use_fused_kernels,
             backends={"fsdp_config": FSDPConfig(**fsdp)},
         ),
     )
@@ -116,3 +117,17 @@ def test_autocast_beside_fsdp_mixed_precision_is_refused_by_name():
             mixed_precision=MixedPrecisionConfig("float16", "float16"),
             amp_autocast=AutocastConfig(True, "float16"),
         )
+
+
+def test_autocast_around_the_fused_log_probs_keeps_their_tiles_float32(tokenizer):
+    """The fused log-prob kernels run inside the autocast forward: their logits tiles stay
+    float32 (16-bit tiles read as float32 gave log-probs from misread bits, and crashed
+    RLinf's fp16 example at a real vocabulary)."""
+    batch = batch_of(tokenizer)
+    exact = engine(tokenizer, use_fused_kernels=True).compute_logprobs(batch)
+    half = engine(tokenizer, use_fused_kernels=True, amp_autocast=AutocastConfig(True, "float16"))
+    assert half.passes.fused()
+    rounded = half.compute_logprobs(batch)
+    mask = batch["response_mask"].bool()
+    assert (exact.logprobs - rounded.logprobs)[mask].abs().max() < 5e-2
+    assert half.train_step(batch, nll)["actor/grad_norm"] > 0
