@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 namespace {
@@ -44,7 +45,18 @@ inline float fast_exp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  const float two_n = __builtin_bit_cast(float, (static_cast<int32_t>(n) + 127) << 23);
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_bit_cast)
+#define RL_HAS_BIT_CAST 1
+#endif
+#endif
+#ifdef RL_HAS_BIT_CAST
+  const float two_n = __builtin_bit_cast(float, bits);
+#else  // an older compiler (GCC < 11): correct, though its loops may stay scalar
+  float two_n;
+  std::memcpy(&two_n, &bits, sizeof two_n);
+#endif
   const float above = static_cast<float>(x >= -87.0f);  // 0 below the range, as exp ~ 0
   return p * two_n * above;
 }
