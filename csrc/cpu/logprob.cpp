@@ -28,6 +28,14 @@ rl_status_t check(const void* logits, int64_t rows, int64_t cols, int64_t ld, co
 
 constexpr int64_t kLanes = 8;
 
+// float from its bits: GCC >= 11 and clang have __builtin_bit_cast; older compilers copy
+// (correct, though their loops may stay scalar)
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_bit_cast)
+#define RL_HAS_BIT_CAST 1
+#endif
+#endif
+
 // exp(x) in float32 as Cephes computes it (x = n ln 2 + r, a degree-6 polynomial in r,
 // 2^n written into the exponent bits), within 2 ulp of exp on [-87, 0] and 0 below -87
 // (exp is subnormal there: far under the sums' rounding). Branch-free arithmetic, so the
@@ -46,14 +54,9 @@ inline float fast_exp(float x) {
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
   const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-#if defined(__has_builtin)
-#if __has_builtin(__builtin_bit_cast)
-#define RL_HAS_BIT_CAST 1
-#endif
-#endif
 #ifdef RL_HAS_BIT_CAST
   const float two_n = __builtin_bit_cast(float, bits);
-#else  // an older compiler (GCC < 11): correct, though its loops may stay scalar
+#else
   float two_n;
   std::memcpy(&two_n, &bits, sizeof two_n);
 #endif
