@@ -23,7 +23,7 @@ from rl.kernels.buckets import (
     unpack_bucket,
     unpack_bucket_into,
 )
-from rl.kernels.ops.logprob import fused_logprob_entropy
+from rl.kernels.ops.logprob import fused_logprob_entropy, logprob_of_logits
 from rl.kernels.partition import (
     balance_ratio,
     karmarkar_karp,
@@ -62,6 +62,7 @@ __all__ = [
     "is_bucketable",
     "karmarkar_karp",
     "layout_for",
+    "logprob_of_logits",
     "pack_bucket",
     "pack_into",
     "packed_labels",

@@ -174,6 +174,44 @@ def _merge_across_ranks(stats: torch.Tensor, group: dist.ProcessGroup) -> torch.
     return torch.cat([global_max[None], sums])
 
 
+def _finish(
+    stats: torch.Tensor, vocab_size: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """log p(label), entropy, logsumexp and mean logit [T] from the row statistics."""
+    lse = stats[0] + torch.log(stats[1])
+    mean_x = stats[2] / stats[1]
+    # Rounding can push these a hair past their bounds; the bounds are exact facts.
+    logprob = (stats[3] - lse).clamp(max=0.0)
+    entropy = (lse - mean_x).clamp(min=0.0, max=math.log(vocab_size))
+    return logprob, entropy, lse, mean_x
+
+
+def logprob_of_logits(
+    logits: torch.Tensor, labels: torch.Tensor, temperature: float = 1.0
+) -> torch.Tensor:
+    """`fused_logprob_entropy`'s log p(label) [T] on CPU, from logits [T, V] (float32)
+    already computed: the op's own epilogue over its own vocabulary chunks, so where the
+    logits are the values of the op's tiles (a batch-invariant GEMM, `rl.kernels.invariant`)
+    the result is the op's, bit for bit, without a second pass over the LM head."""
+    if logits.device.type != "cpu" or logits.dtype != torch.float32 or logits.dim() != 2:
+        raise TypeError("logprob_of_logits takes CPU float32 logits [T, V]")
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    labels = labels.contiguous()
+    impl = chosen_impl("cpu")
+    if impl not in EPILOGUES:
+        raise RuntimeError(f"logprob_of_logits runs the CPU epilogues, not the {impl} kernels")
+    epilogue = EPILOGUES[impl][0]
+    token_chunk, vocab_chunk = default_chunks(logits.device)
+    stats = torch.zeros(4, logits.shape[0], dtype=torch.float32)
+    stats[0] = -math.inf
+    for rows in tiles.chunks(logits.shape[0], token_chunk):
+        for cols in tiles.chunks(logits.shape[1], vocab_chunk):
+            tile = logits[rows, cols].contiguous()
+            epilogue(tile, labels[rows], cols.start, 1.0 / temperature, stats[:, rows])
+    return _finish(stats, logits.shape[1])[0]
+
+
 class _FusedLogprobEntropy(torch.autograd.Function):
     """Autograd over the two custom ops. An autograd.Function rather than
     `register_autograd` on one op because the vocab-parallel reductions (collectives
@@ -189,11 +227,7 @@ class _FusedLogprobEntropy(torch.autograd.Function):
         if tp_group is not None:
             stats = _merge_across_ranks(stats, tp_group)
             vocab_size *= dist.get_world_size(tp_group)
-        lse = stats[0] + torch.log(stats[1])
-        mean_x = stats[2] / stats[1]
-        # Rounding can push these a hair past their bounds; the bounds are exact facts.
-        logprob = (stats[3] - lse).clamp(max=0.0)
-        entropy = (lse - mean_x).clamp(min=0.0, max=math.log(vocab_size))
+        logprob, entropy, lse, mean_x = _finish(stats, vocab_size)
         ctx.save_for_backward(hidden, weight, labels, lse, mean_x)
         ctx.tiling, ctx.tp_group = tiling, tp_group
         return logprob, entropy

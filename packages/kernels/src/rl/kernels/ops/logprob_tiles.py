@@ -16,6 +16,8 @@ from typing import NamedTuple
 
 import torch
 
+from rl.kernels.invariant import pad_rows
+
 HALF_DTYPES = (torch.bfloat16, torch.float16)
 
 # (tile, labels, col_start, scale, stats [4, rows]) -> None, updating stats in place.
@@ -138,8 +140,11 @@ def tiled_stats(
     stats = torch.zeros(4, tokens, dtype=torch.float32, device=hidden.device)
     stats[0] = -math.inf
     for rows in chunks(tokens, token_chunk):
+        # a short chunk gets zero rows up to MIN_ROWS: with fewer the BLAS reduces in
+        # another order, and a row's log-prob would depend on how many share its chunk
+        part, count = pad_rows(hidden[rows])
         for cols in chunks(weight.shape[0], vocab_chunk):
-            tile = mm_fp32(hidden[rows], weight[cols].t()).contiguous()
+            tile = mm_fp32(part, weight[cols].t())[:count].contiguous()
             epilogue(tile, labels[rows], vocab_start + cols.start, scale, stats[:, rows])
     return stats
 
