@@ -81,6 +81,8 @@ class RoleSpec:
     lora: Any = None  # rl.core.models.lora.LoraSettings when model.lora_rank > 0
     lora_save_merged: bool = False
     freeze_vision_tower: bool = False  # a vision-language policy's vision tower kept as loaded
+    # rollout.batch_invariant: the model's log-probs are a rollout engine's, bit for bit
+    batch_invariant: bool = False
     backends: Mapping[str, Any] = field(default_factory=dict)
 
     @property

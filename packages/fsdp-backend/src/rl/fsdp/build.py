@@ -13,6 +13,7 @@ import torch.distributed as dist
 from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 
 from rl.core.config import ConfigError
+from rl.core.models.batch_invariant import make_batch_invariant
 from rl.core.models.vision_models import is_vision_language, vision_tower
 from rl.core.role_spec import RoleSpec
 from rl.core.weight_sync.ties import retie, tied_aliases
@@ -73,7 +74,9 @@ def build_model(
             f"{section}.ulysses_sequence_parallel_size = {spec.sequence_parallel_size} with a "
             "vision-language model: its rows' images are not split across ranks yet (set 1)"
         )
-    if spec.use_remove_padding:  # attention within each packed sequence, no [N, N] mask
+    if spec.batch_invariant:  # rollout.batch_invariant: packed or padded
+        make_batch_invariant(model)
+    elif spec.use_remove_padding:  # attention within each packed sequence, no [N, N] mask
         attention = register_varlen_attention() if sp is None else register_ulysses()
         # a vision-language model packs its text; the vision tower keeps its own attention
         # (its images are sequences of their own, which it bounds itself)

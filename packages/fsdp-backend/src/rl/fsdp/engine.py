@@ -81,7 +81,8 @@ class FSDPTrainEngine(
             self.built, spec, self.device, self.autocast_dtype, vocab_size, self.exports_views
         )
         if spec.kind.trains and self.passes.fused() and self.autocast_dtype is None:
-            use_gated_mlps(self.model)  # with the fused kernels: half the MLP activations
+            # with the fused kernels: half the MLP activations
+            use_gated_mlps(self.model, invariant=spec.batch_invariant)
         self.training = make_training(self.model, spec, self.fsdp, self.device)
         self.updates = (
             None

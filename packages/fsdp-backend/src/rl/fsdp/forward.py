@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from rl.core.models.routing_replay import RoutingPass
+from rl.core.models.token_logprobs import logprobs_and_entropy
 from rl.fsdp.packing import pack
 from rl.fsdp.ulysses import GatherSequence, SequenceParallel, ShareGradient, local_slice
 from rl.fsdp.vision import model_dtype, vision_inputs
@@ -117,20 +118,6 @@ def scatter_to_rows(values: torch.Tensor, response_mask: torch.Tensor) -> torch.
     """[M] values of the real response tokens -> [B, R] float32, zeros at padding."""
     out = torch.zeros(response_mask.shape, dtype=torch.float32, device=values.device)
     return out.masked_scatter(response_mask.bool().to(values.device), values.float())
-
-
-def logprobs_and_entropy(
-    logits: torch.Tensor, tokens: torch.Tensor, temperature: float, with_entropy: bool
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """log p(token) and entropy (float32) of softmax(logits / temperature); `logits` [..., V],
-    `tokens` [...]."""
-    scaled = logits.float() / (temperature if temperature > 0 else 1.0)
-    log_probs = torch.log_softmax(scaled, dim=-1)
-    chosen = log_probs.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
-    if not with_entropy:
-        return chosen, None
-    entropy = -(log_probs.exp() * log_probs).sum(-1)
-    return chosen, entropy
 
 
 def response_logprobs(

@@ -24,6 +24,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from rl.kernels.invariant import invariant_silu, pad_rows
+
 
 class GatedDown(torch.autograd.Function):
     """down(silu(gate) * up), saving `gate` and `up` (not silu(gate) or the product)."""
@@ -35,15 +37,20 @@ class GatedDown(torch.autograd.Function):
         up: torch.Tensor,
         weight: torch.Tensor,
         bias: torch.Tensor | None,
+        invariant: bool = False,
     ) -> torch.Tensor:
         ctx.save_for_backward(gate, up, weight)
-        ctx.has_bias = bias is not None
-        return F.linear(F.silu(gate) * up, weight, bias)
+        ctx.has_bias, ctx.invariant = bias is not None, invariant
+        if not invariant:
+            return F.linear(F.silu(gate) * up, weight, bias)
+        # rollout.batch_invariant: the place-independent SiLU, at least MIN_ROWS rows
+        rows, count = pad_rows(invariant_silu(gate) * up)
+        return F.linear(rows, weight, bias)[:count].reshape(*gate.shape[:-1], weight.shape[0])
 
     @staticmethod
     def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         gate, up, weight = ctx.saved_tensors
-        activation = F.silu(gate)
+        activation = invariant_silu(gate) if ctx.invariant else F.silu(gate)
         grad_product = grad_out @ weight  # [..., intermediate]
         rows = grad_out.reshape(-1, grad_out.shape[-1])
         grad_weight = grad_bias = None
@@ -53,17 +60,21 @@ class GatedDown(torch.autograd.Function):
             grad_bias = rows.sum(0)
         grad_up = grad_product * activation
         grad_gate = torch.ops.aten.silu_backward(grad_product * up, gate)
-        return grad_gate, grad_up, grad_weight, grad_bias
+        return grad_gate, grad_up, grad_weight, grad_bias, None
 
 
-def gated_mlp_forward(module: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+def gated_mlp_forward(
+    module: torch.nn.Module, x: torch.Tensor, invariant: bool = False
+) -> torch.Tensor:
     down = module.down_proj
-    return GatedDown.apply(module.gate_proj(x), module.up_proj(x), down.weight, down.bias)
+    gate, up = module.gate_proj(x), module.up_proj(x)
+    return GatedDown.apply(gate, up, down.weight, down.bias, invariant)
 
 
-def use_gated_mlps(model: torch.nn.Module) -> int:
+def use_gated_mlps(model: torch.nn.Module, invariant: bool = False) -> int:
     """Route every SwiGLU MLP of `model` through `GatedDown` (parameters and names
-    untouched: only the instances' `forward`); returns how many."""
+    untouched: only the instances' `forward`); returns how many. `invariant`: its forward
+    is batch-invariant (`rl.kernels.invariant`), for a model `make_batch_invariant` made so."""
     config = getattr(model, "config", None)
     if getattr(config, "hidden_act", None) != "silu":
         return 0
@@ -73,6 +84,6 @@ def use_gated_mlps(model: torch.nn.Module) -> int:
             getattr(module, name, None) for name in ("gate_proj", "up_proj", "down_proj")
         ]
         if all(type(p) is torch.nn.Linear for p in projections) and hasattr(module, "act_fn"):
-            module.forward = functools.partial(gated_mlp_forward, module)  # type: ignore[method-assign]
+            module.forward = functools.partial(gated_mlp_forward, module, invariant=invariant)  # type: ignore[method-assign]
             count += 1
     return count

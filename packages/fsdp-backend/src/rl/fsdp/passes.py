@@ -42,7 +42,8 @@ class Passes:
         self.router_replay = spec.replay_mode
         self.batching = spec.forwards
         self.packed, self.sp = spec.use_remove_padding, built.sp
-        self.share_prompts = prefix_grouping(
+        # (a batch-invariant model attends within whole sequences: no shared prompts)
+        self.share_prompts = not spec.batch_invariant and prefix_grouping(
             spec.use_prefix_grouper,
             self.packed,
             self.sp,

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from rl.core.config import Config
+from rl.core.config.schema import fused_log_probs
 from rl.core.engines import (
     Classify,
     RecordsRoutes,
@@ -28,6 +29,7 @@ from rl.core.engines import (
     SharesWeights,
 )
 from rl.core.models import load_causal_lm
+from rl.core.models.batch_invariant import make_batch_invariant
 from rl.core.models.loading import allocate_unread
 from rl.core.models.routing_replay import recording, require_routers
 from rl.core.vision.inputs import ImageInputs
@@ -36,7 +38,7 @@ from rl.core.weight_sync.groups import each_tensor
 from rl.core.weight_sync.ties import TieCheck, Ties
 from rl.core.workers.request_batcher import RequestBatcher
 from rl.rollout.hf_routes import row_routes
-from rl.rollout.hf_sampling import VisionPrefill, sample
+from rl.rollout.hf_sampling import TrainerLogprobs, VisionPrefill, sample
 from rl.rollout.narrow_linear import use_narrow_linears
 
 
@@ -65,10 +67,17 @@ class HFRolloutEngine(
         max_batch_size: int = 256,
         free_cache_engine: bool = False,
         weights_pending: bool = False,
+        trainer_logprobs: TrainerLogprobs | None = None,
     ) -> None:
         self.model = model.to(device).eval()
         if self.model.device.type == "cpu":  # decode steps' few rows: weight @ x^T on CPU
             use_narrow_linears(self.model)
+        # rollout.batch_invariant: a batch-invariant model (made so after the narrow linears,
+        # which then get at least MIN_ROWS rows too), the sampled tokens' log-probs by the
+        # trainer's function
+        self.trainer_logprobs = trainer_logprobs
+        if trainer_logprobs is not None:
+            make_batch_invariant(self.model)
         self.free_cache_engine, self._asleep = free_cache_engine, False
         self.shared = False  # whether the weights are the trainer's own (`share_weights`)
         # rollout.load_format=dummy: no weights until the first update_weights / share_weights
@@ -116,6 +125,7 @@ class HFRolloutEngine(
             device=config.trainer.device,
             free_cache_engine=config.rollout.free_cache_engine,
             weights_pending=dummy,
+            trainer_logprobs=_on_policy(model, config) if config.rollout.batch_invariant else None,
         )
 
     def _check_weights(self) -> None:
@@ -201,6 +211,7 @@ class HFRolloutEngine(
                 self.pad_id,
                 stop_ids,
                 vision,
+                self.trainer_logprobs,
             )
         tokens, logprobs = tokens.cpu(), logprobs.cpu()
         expanded = [p for p in prompts for _ in range(sampling.n)]
@@ -342,6 +353,14 @@ class HFRolloutEngine(
         if self._asleep:
             self.model.to(self.device)
             self._asleep = False
+
+
+def _on_policy(model: torch.nn.Module, config: Config) -> TrainerLogprobs:
+    """The log-prob function of the trainer's passes (the fused kernel or the plain path,
+    as the actor chooses)."""
+    vocab = int(model.get_output_embeddings().weight.shape[0])
+    device = torch.device(config.trainer.device).type
+    return TrainerLogprobs(fused_log_probs(config.actor.use_fused_kernels, device, vocab))
 
 
 def _same_memory(first: torch.Tensor, second: torch.Tensor) -> bool:

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from rl.core.engines import SamplingParams
+from rl.core.models.token_logprobs import logprobs_and_entropy
 
 
 def logits_processors(
@@ -93,6 +94,22 @@ class VisionPrefill:
         return self.positions.amax(dim=(0, 2))[:, None]
 
 
+@dataclass(frozen=True)
+class TrainerLogprobs:
+    """The trainer's own log-prob function for the sampled tokens (`rollout.batch_invariant`):
+    the fused kernel's (`fused`, its epilogue on the logits the step computed anyway) or the
+    plain path's. With a batch-invariant model both give the trainer's numbers bit for bit."""
+
+    fused: bool
+
+    def __call__(self, logits: torch.Tensor, token: torch.Tensor, scale: float) -> torch.Tensor:
+        if self.fused:
+            from rl.kernels import logprob_of_logits
+
+            return logprob_of_logits(logits, token, scale)
+        return logprobs_and_entropy(logits, token, scale, False)[0]
+
+
 def sample(
     model: torch.nn.Module,
     prompt_ids: torch.Tensor,
@@ -101,6 +118,7 @@ def sample(
     pad_id: int,
     stop_ids: Sequence[int],
     vision: VisionPrefill | None = None,
+    trainer_logprobs: TrainerLogprobs | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """`sampling.n` responses to each left-padded prompt row ([U, L] ids and mask): sampled
     tokens [U * n, R] (rows i*n .. i*n+n-1 answer prompt i; `pad_id` after a row stops, R
@@ -111,7 +129,8 @@ def sample(
     With `sampling.prompt_seeds` each row draws from its own generator (`RowDraws`), else
     all rows from torch's global one, as `generate` does. `vision`: the prompts' images,
     shown in the prefill at their multimodal positions; each new token then takes the
-    next position after its prompt's last (the same in all three rotary sections)."""
+    next position after its prompt's last (the same in all three rotary sections).
+    `trainer_logprobs`: the log-probs come from the trainer's function instead."""
     from transformers import DynamicCache
 
     n, device = sampling.n, prompt_ids.device
@@ -159,7 +178,10 @@ def sample(
             token = torch.multinomial(torch.softmax(scores, -1), 1).squeeze(1)
         token = token.masked_fill(~running, pad_id)
         tokens.append(token)
-        logprobs.append(chosen_logprob(logits, token, scale))
+        if trainer_logprobs is None:
+            logprobs.append(chosen_logprob(logits, token, scale))
+        else:
+            logprobs.append(trainer_logprobs(logits, token, scale))
         running &= ~torch.isin(token, stops)
         if step + 1 == sampling.max_new_tokens or not running.any():
             break

@@ -229,6 +229,9 @@ RULES: list[Rule] = [
         "the critic loads the actor's model.* in rl (memory and kernel options only)",
     ),
     Rule("actor_rollout_ref.rollout.tensor_model_parallel_size", "rollout.tensor_parallel_size"),
+    # verl's switch for batch-invariant (reproducible) rollouts; rl's also makes the trainer
+    # batch-invariant, so the rollout's log-probs are the trainer's (true on-policy)
+    Rule("actor_rollout_ref.rollout.full_determinism", "rollout.batch_invariant"),
     Rule(
         "actor_rollout_ref.rollout.load_format", "rollout.load_format", convert=values.load_format
     ),

@@ -43,6 +43,7 @@ def mismatch_metrics(
 
     Returns:
         mismatch/abs_logprob_diff: mean |log p_trainer - log p_rollout|.
+        mismatch/max_abs_logprob_diff: its largest (0 exactly with rollout.batch_invariant).
         mismatch/kl: KL(rollout || trainer), estimated with k3 on the tokens the rollout
             engine sampled: mean(r - 1 - log r) with r = p_trainer / p_rollout.
         mismatch/ppl_ratio: perplexity of the trainer over that of the rollout engine,
@@ -54,6 +55,9 @@ def mismatch_metrics(
     ppl_log_ratio = masked_mean(rollout, response_mask) - masked_mean(old, response_mask)
     return {
         "mismatch/abs_logprob_diff": float(masked_mean((old - rollout).abs(), response_mask)),
+        "mismatch/max_abs_logprob_diff": float(
+            ((old - rollout).abs() * response_mask).max() if response_mask.any() else 0.0
+        ),
         "mismatch/kl": float(masked_mean(k3, response_mask)),
         "mismatch/ppl_ratio": float(ppl_log_ratio.exp()),
     }

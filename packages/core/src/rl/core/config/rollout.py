@@ -131,6 +131,9 @@ class RolloutConfig:
     # ChatLearn's data_rerank: a prompt's n samples go to different replicas (round-robin)
     data_rerank: bool = False
     seed: int = setting(0, SEED)
+    # true on-policy: the rollout's log-probs are the trainer's, bit for bit (the HF engine
+    # and the FSDP trainer run batch-invariant ops; rl.core.models.batch_invariant)
+    batch_invariant: bool = False
     engine_kwargs: dict[str, Any] = field(default_factory=dict)  # {vllm: {...}, sglang: {...}}
     # --- trainer -> engine weight sync
     update_weights_bucket_megabytes: int = setting(512, POSITIVE_INT)

@@ -347,6 +347,7 @@ class Config:
         self._check_bypass_mode()
         check_dapo(self)
         self._check_async_reward()
+        self._check_batch_invariant()
         longest = data.max_prompt_length + data.max_response_length
         require(
             self.rollout.max_model_len is None or self.rollout.max_model_len >= longest,
@@ -377,6 +378,35 @@ class Config:
                 value,
                 "false/null with algorithm.rollout_correction.bypass_mode (the rollout's "
                 "log-probs are the old policy's there)",
+            )
+
+    def _check_batch_invariant(self) -> None:
+        """The batch-invariant ops are built into the HF rollout engine and the FSDP trainer,
+        for attention within whole sequences (no shared prompts, no Ulysses split) and plain
+        linear layers (no LoRA adapters yet)."""
+        if not self.rollout.batch_invariant:
+            return
+        actor, sp = self.actor, self.actor.ulysses_sequence_parallel_size
+        for key, value, fine, allowed in (
+            ("rollout.name", self.rollout.name, self.rollout.name == "hf", "hf"),
+            ("trainer.device", self.trainer.device, self.trainer.device == "cpu", "cpu"),
+            ("actor.strategy", actor.strategy, actor.strategy == "fsdp", "fsdp"),
+            ("model.lora_rank", self.model.lora_rank, self.model.lora_rank == 0, "0"),
+            ("actor.ulysses_sequence_parallel_size", sp, sp == 1, "1"),
+            (
+                "actor.use_prefix_grouper",
+                actor.use_prefix_grouper,
+                actor.use_prefix_grouper is not True,
+                "false or null",
+            ),
+        ):
+            require(
+                fine,
+                key,
+                value,
+                f"{allowed} with rollout.batch_invariant = true (its batch-invariant ops are "
+                "built and verified for the HF rollout engine and the FSDP trainer on CPU, on "
+                "whole sequences, without LoRA adapters yet)",
             )
 
     def _check_async_reward(self) -> None:

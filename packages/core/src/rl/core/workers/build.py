@@ -74,6 +74,7 @@ def role_spec(
         lora_save_merged=config.model.lora_save_merged,
         freeze_vision_tower=kind.policy and getattr(settings, "freeze_vision_tower", False),
         backends=dict(section.backends),
+        batch_invariant=config.rollout.batch_invariant and not kind.values,
     )
 
 
