@@ -38,6 +38,8 @@ def overrides(variant: str, steps: int, output_dir: Path) -> list[str]:
         "trainer.logger=[jsonl]",
         f"trainer.output_dir={output_dir}",
     ]
+    if variant == "invariant":
+        keys.append("rollout.batch_invariant=true")
     if variant == "kl":
         keys += [
             "actor.use_kl_loss=true",

@@ -121,6 +121,10 @@ def report(results: list[w.RunResult], warmup: int, args_line: str, threads: int
                 f"| {', '.join(f'{k:.3g}' for k in kls) if kls else '-'} |"
             )
     lines += round_ratios(results, warmup)
+    for variant in w.OURS_ONLY:
+        if ("ours", variant) in medians and ("ours", "plain") in medians:
+            cost = medians["ours", variant] / medians["ours", "plain"]
+            lines += ["", f"Our {variant} step against our plain one: {cost:.3f}x (medians)"]
     lines += ["", "Our phase split (median seconds; share of our median step):", ""]
     for variant in dict.fromkeys(r.variant for r in results):
         ours = [r for r in results if r.side == "ours" and r.variant == variant]
@@ -212,7 +216,11 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--steps", type=int, default=12, help="steps per run")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved runs per side")
     parser.add_argument("--warmup", type=int, default=2, help="first steps of a run left out")
-    parser.add_argument("--variants", default="plain,kl", help="plain, kl or both")
+    parser.add_argument(
+        "--variants",
+        default="plain,kl",
+        help="plain, kl, invariant (ours only: rollout.batch_invariant), comma-separated",
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, help="folder for grpo_step.jsonl and report.md")
     parser.add_argument("--no-trl", action="store_true", help="our side only")
@@ -285,6 +293,8 @@ def main(argv: list[str]) -> None:
         for round_ in range(args.rounds):
             for variant in variants:
                 for side, run in slots if round_ % 2 == 0 else slots[::-1]:
+                    if side == "trl" and variant in w.OURS_ONLY:
+                        continue
                     result = run_child(side, variant, args.steps, args.threads, args.overrides, run)
                     peak = max(result.peak_rss_mib, result.tree_peak_rss_mib)
                     print(

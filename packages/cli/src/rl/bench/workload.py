@@ -16,7 +16,10 @@ COMPLETIONS = PROMPTS * RESPONSES_PER_PROMPT  # rows per forward (and backward) 
 LEARNING_RATE = 1e-4
 KL_COEF = 0.04
 SEED = 1
-VARIANTS = ("plain", "kl")
+VARIANTS = ("plain", "kl", "invariant")
+# our side only (TRL has no such mode): rollout.batch_invariant, true on-policy; its cost
+# is reported against our plain variant
+OURS_ONLY = ("invariant",)
 
 
 @dataclass
