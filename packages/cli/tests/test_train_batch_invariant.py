@@ -30,10 +30,12 @@ def _steps(tmp_path, tiny_run, metrics_rows, *overrides):
 @pytest.mark.parametrize(
     "layout",
     [
-        ["actor.use_fused_kernels=true"],  # packed rows, the fused log-prob kernel
+        # packed rows, each prompt once for its responses, the fused log-prob kernel
+        ["actor.use_fused_kernels=true", "actor.use_prefix_grouper=true"],
+        ["actor.use_fused_kernels=false", "actor.use_prefix_grouper=false"],  # packed, logits
         ["actor.use_fused_kernels=false", "actor.use_remove_padding=false"],  # padded, logits
     ],
-    ids=["packed-fused", "padded-plain"],
+    ids=["shared-prompts-fused", "packed-plain", "padded-plain"],
 )
 def test_the_update_ratio_against_the_rollouts_logprobs_is_exactly_one(
     tmp_path, tiny_run, metrics_rows, layout
@@ -63,7 +65,6 @@ def test_the_trainers_old_logprobs_equal_the_rollouts(tmp_path, tiny_run, metric
     [
         ("rollout.name=vllm", "rollout.name"),
         ("model.lora_rank=4", "model.lora_rank"),
-        ("actor.use_prefix_grouper=true", "actor.use_prefix_grouper"),
         ("actor.ulysses_sequence_parallel_size=2", "actor.ulysses_sequence_parallel_size"),
     ],
 )

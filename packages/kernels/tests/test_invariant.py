@@ -174,3 +174,29 @@ def test_the_gradients_are_attentions():
         (reference(seq) * weight).sum().backward()
         for got, want in zip(ours, (t.grad for t in seq), strict=True):
             torch.testing.assert_close(got, want)
+
+
+def test_shared_prompts_attend_as_whole_sequences():
+    """A prompt packed once for two responses (rl-fsdp's prefix grouping): each packed
+    position gets its owner's output, the bits of its sequence attended alone."""
+    prompt, first, second = sequences([70, 9, 5], seed=6)
+    whole = [
+        tuple(torch.cat([p, r], 1) for p, r in zip(prompt, resp, strict=True))
+        for resp in (first, second)
+    ]
+    alone = [packed([s])[0] for s in whole]
+    row = [torch.cat([prompt[i], first[i], second[i]], 1)[None] for i in range(3)]
+    index = torch.cat([torch.arange(79), torch.arange(70), torch.arange(79, 84)])
+    owned = torch.cat(
+        [
+            torch.ones(79, dtype=torch.bool),
+            torch.zeros(70, dtype=torch.bool),
+            torch.ones(5, dtype=torch.bool),
+        ]
+    )
+    bounds = torch.tensor([0, 79, 154])
+    out, _ = invariant_attention(
+        None, *row, None, cu_seq_lens_q=bounds, rl_sequence_index=index, rl_owned=owned
+    )
+    assert torch.equal(out[0, :79], alone[0])
+    assert torch.equal(out[0, 79:], alone[1][70:])

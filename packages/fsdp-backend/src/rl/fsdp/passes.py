@@ -42,8 +42,7 @@ class Passes:
         self.router_replay = spec.replay_mode
         self.batching = spec.forwards
         self.packed, self.sp = spec.use_remove_padding, built.sp
-        # (a batch-invariant model attends within whole sequences: no shared prompts)
-        self.share_prompts = not spec.batch_invariant and prefix_grouping(
+        self.share_prompts = prefix_grouping(
             spec.use_prefix_grouper,
             self.packed,
             self.sp,

@@ -7,24 +7,29 @@ shapes and reductions over other lengths, and its log-prob comes out a few ulps 
 With the ops here both sides compute every number of a token the same way, bit for bit,
 so the rollout's log-probs are the trainer's (true on-policy RL, `rollout.batch_invariant`):
 
-- **GEMMs of at least `MIN_ROWS` rows.** The CPU BLAS (MKL, OpenBLAS) and cuBLAS pick
-  their reduction order over the inner dimension from the inner dimension and tiling
-  alone once there are enough rows; a product of 1 to 8 rows takes a GEMV-like path with
-  another order. `pad_rows` gives a product its missing rows as zeros (a decode step of
-  few sequences; the last rows of a tiled LM head).
-- **`rl_invariant` attention.** Each sequence's keys are laid out by position in a
-  buffer of a fixed `width` (the longest sequence the run allows), so the score GEMM, the
-  softmax over keys and the probabilities-times-values GEMM see the same shapes, with a
-  token's keys at the same places, whether the queries are a whole packed sequence, a
-  padded row or one decode step: the masked places are exact zeros after the softmax.
-  The cost is attention over `width` keys instead of the sequence's own, small beside
-  the model's GEMMs at RL's sequence lengths.
+- **GEMMs of at least `MIN_ROWS` rows.** The CPU BLAS (MKL here) picks its reduction
+  order over the inner dimension from the inner dimension and its tiling alone once a
+  product has a few rows, in either operand order (x @ W^T or W @ x^T, which the HF
+  engine's narrow decode linears use); with fewer rows (1 to 3 for x @ W^T, up to 8 for
+  W @ x^T on a 2-core AMD EPYC) it takes a GEMV-like path with another order. `pad_rows` gives a product its missing rows as zeros (a decode step of
+  few sequences; the last rows of a tiled LM head). `verify_rows` checks this on the
+  machine at hand, and `rollout.batch_invariant` refuses to start where it fails.
+- **`rl_invariant` attention.** Each sequence's keys are laid out by position, and a
+  query at position p attends over the first ceil((p + 1) / `BLOCK`) blocks of them (the
+  later keys masked, exact zeros after the softmax): the score GEMM, the softmax and
+  the probabilities-times-values GEMM reduce over a length set by p alone, whether the
+  query is one decode step against a cache, a row of a padded batch or a packed
+  sequence. The queries of one block go into one product (at least `MIN_ROWS` rows), a
+  key head's query heads together. Its backward keeps the inputs, the output and the
+  rows' logsumexp and recomputes the probabilities, as flash attention does. The cost
+  is up to a block of masked keys a query, and materialised block scores.
 - **SiLU as x / (1 + exp(-x)).** torch's CPU `silu` runs the tail of a tensor (and of
   each thread's share) through a scalar formula that rounds apart from the vector one in
   ~4 % of elements, so a token's activation depended on where it sat in the tensor;
   `exp`, `+` and `/` round the same on both paths.
 
-`verify_rows(weight)` checks the first property on the machine at hand.
+Built and verified on CPU; on CUDA the same code runs, but cuBLAS's choices are not
+verified (`rollout.batch_invariant` asks for `trainer.device: cpu`).
 """
 
 from __future__ import annotations
@@ -221,16 +226,26 @@ def _packed(
     value: torch.Tensor,
     bounds: torch.Tensor,
     scaling: float,
+    index: torch.Tensor | None = None,
+    owned: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """One packed row [1, H, N, D] of sequences bounded by `bounds`: [1, N, Hq, D]."""
+    """One packed row [1, H, N, D] of sequences bounded by `bounds`: [1, N, Hq, D]. With
+    shared prompts, `bounds` bound the gathered sequences, `index` holds their tokens'
+    packed positions and each packed position takes its owner's (`owned`) output."""
     starts, lengths = bounds[:-1].long(), bounds.diff().long()
     width = _width(int(lengths.max()))
     places = torch.arange(width, device=bounds.device)
     real = places[None] < lengths[:, None]  # [G, W]
-    index = torch.where(real, starts[:, None] + places[None], 0)
-    q, k, v = (_aligned(t[0], index, real) for t in (query, key, value))
+    gathered = torch.where(real, starts[:, None] + places[None], 0)
+    positions = gathered if index is None else index[gathered]
+    q, k, v = (_aligned(t[0], positions, real) for t in (query, key, value))
     out = _whole_sequences(q, k, v, lengths, scaling)  # [G, Hq, W, D]
-    return out.transpose(1, 2)[real][None]  # [1, N, Hq, D], in packed order
+    flat = out.transpose(1, 2)[real]  # [gathered tokens, Hq, D], in gathered order
+    if index is None:
+        return flat[None]
+    assert owned is not None
+    result = flat.new_zeros(query.shape[2], *flat.shape[1:])
+    return result.index_copy(0, index[owned], flat[owned])[None]
 
 
 def _whole_sequences(
@@ -308,9 +323,8 @@ def invariant_attention(
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
     bounds = kwargs.get("cu_seq_lens_q")
     if bounds is not None:
-        if kwargs.get("rl_sequence_index") is not None:
-            raise ValueError("rl_invariant attention does not take shared prompts")
-        return _packed(query, key, value, bounds, scale), None
+        index, owned = kwargs.get("rl_sequence_index"), kwargs.get("rl_owned")
+        return _packed(query, key, value, bounds, scale, index, owned), None
     if attention_mask is None or attention_mask.dtype != torch.bool:
         raise ValueError("rl_invariant attention needs a boolean [B, 1, Lq, Lk] mask")
     return _masked(query, key, value, attention_mask, scale), None

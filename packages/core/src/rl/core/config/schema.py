@@ -381,9 +381,9 @@ class Config:
             )
 
     def _check_batch_invariant(self) -> None:
-        """The batch-invariant ops are built into the HF rollout engine and the FSDP trainer,
-        for attention within whole sequences (no shared prompts, no Ulysses split) and plain
-        linear layers (no LoRA adapters yet)."""
+        """The batch-invariant ops are built into the HF rollout engine and the FSDP trainer
+        on CPU, for attention within whole sequences on one rank (no Ulysses split) and
+        plain linear layers (no LoRA adapters yet)."""
         if not self.rollout.batch_invariant:
             return
         actor, sp = self.actor, self.actor.ulysses_sequence_parallel_size
@@ -393,20 +393,14 @@ class Config:
             ("actor.strategy", actor.strategy, actor.strategy == "fsdp", "fsdp"),
             ("model.lora_rank", self.model.lora_rank, self.model.lora_rank == 0, "0"),
             ("actor.ulysses_sequence_parallel_size", sp, sp == 1, "1"),
-            (
-                "actor.use_prefix_grouper",
-                actor.use_prefix_grouper,
-                actor.use_prefix_grouper is not True,
-                "false or null",
-            ),
         ):
             require(
                 fine,
                 key,
                 value,
                 f"{allowed} with rollout.batch_invariant = true (its batch-invariant ops are "
-                "built and verified for the HF rollout engine and the FSDP trainer on CPU, on "
-                "whole sequences, without LoRA adapters yet)",
+                "built and verified for the HF rollout engine and the FSDP trainer on CPU, "
+                "without Ulysses or LoRA adapters yet)",
             )
 
     def _check_async_reward(self) -> None:
