@@ -121,10 +121,7 @@ def report(results: list[w.RunResult], warmup: int, args_line: str, threads: int
                 f"| {', '.join(f'{k:.3g}' for k in kls) if kls else '-'} |"
             )
     lines += round_ratios(results, warmup)
-    for variant in w.OURS_ONLY:
-        if ("ours", variant) in medians and ("ours", "plain") in medians:
-            cost = medians["ours", variant] / medians["ours", "plain"]
-            lines += ["", f"Our {variant} step against our plain one: {cost:.3f}x (medians)"]
+    lines += w.ours_only_costs(results, warmup)
     lines += ["", "Our phase split (median seconds; share of our median step):", ""]
     for variant in dict.fromkeys(r.variant for r in results):
         ours = [r for r in results if r.side == "ours" and r.variant == variant]

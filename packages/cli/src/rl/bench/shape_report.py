@@ -133,6 +133,7 @@ def report(
     lines += ["", "Our phases: median seconds (share of the median step), peak RSS of the "
               "process tree while it ran, MFU where its model FLOPs are counted:", ""]  # fmt: skip
     lines += phase_lines
+    lines += w.ours_only_costs(results, warmup)
     return "\n".join(lines) + "\n"
 
 

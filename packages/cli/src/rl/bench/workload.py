@@ -43,3 +43,31 @@ class RunResult:
     tree_peak_rss_mib: float = 0.0
     phase_peak_rss_mib: dict[str, float] = field(default_factory=dict)
     response_len: list[float] = field(default_factory=list)
+
+
+def ours_only_costs(results: list[RunResult], warmup: int) -> list[str]:
+    """Report lines: each ours-only variant's median step against our plain one (pooled,
+    and round by round: the runs of a round ran back to back), per engine and fused path."""
+    import statistics
+
+    lines: list[str] = []
+    for variant in OURS_ONLY:
+        for key in dict.fromkeys((r.engine, r.fused) for r in results if r.variant == variant):
+            ours = [r for r in results if r.side == "ours" and (r.engine, r.fused) == key]
+            mode = [r for r in ours if r.variant == variant]
+            plain = [r for r in ours if r.variant == "plain"]
+            if not plain:
+                continue
+            steps = [
+                statistics.median(s for r in rs for s in r.step_s[warmup:]) for rs in (mode, plain)
+            ]
+            rounds = ", ".join(
+                f"{statistics.median(m.step_s[warmup:]) / statistics.median(p.step_s[warmup:]):.3f}"
+                for m, p in zip(mode, plain, strict=False)
+            )
+            lines += [
+                "",
+                f"Our {variant} step against our plain one ({key[0]}, fused {key[1]}): "
+                f"{steps[0] / steps[1]:.3f}x (medians; round by round {rounds})",
+            ]
+    return lines
