@@ -109,6 +109,8 @@ def test_truncated_importance_weights_and_mismatch_metrics():
     assert not weights.requires_grad
     metrics = mismatch_metrics(old, rollout, mask)
     assert metrics["mismatch/abs_logprob_diff"] == pytest.approx((0.1 + 1.0) / 2)
+    # the largest over valid tokens (the masked one is 4.9 apart)
+    assert metrics["mismatch/max_abs_logprob_diff"] == pytest.approx(1.0)
     # k3 with r = p_trainer / p_rollout on the two valid tokens: log r = 0.1 and -1.0
     k3 = [math.exp(d) - 1 - d for d in (0.1, -1.0)]
     assert metrics["mismatch/kl"] == pytest.approx(sum(k3) / 2)
