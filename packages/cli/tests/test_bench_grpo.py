@@ -40,7 +40,18 @@ def test_unknown_variants_are_refused_with_the_choices(tmp_path):
         capture_output=True,
         text=True,
     )
-    assert done.returncode == 2 and "choose from ['plain', 'kl']" in done.stderr
+    assert done.returncode == 2 and "choose from ['plain', 'kl', 'invariant']" in done.stderr
+
+
+def test_the_true_on_policy_variant_is_ours_alone_and_its_cost_is_reported(tmp_path):
+    pytest.importorskip("trl")  # TRL present: it is still not run for this variant
+    report, rows = bench(tmp_path, "--variants", "plain,invariant")
+    assert [(r["side"], r["variant"]) for r in rows] == [
+        ("ours", "plain"),
+        ("trl", "plain"),
+        ("ours", "invariant"),
+    ]
+    assert "Our invariant step against our plain one (hf, fused auto): " in report
 
 
 def test_trl_runs_the_same_workload_side_by_side(tmp_path):
