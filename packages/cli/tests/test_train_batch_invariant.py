@@ -57,7 +57,7 @@ def test_the_trainers_old_logprobs_equal_the_rollouts(tmp_path, tiny_run, metric
         assert step["mismatch/max_abs_logprob_diff"] == 0.0
         assert step["mismatch/abs_logprob_diff"] == 0.0
     off = _steps(tmp_path / "off", tiny_run, metrics_rows, *always)
-    assert all(step["mismatch/max_abs_logprob_diff"] > 0 for step in off)
+    assert any(step["mismatch/max_abs_logprob_diff"] > 0 for step in off)
 
 
 @pytest.mark.parametrize(
