@@ -24,7 +24,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from rl.kernels.invariant import invariant_silu, pad_rows
+from rl.kernels.invariant import invariant_silu, over_min_rows
 
 
 class GatedDown(torch.autograd.Function):
@@ -44,8 +44,7 @@ class GatedDown(torch.autograd.Function):
         if not invariant:
             return F.linear(F.silu(gate) * up, weight, bias)
         # rollout.batch_invariant: the place-independent SiLU, at least MIN_ROWS rows
-        rows, count = pad_rows(invariant_silu(gate) * up)
-        return F.linear(rows, weight, bias)[:count].reshape(*gate.shape[:-1], weight.shape[0])
+        return over_min_rows(lambda rows: F.linear(rows, weight, bias), invariant_silu(gate) * up)
 
     @staticmethod
     def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor | None, ...]:

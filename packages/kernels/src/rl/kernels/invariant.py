@@ -35,6 +35,7 @@ verified (`rollout.batch_invariant` asks for `trainer.device: cpu`).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -54,6 +55,14 @@ def pad_rows(x: torch.Tensor) -> tuple[torch.Tensor, int]:
     if rows >= MIN_ROWS:
         return flat, rows
     return torch.cat([flat, flat.new_zeros(MIN_ROWS - rows, flat.shape[1])]), rows
+
+
+def over_min_rows(forward: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    """`forward(x)` (a row-wise map of [rows, K] such as a linear layer) over at least
+    `MIN_ROWS` rows: the added zero rows are dropped after, the shape kept."""
+    flat, rows = pad_rows(x)
+    out = forward(flat)
+    return out[:rows].reshape(*x.shape[:-1], out.shape[-1])
 
 
 def invariant_silu(x: torch.Tensor) -> torch.Tensor:
@@ -81,6 +90,7 @@ class _SiLU(torch.autograd.Function):
         return torch.ops.aten.silu_backward(grad, x)
 
 
+@functools.cache  # (the trainer and a colocated rollout engine check the same shapes)
 def verify_rows(inner: int, outer: int, dtype: torch.dtype = torch.float32, rows: int = 64) -> None:
     """Raise if this machine's GEMM gives a row other bits in a product of another height
     (`MIN_ROWS` up to `rows`), or in the other operand order, at a weight [outer, inner]."""
@@ -138,8 +148,8 @@ def _scores(
     query: torch.Tensor, key: torch.Tensor, last: torch.Tensor, scaling: float
 ) -> tuple[torch.Tensor, int]:
     """Scaled scores [G, Hkv, rows', W] of the grouped queries [G, Hkv, rows, D] (-inf
-    beyond each query's
-    last key), and the real row count (the rest are zero rows up to `MIN_ROWS`)."""
+    beyond each query's last key), and the real row count (rows' adds zero rows up to
+    `MIN_ROWS`: the one place attention's products get their minimum)."""
     rows = query.shape[2]
     if rows < MIN_ROWS:
         pad = query.new_zeros(*query.shape[:2], MIN_ROWS - rows, query.shape[3])
@@ -193,7 +203,7 @@ def _by_blocks(
         rows = torch.nonzero(chosen.any(1)).squeeze(1)
         picked = chosen[rows]  # [R, M]
         rank = picked.long().cumsum(1) - 1  # each picked query's place among its row's
-        count = max(int(picked.sum(1).max()), MIN_ROWS)
+        count = int(picked.sum(1).max())  # (`_scores` pads the grouped product)
         row_of, query_of = torch.nonzero(picked, as_tuple=True)
         place = rank[row_of, query_of]
         gathered = queries.new_zeros(len(rows), count, *queries.shape[2:])

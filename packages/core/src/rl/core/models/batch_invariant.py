@@ -13,11 +13,10 @@ comes out bit for bit the same on both sides.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 
 import torch
 
-from rl.kernels.invariant import invariant_silu, pad_rows, register, verify_rows
+from rl.kernels.invariant import invariant_silu, over_min_rows, register, verify_rows
 
 
 class InvariantSiLU(torch.nn.Module):
@@ -25,13 +24,6 @@ class InvariantSiLU(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return invariant_silu(x)
-
-
-def _padded(forward: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-    """`forward(x)` over at least `MIN_ROWS` rows (the added ones dropped after)."""
-    flat, rows = pad_rows(x)
-    out = forward(flat)
-    return out[:rows].reshape(*x.shape[:-1], out.shape[-1])
 
 
 def _is_silu(module: torch.nn.Module) -> bool:
@@ -45,16 +37,12 @@ def make_batch_invariant(model: torch.nn.Module) -> None:
         return
     if getattr(model.config, "vision_config", None) is not None:
         raise ValueError("rollout.batch_invariant runs text models only (no vision tower yet)")
-    checked: set[tuple[int, int, torch.dtype]] = set()
     for module in list(model.modules()):
         for child_name, child in list(module.named_children()):
             if _is_silu(child):
                 setattr(module, child_name, InvariantSiLU())
         if type(module) is torch.nn.Linear:
-            shape = (module.in_features, min(module.out_features, 4096), module.weight.dtype)
-            if shape not in checked:
-                verify_rows(*shape)
-                checked.add(shape)
-            module.forward = functools.partial(_padded, module.forward)  # type: ignore[method-assign]
+            verify_rows(module.in_features, min(module.out_features, 4096), module.weight.dtype)
+            module.forward = functools.partial(over_min_rows, module.forward)  # type: ignore[method-assign]
     model.set_attn_implementation(register())  # type: ignore[operator]
     model._rl_batch_invariant = True  # type: ignore[assignment]

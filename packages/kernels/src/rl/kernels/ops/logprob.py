@@ -201,14 +201,14 @@ def logprob_of_logits(
     impl = chosen_impl("cpu")
     if impl not in EPILOGUES:
         raise RuntimeError(f"logprob_of_logits runs the CPU epilogues, not the {impl} kernels")
-    epilogue = EPILOGUES[impl][0]
-    token_chunk, vocab_chunk = default_chunks(logits.device)
-    stats = torch.zeros(4, logits.shape[0], dtype=torch.float32)
-    stats[0] = -math.inf
-    for rows in tiles.chunks(logits.shape[0], token_chunk):
-        for cols in tiles.chunks(logits.shape[1], vocab_chunk):
-            tile = logits[rows, cols].contiguous()
-            epilogue(tile, labels[rows], cols.start, 1.0 / temperature, stats[:, rows])
+    tiling = tiles.Tiling(1.0 / temperature, 0, *default_chunks(logits.device))
+    stats = tiles.stats_over_tiles(
+        *logits.shape,
+        lambda rows: lambda cols: logits[rows, cols].contiguous(),
+        labels,
+        tiling,
+        EPILOGUES[impl][0],
+    )
     return _finish(stats, logits.shape[1])[0]
 
 

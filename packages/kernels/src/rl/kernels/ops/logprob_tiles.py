@@ -135,17 +135,33 @@ def tiled_stats(
     epilogue: ForwardEpilogue,
 ) -> torch.Tensor:
     """Row statistics [4, T] float32 (see `logprob_stats`), one logits tile at a time."""
-    scale, vocab_start, token_chunk, vocab_chunk = tiling
-    tokens = hidden.shape[0]
-    stats = torch.zeros(4, tokens, dtype=torch.float32, device=hidden.device)
-    stats[0] = -math.inf
-    for rows in chunks(tokens, token_chunk):
+
+    def row_tiles(rows: slice) -> Callable[[slice], torch.Tensor]:
         # a short chunk gets zero rows up to MIN_ROWS: with fewer the BLAS reduces in
         # another order, and a row's log-prob would depend on how many share its chunk
         part, count = pad_rows(hidden[rows])
-        for cols in chunks(weight.shape[0], vocab_chunk):
-            tile = mm_fp32(part, weight[cols].t())[:count].contiguous()
-            epilogue(tile, labels[rows], vocab_start + cols.start, scale, stats[:, rows])
+        return lambda cols: mm_fp32(part, weight[cols].t())[:count].contiguous()
+
+    return stats_over_tiles(hidden.shape[0], weight.shape[0], row_tiles, labels, tiling, epilogue)
+
+
+def stats_over_tiles(
+    tokens: int,
+    vocab: int,
+    row_tiles: Callable[[slice], Callable[[slice], torch.Tensor]],
+    labels: torch.Tensor,
+    tiling: Tiling,
+    epilogue: ForwardEpilogue,
+) -> torch.Tensor:
+    """Row statistics [4, tokens] float32 folded by `epilogue` over the fp32 logits tiles
+    `row_tiles(rows)(cols)`, in the op's chunk order."""
+    scale, vocab_start, token_chunk, vocab_chunk = tiling
+    stats = torch.zeros(4, tokens, dtype=torch.float32, device=labels.device)
+    stats[0] = -math.inf
+    for rows in chunks(tokens, token_chunk):
+        tile_of = row_tiles(rows)
+        for cols in chunks(vocab, vocab_chunk):
+            epilogue(tile_of(cols), labels[rows], vocab_start + cols.start, scale, stats[:, rows])
     return stats
 
 
