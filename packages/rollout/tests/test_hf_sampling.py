@@ -65,7 +65,7 @@ PROMPTS = {
 }
 
 
-def generate_and_sample(model, tokenizer, texts, sampling, seed):
+def generate_and_sample(model, tokenizer, texts, sampling, seed, decode_step=True):
     """`generate`'s tokens and their log-probs (from its raw logits), then `sample`'s, from
     the same seed: (want_tokens, want_logprobs, tokens, logprobs, stop_ids)."""
     ids, mask = left_pad([tokenizer(text).input_ids for text in texts], tokenizer.pad_token_id)
@@ -74,17 +74,22 @@ def generate_and_sample(model, tokenizer, texts, sampling, seed):
         torch.manual_seed(seed)
         want = with_generate(model, ids, mask, sampling, tokenizer.pad_token_id, stop_ids)
         torch.manual_seed(seed)
-        got = sample(model, ids, mask, sampling, tokenizer.pad_token_id, stop_ids)
+        got = sample(
+            model, ids, mask, sampling, tokenizer.pad_token_id, stop_ids, decode_step=decode_step
+        )
     return (*want, *got, stop_ids)
 
 
+@pytest.mark.parametrize("decode_step", [True, False], ids=["decode_step", "model_forward"])
 @pytest.mark.parametrize("prompt_set", PROMPTS)
 @pytest.mark.parametrize("name", SETTINGS)
-def test_the_tokens_and_logprobs_of_generate_seed_for_seed(model_and_tokenizer, name, prompt_set):
+def test_the_tokens_and_logprobs_of_generate_seed_for_seed(
+    model_and_tokenizer, name, prompt_set, decode_step
+):
     model, tokenizer = model_and_tokenizer
     sampling = SETTINGS[name]
     want_tokens, want_logprobs, tokens, logprobs, stop_ids = generate_and_sample(
-        model, tokenizer, PROMPTS[prompt_set], sampling, seed=11
+        model, tokenizer, PROMPTS[prompt_set], sampling, seed=11, decode_step=decode_step
     )
     assert tokens.shape[0] == len(PROMPTS[prompt_set]) * sampling.n
     assert torch.equal(tokens, want_tokens)
@@ -112,12 +117,19 @@ def test_a_model_on_eager_attention_gets_the_same_tokens_as_generate(name):
     assert torch.allclose(logprobs, want_logprobs, atol=1e-5)
 
 
-def test_each_prompt_is_prefilled_once_for_its_n_responses(model_and_tokenizer, monkeypatch):
+@pytest.mark.parametrize("decode", ["decode_step", "model_forward"])
+def test_each_prompt_is_prefilled_once_for_its_n_responses(
+    model_and_tokenizer, monkeypatch, decode
+):
+    """The prefill runs the 2 prompts once; the decode steps run 8 rows, in the engine's
+    own decode step (`DecodeStep`: its key/value buffers hold 8 rows) or, for a model it
+    does not serve, through `model(...)` after the cache's rows are repeated."""
+    from rl.rollout import hf_sampling
+
     model, tokenizer = model_and_tokenizer
     prompts = [tokenizer(text).input_ids for text in ("12+7=", "3-1=")]
     ids, mask = left_pad(prompts, tokenizer.pad_token_id)
-    rows_seen = []
-    repeats = []
+    rows_seen, repeats, buffers = [], [], []
     forward = model.forward
     monkeypatch.setattr(
         model, "forward", lambda **kw: rows_seen.append(kw["input_ids"].shape) or forward(**kw)
@@ -128,10 +140,29 @@ def test_each_prompt_is_prefilled_once_for_its_n_responses(model_and_tokenizer, 
         "batch_repeat_interleave",
         lambda self, n: repeats.append(n) or original(self, n),
     )
+    if decode == "decode_step":
+        start = hf_sampling.DecodeStep.start
+        monkeypatch.setattr(
+            hf_sampling.DecodeStep,
+            "start",
+            lambda self, *a: start(self, *a) or buffers.append([k.shape for k in self.keys]),
+        )
     with torch.inference_mode():
         tokens, _ = sample(
-            model, ids, mask, SamplingParams(n=4, max_new_tokens=3), tokenizer.pad_token_id, [0]
+            model,
+            ids,
+            mask,
+            SamplingParams(n=4, max_new_tokens=3),
+            tokenizer.pad_token_id,
+            [0],
+            decode_step=decode == "decode_step",
         )
     assert rows_seen[0] == ids.shape  # the prefill: 2 prompts, not 8 rows
-    assert all(shape == (8, 1) for shape in rows_seen[1:])  # each decode step: 8 rows
-    assert repeats == [4] and tokens.shape[0] == 8
+    assert tokens.shape[0] == 8
+    if decode == "model_forward":
+        assert all(shape == (8, 1) for shape in rows_seen[1:])  # each decode step: 8 rows
+        assert repeats == [4] and len(rows_seen) == 3
+    else:  # one model(...) call, the prefill; room for the prompt and 3 new tokens
+        layers = model.config.num_hidden_layers
+        assert len(rows_seen) == 1 and not repeats
+        assert buffers == [[(8, model.config.num_key_value_heads, ids.shape[1] + 3, 64)] * layers]

@@ -7,8 +7,10 @@ transformers' `generate` drawing the same tokens, side by side in one process.
 Workload: the demo's tiny Qwen2 (random init) and `--prompts` built-in arithmetic prompts,
 `--n` responses each of at most `--new-tokens` tokens at temperature 1 (no top-k/top-p),
 the GRPO benchmark's rollout. Each round runs both from the same seed (the tokens are
-checked equal), alternating which goes first. Reports the median seconds per call of each
-and the ratio loop / generate. Raw rows go to `--out` (jsonl); `benchmarks/hf_sampling/`
+checked equal), alternating which goes first; the loop runs twice, with its decode step
+(`rl.rollout.decode_step`) and with every decode step through `model(...)`. Reports the
+median seconds per call of each, the ratio loop / generate and the decode step's saving
+(loop / loop through `model(...)`). Raw rows go to `--out` (jsonl); `benchmarks/hf_sampling/`
 keeps committed output.
 """
 
@@ -76,34 +78,46 @@ def main(argv: list[str] | None = None) -> None:
         )
         return output.sequences[:, ids.shape[1] :]
 
-    def with_loop(seed: int) -> torch.Tensor:
+    def with_loop(seed: int, decode_step: bool = True) -> torch.Tensor:
         torch.manual_seed(seed)
-        return sample(model, ids, mask, sampling, tokenizer.pad_token_id, stop_ids)[0]
+        pad = tokenizer.pad_token_id
+        return sample(model, ids, mask, sampling, pad, stop_ids, decode_step=decode_step)[0]
 
-    sides = {"generate": with_generate, "loop": with_loop}
+    sides = {
+        "generate": with_generate,
+        "loop": with_loop,
+        "loop_model_forward": lambda seed: with_loop(seed, decode_step=False),
+    }
     times: dict[str, list[float]] = {name: [] for name in sides}
     with torch.inference_mode():
         for seed in range(3):  # warm-up
-            assert torch.equal(with_generate(seed), with_loop(seed)), "the tokens differ"
+            want = with_generate(seed)
+            for name in ("loop", "loop_model_forward"):
+                assert torch.equal(want, sides[name](seed)), f"{name}: the tokens differ"
         for round_ in range(args.rounds):
             tokens = {}
             for name in alternating(sides, round_):
                 started = time.perf_counter()
                 tokens[name] = sides[name](100 + round_)
                 times[name].append(time.perf_counter() - started)
-            assert torch.equal(tokens["generate"], tokens["loop"]), f"round {round_}: tokens differ"
+            for name in ("loop", "loop_model_forward"):
+                same = torch.equal(tokens["generate"], tokens[name])
+                assert same, f"round {round_}: {name}'s tokens differ"
 
     medians = {name: statistics.median(values) for name, values in times.items()}
     ratio = medians["loop"] / medians["generate"]
+    decode_ratio = medians["loop"] / medians["loop_model_forward"]
     print(
         f"rows {args.prompts} x {args.n}, <= {args.new_tokens} tokens, {args.threads} threads, "
         f"{args.rounds} rounds, torch {torch.__version__}, transformers "
         f"{transformers.__version__}, {cpu_model()}"
     )
     for name, value in medians.items():
-        print(f"{name:>9}: median {value * 1e3:.2f} ms per call")
+        print(f"{name:>18}: median {value * 1e3:.2f} ms per call")
     print(f"loop / generate: {ratio:.3f}")
-    append_jsonl(Path(args.out), [{"args": vars(args), "times": times, "ratio": ratio}])
+    print(f"decode step / model(...) (the loop with each): {decode_ratio:.3f}")
+    row = {"args": vars(args), "times": times, "ratio": ratio, "decode_ratio": decode_ratio}
+    append_jsonl(Path(args.out), [row])
 
 
 if __name__ == "__main__":
