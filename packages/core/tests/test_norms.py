@@ -27,3 +27,19 @@ def test_the_largest_float64_temporary_is_one_block(monkeypatch):
     monkeypatch.setattr(torch.Tensor, "double", double)
     square_sum(torch.ones(10_000), block=256)
     assert sizes and max(sizes) == 256
+
+
+def test_square_sums_joins_small_tensors_and_equals_float64():
+    """Tensors under the block are joined (a block's worth at a time), big ones go alone:
+    either way the float64 sum of squares of every value, none counted twice or left out."""
+    from rl.core.norms import square_sums
+
+    generator = torch.Generator().manual_seed(0)
+    shapes = [(7,), (30, 3), (250,), (1,), (64, 2), (99,), (5, 5), (300, 4)]
+    tensors = [torch.randn(shape, generator=generator) * 100 for shape in shapes]
+    want = sum(float((t.double() ** 2).sum()) for t in tensors)
+    for block in (100, 128, 1 << 20):
+        got = square_sums(tensors, block=block)
+        assert got.dtype == torch.float64 and got.dim() == 0
+        assert abs(float(got) - want) <= 1e-12 * want, block
+    assert float(square_sums([])) == 0.0

@@ -21,7 +21,7 @@ import torch.distributed as dist
 from rl.core.batch import select, to_device
 from rl.core.engines import LossFn
 from rl.core.micro_batches import micro_batch_rows, mini_batches
-from rl.core.norms import square_sum
+from rl.core.norms import square_sums
 from rl.core.role_spec import RoleSpec
 from rl.core.updates import TOKENS, mini_batch_updates
 from rl.core.updates import step_metrics as step_metrics_of
@@ -86,7 +86,7 @@ class Updates:
     @torch.no_grad()
     def weight_norm(self) -> float:
         """The parameters' L2 norm, accumulated in float64 a block at a time
-        (`rl.core.norms.square_sum`): a float32 sum over a real vocabulary's embedding
+        (`rl.core.norms.square_sums`): a float32 sum over a real vocabulary's embedding
         (19 M values at 128 wide) is off in the fourth digit on CPU, and by a different
         amount for each sharding (1 rank vs 2 disagreed by 5e-4). A sharded parameter's
         shards are summed on each rank, then over the shards' mesh dimensions."""
@@ -95,15 +95,15 @@ class Updates:
         plain, sharded, layout = [], [], None
         for p in self.training.parameters():  # summed on the device: one copy to the host
             if isinstance(p, DTensor):
-                sharded.append(square_sum(p.to_local()))
+                sharded.append(p.to_local())
                 layout = layout or (p.device_mesh, p.placements)
             else:
-                plain.append(square_sum(p))
-        total = torch.stack(plain).sum().cpu() if plain else torch.zeros((), dtype=torch.float64)
+                plain.append(p)
+        total = square_sums(plain).cpu()
         if layout is not None:
             mesh, placements = layout
             over = [Partial() if pl.is_shard() else Replicate() for pl in placements]
-            on_mesh = DTensor.from_local(torch.stack(sharded).sum(), mesh, over)
+            on_mesh = DTensor.from_local(square_sums(sharded), mesh, over)
             total = total + on_mesh.full_tensor().cpu()
         return float(total.sqrt())
 
