@@ -53,3 +53,30 @@ def test_a_model_keeps_its_parameters_names_and_ties(monkeypatch):
     after = {name: p for name, p in model.named_parameters(remove_duplicate=False)}
     assert before.keys() == after.keys() and all(before[k] is after[k] for k in before)
     assert torch.allclose(full, want, atol=1e-5)
+
+
+def test_narrow_product_takes_tensors_with_or_without_a_bias():
+    """`narrow_product(x, weight, bias)`, what vLLM's vocabulary heads call on CPU, is
+    `F.linear` on plain tensors."""
+    from rl.rollout.narrow_linear import narrow_product
+
+    generator = torch.Generator().manual_seed(0)
+    weight = torch.randn(5000, 64, generator=generator)
+    bias = torch.randn(5000, generator=generator)
+    x = torch.randn(32, 64, generator=generator)
+    with torch.no_grad():
+        for b in (None, bias):
+            torch.testing.assert_close(narrow_product(x, weight, b), F.linear(x, weight, b))
+
+
+def test_the_head_benchmark_checks_and_times_each_way(capsys):
+    from rl.rollout.bench.narrow_linear import main
+
+    main(["--rows", "16", "--out", "3000", "--in", "64", "--rounds", "2", "--threads", "1"])
+    printed = capsys.readouterr().out
+    assert "F.linear" in printed and "narrow_product" in printed
+    try:
+        import vllm._custom_ops  # noqa: F401
+    except ImportError:
+        return
+    assert "vllm_onednn_packed" in printed

@@ -148,3 +148,30 @@ def test_an_untied_head_is_refused_and_a_good_sync_recovers(setup):
     both = {**dict(actor.export_weights()), HEAD: actor.model.lm_head.weight.detach().clone()}
     engine.update_weights(iter(both.items()))  # the head sent too, equal: taken
     assert gap(engine, actor, tokenizer)[1] < 1e-4
+
+
+def vocabulary_layers(worker):
+    """In the vLLM worker: each vocabulary layer's class, its product and whether its
+    weight is the input embedding's own tensor."""
+    model = worker.model_runner.get_model()
+    embedding = model.model.embed_tokens.weight
+    return [
+        (type(m).__name__, m.cpu_linear.__name__, m.weight is embedding)
+        for m in model.modules()
+        if hasattr(m, "cpu_linear")
+        and type(m).__name__ in ("VocabParallelEmbedding", "ParallelLMHead")
+    ]
+
+
+def test_each_vocabulary_matrix_is_held_once_before_and_after_a_sync(setup):
+    """vLLM's CPU backend packed a [V, H] copy for the embedding (never read: it looks rows
+    up) and another for the tied head, again at each reload; the embedding keeps no copy
+    and the head multiplies the live embedding (`lean_vocab_layers`), after a reload too."""
+    _, tokenizer, actor, engine, _ = setup
+    want = [("VocabParallelEmbedding", "linear", True), ("ParallelLMHead", "narrow_product", True)]
+    for sync in (False, True):
+        if sync:
+            sync_weights(actor.export_weights(), engine, bucket_bytes=16 << 10)
+        layers = engine.loop.exclusive(lambda e: e.collective_rpc(vocabulary_layers))[0]
+        assert sorted(layers) == sorted(want), sync
+        assert gap(engine, actor, tokenizer, seed=8)[1] < 1e-4

@@ -6,7 +6,7 @@ A decode step multiplies a few rows (one token per sequence) by every weight of 
 once; for a wide layer (the LM head) blocks of `BLOCK_ROWS` weight rows keep the output
 block in cache, where it is transposed into the [rows, out] result. At the Qwen2.5-0.5B
 shape, 32 rows, 2 threads: the LM head (W [151936, 896]) 358 -> 133 ms and an MLP projection 8.2 -> 4.5 ms (`python -m
-rl.rollout.bench.narrow_linear`; benchmarks/rollout/README.md). The product is the same
+rl.rollout.bench.narrow_linear`; benchmarks/rollout/). The product is the same
 in another summation order (the last bits of rounding differ). Only inference with
 `NARROW_MIN_ROWS` to `NARROW_ROWS` rows on CPU takes this path; prefill and anything under
 autograd keep `F.linear`. Small layers keep it too: below `NARROW_MIN_WEIGHTS` weights
@@ -30,12 +30,19 @@ BLOCK_ROWS = 2048
 
 def narrow_linear(module: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
     """`module(x)`, as weight @ x^T when x has few rows, on CPU and without autograd."""
+    return narrow_product(x, module.weight, module.bias)
+
+
+def narrow_product(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
+) -> torch.Tensor:
+    """`F.linear(x, weight, bias)`, as weight @ x^T in blocks of weight rows when x has
+    few rows, on CPU and without autograd."""
     rows = x.numel() // x.shape[-1] if x.shape[-1] else 0
-    weight = module.weight
     narrow = NARROW_MIN_ROWS <= rows <= NARROW_ROWS
     narrow = narrow and x.device.type == "cpu" and x.dtype == weight.dtype
     if not narrow or torch.is_grad_enabled():
-        return F.linear(x, weight, module.bias)
+        return F.linear(x, weight, bias)
     inputs = x.reshape(rows, x.shape[-1]).t().contiguous()
     width = weight.shape[0]
     result = torch.empty(rows, width, dtype=x.dtype)
@@ -47,8 +54,8 @@ def narrow_linear(module: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
         product = block[: min(BLOCK_ROWS, width - start)]
         torch.mm(weight[start : start + BLOCK_ROWS], inputs, out=product)
         result[:, start : start + BLOCK_ROWS].copy_(product.t())
-    if module.bias is not None:
-        result += module.bias
+    if bias is not None:
+        result += bias
     return result.reshape(*x.shape[:-1], width)
 
 

@@ -44,7 +44,7 @@ from rl.rollout.vllm.options import check_tensor_parallel, cpu_binding, engine_a
 from rl.rollout.vllm.outputs import to_rollouts
 from rl.rollout.vllm.sampling import one_prompt, to_vllm
 from rl.rollout.vllm.version import import_vllm
-from rl.rollout.vllm.weights import WeightTable, refresh_tied_layers
+from rl.rollout.vllm.weights import WeightTable, lean_vocab_layers, refresh_tied_layers
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +107,7 @@ class VLLMRolloutEngine(
                 tp, sorted(os.sched_getaffinity(0))
             )
         engine = LLMEngine.from_engine_args(EngineArgs(**kwargs))
+        engine.collective_rpc(lean_vocab_layers)  # one copy of each vocabulary matrix
         torch.set_num_threads(threads)  # vLLM lowers it for serving; the trainer shares it
         return cls(
             engine,
