@@ -46,16 +46,19 @@ def groups():
     made = []
 
     def make(world_size, timeout_s=60.0):
+        # the workers start within 60 s (a loaded 2-core CI machine took over 2 s); the
+        # group's calls then wait `timeout_s`
         made.append(
             RayWorkerGroup(
                 ["actor"],
                 world_size,
                 cpus_per_worker=0.25,
-                timeout_s=timeout_s,
+                timeout_s=60.0,
                 distributed=False,
                 worker_class=Worker,
             )
         )
+        made[-1].timeout_s = timeout_s
         return made[-1]
 
     yield make
