@@ -62,7 +62,7 @@ def decode_logits(model, decoder_of, prompt_ids, prompt_mask, tokens, repeat):
         past_key_values=cache,
         use_cache=True,
     )
-    decoder = decoder_of(model, cache)
+    decoder = decoder_of(model)
     decoder.start(cache, repeat, tokens.shape[1])
     mask = prompt_mask.repeat_interleave(repeat, 0).bool()[:, None, None, :]
     position = positions(prompt_mask)[:, -1:].repeat_interleave(repeat, 0)
@@ -83,9 +83,7 @@ def test_the_logits_of_model_forward_for_each_family(family):
     tokens = torch.randint(1, 97, (9, 6), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         want = decode_logits(model, CachedForward, prompt_ids, prompt_mask, tokens, 3)
-        got = decode_logits(
-            model, lambda m, _: DecodeStep.of(m), prompt_ids, prompt_mask, tokens, 3
-        )
+        got = decode_logits(model, DecodeStep.of, prompt_ids, prompt_mask, tokens, 3)
     assert got.shape == (9, 6, 97)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 

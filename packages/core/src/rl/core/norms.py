@@ -2,9 +2,9 @@
 
 A float32 sum over a real vocabulary's embedding is off in the fourth digit on CPU, and by
 a different amount for each sharding, so weight norms accumulate in float64. Casting the
-whole of a big tensor first (`vector_norm(p, dtype=float64)`, `p.double()`) makes a float64 copy of
-it: at Qwen2.5's 151,936 x 896 embedding, 1.04 GiB for a moment, which was the update's
-peak memory. Here each block of `BLOCK` values is cast alone.
+whole of a big tensor first (`vector_norm(p, dtype=float64)`, `p.double()`) makes a
+float64 copy of it: at Qwen2.5's 151,936 x 896 embedding, 1.04 GiB for a moment, which
+was the update's peak memory. Here each block of `BLOCK` values is cast alone.
 """
 
 from __future__ import annotations
@@ -31,26 +31,21 @@ def square_sums(tensors: list[torch.Tensor], block: int = BLOCK) -> torch.Tensor
     there are none). Tensors under `block` values are joined, up to `block` values at a
     time, and summed in one product each: a model's norms and biases (hundreds of small
     tensors) cost a few calls, not five each."""
-    total = None
+    parts: list[torch.Tensor] = []
     small: list[torch.Tensor] = []
     size = 0
-
-    def add(part: torch.Tensor) -> None:
-        nonlocal total
-        total = part if total is None else total + part
-
     for tensor in tensors:
         if tensor.numel() >= block:
-            add(square_sum(tensor, block))
+            parts.append(square_sum(tensor, block))
             continue
         if size + tensor.numel() > block:
-            add(square_sum(torch.cat(small), block))
+            parts.append(square_sum(torch.cat(small), block))
             small, size = [], 0
         small.append(tensor.detach().reshape(-1))
         size += tensor.numel()
     if small:
-        add(square_sum(torch.cat(small), block))
-    if total is None:
+        parts.append(square_sum(torch.cat(small), block))
+    if not parts:
         device = tensors[0].device if tensors else None
         return torch.zeros((), dtype=torch.float64, device=device)
-    return total
+    return torch.stack(parts).sum()

@@ -157,7 +157,7 @@ def sample(
     logits = output.logits[:, -1].float().repeat_interleave(n, 0)
     # the decode steps without `model(...)`'s per-call machinery, where the model allows
     fast = DecodeStep.of(model) if decode_step and vision is None else None
-    decode = fast if fast is not None else CachedForward(model, cache)
+    decode = fast if fast is not None else CachedForward(model)
     decode.start(cache, n, sampling.max_new_tokens)
     del cache
     mask = prompt_mask.repeat_interleave(n, 0)
@@ -202,13 +202,15 @@ def sample(
 class CachedForward:
     """Decode steps through `model(...)` and its `DynamicCache` (any model)."""
 
-    def __init__(self, model: torch.nn.Module, cache: Any) -> None:
-        self.model, self.cache = model, cache
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.model, self.cache = model, None
 
     def start(self, cache: Any, repeat: int, new_tokens: int) -> None:
-        """Each prompt's cached rows `repeat` times (the cache grows as it goes)."""
+        """Decode on from the prefill's `cache`, each prompt's rows `repeat` times (the
+        cache grows as it goes)."""
         if repeat > 1:
             cache.batch_repeat_interleave(repeat)
+        self.cache = cache
 
     def __call__(
         self, token: torch.Tensor, position: torch.Tensor, mask: torch.Tensor
